@@ -1,0 +1,104 @@
+/*
+ * GGUF reader (lib/gguf.c): a hardened, read-only view of a GGUF v2/v3
+ * file. See docs/model-format.md for the keys and tensors sotto uses.
+ *
+ * Everything returned (strings, tensor data) points into the mapping and
+ * lives as long as the struct gguf. Strings are NOT NUL-terminated.
+ */
+#ifndef SOTTO_GGUF_H
+#define SOTTO_GGUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Key/value types, numbered as in the file. */
+enum gguf_type {
+	GGUF_TYPE_UINT8 = 0,
+	GGUF_TYPE_INT8,
+	GGUF_TYPE_UINT16,
+	GGUF_TYPE_INT16,
+	GGUF_TYPE_UINT32,
+	GGUF_TYPE_INT32,
+	GGUF_TYPE_FLOAT32,
+	GGUF_TYPE_BOOL,
+	GGUF_TYPE_STRING,
+	GGUF_TYPE_ARRAY,
+	GGUF_TYPE_UINT64,
+	GGUF_TYPE_INT64,
+	GGUF_TYPE_FLOAT64,
+};
+
+/* The only tensor types sotto accepts (ggml type numbers). */
+enum gguf_dtype {
+	GGUF_DTYPE_F32 = 0,
+	GGUF_DTYPE_F16 = 1,
+};
+
+/* A view into the file; not NUL-terminated. */
+struct gguf_str {
+	const char	*ptr;
+	uint64_t	 len;
+};
+
+struct gguf_tensor {
+	struct gguf_str	 name;
+	enum gguf_dtype	 type;
+	int		 n_dims;	/* 1..4 */
+	int64_t		 dims[4];	/* numpy order: dims[n_dims-1] is contiguous */
+	const void	*data;		/* in the mapping, aligned to general.alignment */
+	size_t		 nbytes;
+};
+
+/* Owns the mapping (or borrows a memory buffer) and the index. */
+struct gguf;
+
+/* Map path read-only and validate it; messages name the file. */
+int	gguf_open(const char *path, struct gguf **ret, char *err);
+
+/*
+ * Validate a file image in memory; borrows buf, which must outlive the
+ * struct gguf. Tensor data is aligned relative to buf only.
+ */
+int	gguf_open_memory(const void *buf, size_t len, struct gguf **ret,
+	    char *err);
+void	gguf_close(struct gguf *);
+
+/* The path given to gguf_open(), or "<memory>". */
+const char *gguf_path(const struct gguf *);
+/* "F32", "F16". */
+const char *gguf_dtype_name(enum gguf_dtype);
+
+/*
+ * Key lookups. A missing key or a wrong type is SOTTO_EFORMAT with a
+ * message naming the key and the type found.
+ */
+/* Any integer type whose value fits in a uint32_t. */
+int	gguf_get_u32(const struct gguf *, const char *key, uint32_t *ret,
+	    char *err);
+int	gguf_get_str(const struct gguf *, const char *key,
+	    struct gguf_str *ret, char *err);
+/* A malloc'd copy the caller frees; any integer array whose values fit. */
+int	gguf_get_i32_array(const struct gguf *, const char *key,
+	    int32_t **ret, size_t *ret_n, char *err);
+/* A malloc'd array of views into the file; the caller frees the array. */
+int	gguf_get_str_array(const struct gguf *, const char *key,
+	    struct gguf_str **ret, size_t *ret_n, char *err);
+int	gguf_has_key(const struct gguf *, const char *key);
+
+/* Tensors in file order, or by name (NULL when absent). */
+size_t	gguf_n_tensors(const struct gguf *);
+const struct gguf_tensor *gguf_tensor_at(const struct gguf *, size_t i);
+const struct gguf_tensor *gguf_find_tensor(const struct gguf *,
+	    const char *name);
+
+/*
+ * Find a tensor and check its type and shape (numpy order, n_dims
+ * entries). ret may be NULL. The message names the file and the tensor:
+ * "model.gguf: tensor enc.0.attn.q.w: expected F16 [384][384], found F32
+ * [384][1536]".
+ */
+int	gguf_expect_tensor(const struct gguf *, const char *name,
+	    enum gguf_dtype type, int n_dims, const int64_t *dims,
+	    const struct gguf_tensor **ret, char *err);
+
+#endif
