@@ -36,7 +36,7 @@
 
 #define GGUF_MAGIC		0x46554747u	/* "GGUF" read little-endian */
 #define GGUF_KV_MIN_BYTES	13	/* key length, type, 1-byte value */
-#define GGUF_TENSOR_MIN_BYTES	32	/* name length, n_dims, ne, type, offset */
+#define GGUF_TENSOR_MIN_BYTES	32	/* name length, n_dims, ne, type, off */
 #define GGUF_ALIGN_DEFAULT	32
 #define GGUF_ALIGN_MAX		4096
 #define GGUF_KEY_MAX_BYTES	65535
@@ -97,27 +97,18 @@ gguf_path(const struct gguf *g)
 	return g->path;
 }
 
-/* Decode an n-byte little-endian unsigned integer at p (n = 1, 2, 4, 8). */
+/*
+ * Decode an n-byte (n <= 8) little-endian unsigned integer at p: the
+ * bytes land at the low addresses of a zeroed u64, which le64toh() reads
+ * as little-endian on any host.
+ */
 static uint64_t
 gguf_le(const unsigned char *p, size_t n)
 {
-	uint16_t v16;
-	uint32_t v32;
-	uint64_t v64;
+	uint64_t v = 0;
 
-	switch (n) {
-	case 1:
-		return p[0];
-	case 2:
-		memcpy(&v16, p, 2);
-		return le16toh(v16);
-	case 4:
-		memcpy(&v32, p, 4);
-		return le32toh(v32);
-	default:
-		memcpy(&v64, p, 8);
-		return le64toh(v64);
-	}
+	memcpy(&v, p, n);
+	return le64toh(v);
 }
 
 static int
@@ -377,8 +368,8 @@ gguf_rd_tensor(struct gguf_rd *rd, struct gguf_tensor *t, uint64_t *offset)
 		if ((rv = gguf_rd_uint(rd, 8, &d, "dimension")) != 0)
 			return rv;
 		if (d < 1 || d > INT64_MAX)
-			return err_set(rd->err, SOTTO_EFORMAT, "%s: tensor %.*s:"
-			    " dimension %d is %" PRIu64, path,
+			return err_set(rd->err, SOTTO_EFORMAT,
+			    "%s: tensor %.*s: dimension %d is %" PRIu64, path,
 			    GGUF_PR(t->name), i, d);
 		t->dims[t->n_dims - 1 - i] = (int64_t)d;
 	}
@@ -446,17 +437,18 @@ gguf_index_tensors(struct gguf *g, char *err)
 		a = g->by_name[i - 1];
 		b = g->by_name[i];
 		if ((uintptr_t)a->data + a->nbytes > (uintptr_t)b->data)
-			return err_set(err, SOTTO_EFORMAT, "%s: tensors %.*s and "
-			    "%.*s overlap", g->path, GGUF_PR(a->name),
-			    GGUF_PR(b->name));
+			return err_set(err, SOTTO_EFORMAT,
+			    "%s: tensors %.*s and %.*s overlap", g->path,
+			    GGUF_PR(a->name), GGUF_PR(b->name));
 	}
 	qsort(g->by_name, g->n_tensors, sizeof(*g->by_name),
 	    gguf_tensor_name_cmp);
 	for (i = 1; i < g->n_tensors; i++)
 		if (gguf_str_cmp(g->by_name[i - 1]->name,
 		    g->by_name[i]->name) == 0)
-			return err_set(err, SOTTO_EFORMAT, "%s: duplicate tensor "
-			    "%.*s", g->path, GGUF_PR(g->by_name[i]->name));
+			return err_set(err, SOTTO_EFORMAT,
+			    "%s: duplicate tensor %.*s", g->path,
+			    GGUF_PR(g->by_name[i]->name));
 	return 0;
 }
 
@@ -698,6 +690,21 @@ gguf_get_str(const struct gguf *g, const char *key, struct gguf_str *ret,
 	return 0;
 }
 
+/* An array of n elements (never NULL on success, even for n = 0). */
+static void *
+gguf_array_alloc(const struct gguf *g, const char *key, uint64_t n,
+    size_t size, char *err)
+{
+	void *a = NULL;
+
+	if (n <= SIZE_MAX / size)
+		a = malloc(n > 0 ? n * size : 1);
+	if (a == NULL)
+		err_set(err, SOTTO_ENOMEM, "%s: key %s: out of memory",
+		    g->path, key);
+	return a;
+}
+
 int
 gguf_get_i32_array(const struct gguf *g, const char *key, int32_t **ret,
     size_t *ret_n, char *err)
@@ -711,17 +718,16 @@ gguf_get_i32_array(const struct gguf *g, const char *key, int32_t **ret,
 	if ((rv = gguf_lookup(g, key, 1, gguf_is_int,
 	    "an integer array", &kv, err)) != 0)
 		return rv;
-	if (kv->n > SIZE_MAX / sizeof(*a) ||
-	    (a = malloc(kv->n > 0 ? kv->n * sizeof(*a) : 1)) == NULL)
-		return err_set(err, SOTTO_ENOMEM, "%s: key %s: out of memory",
-		    g->path, key);
+	if ((a = gguf_array_alloc(g, key, kv->n, sizeof(*a), err)) == NULL)
+		return SOTTO_ENOMEM;
 	esize = gguf_type_bytes[kv->atype];
 	for (i = 0; i < kv->n; i++) {
 		v = gguf_int_at(kv->val + i * esize, kv->atype);
 		if (v < INT32_MIN || v > INT32_MAX) {
 			free(a);
-			return err_set(err, SOTTO_EFORMAT, "%s: key %s: element "
-			    "%zu (%" PRId64 ") does not fit in i32", g->path,
+			return err_set(err, SOTTO_EFORMAT,
+			    "%s: key %s: element %zu (%" PRId64 ") does not "
+			    "fit in i32", g->path,
 			    key, i, v);
 		}
 		a[i] = (int32_t)v;
@@ -744,10 +750,8 @@ gguf_get_str_array(const struct gguf *g, const char *key,
 	if ((rv = gguf_lookup(g, key, 1, gguf_is_str,
 	    "a string array", &kv, err)) != 0)
 		return rv;
-	if (kv->n > SIZE_MAX / sizeof(*a) ||
-	    (a = malloc(kv->n > 0 ? kv->n * sizeof(*a) : 1)) == NULL)
-		return err_set(err, SOTTO_ENOMEM, "%s: key %s: out of memory",
-		    g->path, key);
+	if ((a = gguf_array_alloc(g, key, kv->n, sizeof(*a), err)) == NULL)
+		return SOTTO_ENOMEM;
 	/* Checked while parsing: each string fits in the file. */
 	for (p = kv->val, i = 0; i < kv->n; i++) {
 		a[i].len = gguf_le(p, 8);

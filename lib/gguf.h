@@ -40,12 +40,16 @@ struct gguf_str {
 	uint64_t	 len;
 };
 
+/*
+ * dims[n_dims - 1] is the contiguous one (GGUF's ne[] reversed); data
+ * points into the mapping.
+ */
 struct gguf_tensor {
 	struct gguf_str	 name;
 	enum gguf_dtype	 type;
 	int		 n_dims;	/* 1..4 */
-	int64_t		 dims[4];	/* numpy order: dims[n_dims-1] is contiguous */
-	const void	*data;		/* in the mapping, aligned to general.alignment */
+	int64_t		 dims[4];	/* numpy order, outermost first */
+	const void	*data;		/* aligned to general.alignment */
 	size_t		 nbytes;
 };
 
