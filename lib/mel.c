@@ -26,11 +26,13 @@
 
 #define MEL_N_MELS_MAX	1024
 #define MEL_POWER_MIN	1e-10f
-#define MEL_LOG10_E	0.43429448190325182765f	/* log10(x) = ln(x) log10(e) */
+/* log10(x) = ln(x) log10(e) */
+#define MEL_LOG10_E	0.43429448190325182765f
 
+/* The non-zero bins [lo, hi) of one filter row. */
 struct mel_band {
-	int		 lo;		/* first non-zero bin */
-	int		 hi;		/* one past the last non-zero bin */
+	int		 lo;
+	int		 hi;
 };
 
 struct mel {
@@ -38,9 +40,10 @@ struct mel {
 	const float	*filters;	/* [n_mels][201], borrowed */
 	kiss_fftr_cfg	 fft;		/* owned */
 	float		 window[MEL_N_FFT];
-	float		 frame[MEL_N_FFT];	/* scratch: windowed frame */
-	kiss_fft_cpx	 spec[MEL_N_BINS];	/* scratch: its spectrum */
-	float		 power[MEL_N_BINS];	/* scratch: |X|^2 */
+	/* scratch: the windowed frame, its spectrum and |X|^2 */
+	float		 frame[MEL_N_FFT];
+	kiss_fft_cpx	 spec[MEL_N_BINS];
+	float		 power[MEL_N_BINS];
 	struct mel_band	 band[];	/* [n_mels] */
 };
 

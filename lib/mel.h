@@ -21,7 +21,8 @@ struct mel;
  * borrowed and must outlive the mel.  Returns 0 and sets *ret, or a
  * negative SOTTO_E* code.
  */
-int	mel_new(int n_mels, const float *filters, struct mel **ret, char *err);
+int	mel_new(int n_mels, const float *filters, struct mel **ret,
+	    char *err);
 void	mel_free(struct mel *);
 
 /* STFT frames of n samples followed by pad zeros: (n + pad) / 160. */

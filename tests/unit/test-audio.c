@@ -1,0 +1,291 @@
+/*
+ * Unit tests for client/audio.c: WAV files written here with libsndfile
+ * at several rates and channel counts, plus files that are not audio.
+ */
+#include <sys/stat.h>
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sndfile.h>
+
+#include "audio.h"
+
+#define TEST_ERR_MAX	256
+
+static char test_dir[512];
+
+/* Build the path of a file in the test directory. */
+static const char *
+test_path(const char *name)
+{
+	static char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", test_dir, name);
+	return path;
+}
+
+/* Write frames x[frames][channels] as a 16-bit WAV. */
+static const char *
+test_write_wav(const char *name, int rate, int channels, const short *x,
+    sf_count_t frames)
+{
+	const char *path = test_path(name);
+	SF_INFO info;
+	SNDFILE *sf;
+
+	memset(&info, 0, sizeof(info));
+	info.samplerate = rate;
+	info.channels = channels;
+	info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+	sf = sf_open(path, SFM_WRITE, &info);
+	assert_non_null(sf);
+	assert_int_equal(sf_writef_short(sf, x, frames), frames);
+	assert_int_equal(sf_close(sf), 0);
+	return path;
+}
+
+/* A sine of f Hz at rate, amplitude a, as 16-bit samples. */
+static short *
+test_sine(int rate, double f, double a, size_t n)
+{
+	short *x;
+	size_t i;
+
+	x = malloc((n > 0 ? n : 1) * sizeof(*x));
+	assert_non_null(x);
+	for (i = 0; i < n; i++)
+		x[i] = (short)lrint(32767.0 * a *
+		    sin(2.0 * M_PI * f * (double)i / rate));
+	return x;
+}
+
+static void
+test_read_ok(const char *path, float **ret, size_t *ret_n)
+{
+	char err[TEST_ERR_MAX] = "";
+
+	if (audio_read_file(path, ret, ret_n, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_non_null(*ret);
+}
+
+/* 16 kHz mono passes through unchanged: s16 / 32768 exactly. */
+static void
+test_16k_passthrough(void **state)
+{
+	const size_t n = 16000 + 123;
+	short *x = malloc(n * sizeof(*x));
+	float *pcm;
+	size_t i, got;
+
+	(void)state;
+	assert_non_null(x);
+	for (i = 0; i < n; i++)
+		x[i] = (short)((i * 7919) % 65536 - 32768);
+	test_read_ok(test_write_wav("16k.wav", 16000, 1, x, (sf_count_t)n),
+	    &pcm, &got);
+	assert_int_equal(got, n);
+	for (i = 0; i < n; i++)
+		assert_true(pcm[i] == (float)x[i] / 32768.0f);
+	free(pcm);
+	free(x);
+}
+
+/*
+ * Amplitude and frequency check: project pcm[skip..n-skip) on sin and
+ * cos at f Hz and require the remainder to be tiny.
+ */
+static void
+test_check_sine(const float *pcm, size_t n, double f, double a)
+{
+	const size_t skip = 400;
+	double s = 0, c = 0, amp, res = 0, e, ph;
+	size_t i, m = n - 2 * skip, crossings = 0;
+
+	for (i = skip; i < n - skip; i++) {
+		ph = 2.0 * M_PI * f * (double)i / AUDIO_RATE;
+		s += pcm[i] * sin(ph);
+		c += pcm[i] * cos(ph);
+		if (i > skip && (pcm[i - 1] < 0) != (pcm[i] < 0))
+			crossings++;
+	}
+	s *= 2.0 / (double)m;
+	c *= 2.0 / (double)m;
+	amp = sqrt(s * s + c * c);
+	for (i = skip; i < n - skip; i++) {
+		ph = 2.0 * M_PI * f * (double)i / AUDIO_RATE;
+		e = pcm[i] - (s * sin(ph) + c * cos(ph));
+		res += e * e;
+	}
+	res = sqrt(res / (double)m);
+	assert_float_equal(amp, a, 0.01 * a);
+	assert_true(res < 0.01 * a);
+	/* two zero crossings per period */
+	assert_true(fabs((double)crossings - 2.0 * f * m / AUDIO_RATE) <= 2);
+}
+
+/* A 1 kHz sine at 48 kHz is still a 1 kHz sine at 16 kHz. */
+static void
+test_48k_sine(void **state)
+{
+	const size_t n = 48000;
+	short *x = test_sine(48000, 1000.0, 0.5, n);
+	float *pcm;
+	size_t got;
+
+	(void)state;
+	test_read_ok(test_write_wav("48k.wav", 48000, 1, x, (sf_count_t)n),
+	    &pcm, &got);
+	assert_true(got >= 15999 && got <= 16001);
+	test_check_sine(pcm, got, 1000.0, 0.5);
+	free(pcm);
+	free(x);
+}
+
+/* 8 kHz stereo: channels are averaged, then upsampled. */
+static void
+test_8k_stereo(void **state)
+{
+	const size_t n = 8000;
+	short *mono = test_sine(8000, 300.0, 0.6, n);
+	short *x = malloc(2 * n * sizeof(*x));
+	float *pcm;
+	size_t i, got;
+
+	(void)state;
+	assert_non_null(x);
+	for (i = 0; i < n; i++) {		/* same on both sides */
+		x[2 * i] = mono[i];
+		x[2 * i + 1] = mono[i];
+	}
+	test_read_ok(test_write_wav("8k-same.wav", 8000, 2, x,
+	    (sf_count_t)n), &pcm, &got);
+	assert_true(got >= 15999 && got <= 16001);
+	test_check_sine(pcm, got, 300.0, 0.6);
+	free(pcm);
+	for (i = 0; i < n; i++)			/* opposite: cancels */
+		x[2 * i + 1] = (short)-mono[i];
+	test_read_ok(test_write_wav("8k-opposite.wav", 8000, 2, x,
+	    (sf_count_t)n), &pcm, &got);
+	assert_true(got >= 15999 && got <= 16001);
+	for (i = 0; i < got; i++)
+		assert_true(fabsf(pcm[i]) < 1e-6f);
+	free(pcm);
+	free(x);
+	free(mono);
+}
+
+/* A WAV with no frames is empty audio, not an error, at any rate. */
+static void
+test_empty_wav(void **state)
+{
+	static const int rates[] = { 16000, 48000 };
+	short none = 0;
+	float *pcm;
+	size_t i, got = 99;
+
+	(void)state;
+	for (i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		test_read_ok(test_write_wav("empty.wav", rates[i], 1, &none,
+		    0), &pcm, &got);
+		assert_int_equal(got, 0);
+		free(pcm);
+	}
+}
+
+/* Expect failure with a message that names the file and says what. */
+static void
+test_read_fails(const char *path, const char *what)
+{
+	char err[TEST_ERR_MAX] = "";
+	float *pcm = (float *)1;
+	size_t n = 99;
+
+	assert_int_equal(audio_read_file(path, &pcm, &n, err, sizeof(err)),
+	    -1);
+	assert_null(pcm);
+	assert_int_equal(n, 0);
+	if (strstr(err, path) == NULL || strstr(err, what) == NULL)
+		fail_msg("message \"%s\" lacks \"%s\" or \"%s\"", err, path,
+		    what);
+	/* no buffer for the message is fine too */
+	assert_int_equal(audio_read_file(path, &pcm, &n, NULL, 0), -1);
+}
+
+static void
+test_not_audio(void **state)
+{
+	const char *path;
+	unsigned char junk[4096];
+	uint32_t seed = 12345;
+	size_t i;
+	FILE *f;
+
+	(void)state;
+	path = test_path("zero-bytes.wav");
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	fclose(f);
+	test_read_fails(path, "not an audio file");
+
+	for (i = 0; i < sizeof(junk); i++) {
+		seed = seed * 1664525u + 1013904223u;
+		junk[i] = (unsigned char)(seed >> 24);
+	}
+	path = test_path("random.wav");
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
+	fclose(f);
+	test_read_fails(path, "not an audio file");
+
+	test_read_fails(test_path("does-not-exist.wav"), "No such file");
+	test_read_fails(test_dir, "directory");
+}
+
+static int
+test_setup(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	(void)state;
+	snprintf(test_dir, sizeof(test_dir), "%s/test-audio.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	return mkdtemp(test_dir) == NULL ? -1 : 0;
+}
+
+static int
+test_teardown(void **state)
+{
+	static const char *names[] = { "16k.wav", "48k.wav", "8k-same.wav",
+	    "8k-opposite.wav", "empty.wav", "zero-bytes.wav", "random.wav" };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlink(test_path(names[i]));
+	return rmdir(test_dir);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_16k_passthrough),
+		cmocka_unit_test(test_48k_sine),
+		cmocka_unit_test(test_8k_stereo),
+		cmocka_unit_test(test_empty_wav),
+		cmocka_unit_test(test_not_audio),
+	};
+
+	return cmocka_run_group_tests(tests, test_setup, test_teardown);
+}
