@@ -88,7 +88,7 @@ tok_index(struct tokenizer *tok, char *err)
 	tok->mask = size - 1;
 	for (id = 0; id < tok->n_bpe; id++) {
 		pc = &tok->pieces[id];
-		/* multilingual.tiktoken has an empty token; BPE never makes one. */
+		/* multilingual.tiktoken has an empty one: never a merge. */
 		if (pc->len == 0)
 			continue;
 		if (tok_lookup(tok, pc->ptr, pc->len) != -1)
@@ -500,19 +500,19 @@ size_t
 tok_pretoken_len(const char *s, size_t len)
 {
 	enum tok_class c, c1;
-	size_t n, n1, end, last;
+	size_t n, end, last;
 
 	if (len == 0)
 		return 0;
 	if ((n = tok_contraction(s, len)) != 0)
 		return n;
-	n = tok_next(s, len, 0, &c);
 	/* " ?\p{L}+", " ?\p{N}+", " ?[^\s\p{L}\p{N}]+" */
 	if (s[0] == ' ' && len > 1) {
 		tok_next(s, len, 1, &c1);
 		if (c1 != TOK_SPACE)
 			return tok_run(s, len, 1, c1, &last);
 	}
+	tok_next(s, len, 0, &c);
 	if (c != TOK_SPACE)
 		return tok_run(s, len, 0, c, &last);
 	/*
@@ -520,10 +520,7 @@ tok_pretoken_len(const char *s, size_t len)
 	 * less its last character; "\s+" for a lone one.
 	 */
 	end = tok_run(s, len, 0, TOK_SPACE, &last);
-	n1 = end;
-	if (end < len && last > 0)
-		n1 = last;
-	return n1;
+	return end < len && last > 0 ? last : end;
 }
 
 /* Encoding: byte-pair merges. */

@@ -16,14 +16,14 @@
 
 struct tok_specials {
 	int32_t eot;		/* <|endoftext|>; every id >= eot is not text */
-	int32_t sot;		/* <|startoftranscript|>; language i is sot+1+i */
+	int32_t sot;		/* <|startoftranscript|>; language i: sot+1+i */
 	int32_t translate;
 	int32_t transcribe;
 	int32_t sot_lm;
 	int32_t sot_prev;
 	int32_t no_speech;
 	int32_t no_timestamps;
-	int32_t timestamp_begin; /* <|0.00|>; every id from here is a timestamp */
+	int32_t timestamp_begin; /* <|0.00|>; all ids from here are times */
 };
 
 /* Borrowed bytes, not NUL-terminated. */

@@ -222,7 +222,7 @@ test_decode_replacement(void **state)
 		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" },	/* overlong */
 		{ "\xe0\x80\xaf", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
 		{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
-		{ "\xf4\x90\x80\x80",					/* > 10FFFF */
+		{ "\xf4\x90\x80\x80",				/* > 10FFFF */
 		    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
 		{ "\xff\xfe", "\xef\xbf\xbd\xef\xbf\xbd" },
 		{ "\xf5\x80", "\xef\xbf\xbd\xef\xbf\xbd" },
@@ -309,7 +309,7 @@ test_pretokenize(void **state)
 	check_split("a\xc2\xa0" "b", "a|\xc2\xa0|b");		/* NBSP is \s */
 	check_split("e\xcc\x81", "e|\xcc\x81");		/* Mn is not \p{L} */
 	check_split("a \xe3\x80\x80" "b", "a| |\xe3\x80\x80|b");
-	check_split("a\xff" "b", "a|\xff|b");		/* invalid byte: other */
+	check_split("a\xff" "b", "a|\xff|b");	/* invalid byte: other */
 }
 
 static void
