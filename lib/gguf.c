@@ -660,7 +660,7 @@ gguf_int_at(const unsigned char *p, enum gguf_type t)
 int
 gguf_get_u32(const struct gguf *g, const char *key, uint32_t *ret, char *err)
 {
-	const struct gguf_kv *kv;
+	const struct gguf_kv *kv = NULL;
 	int64_t v;
 	int rv;
 
@@ -679,7 +679,7 @@ int
 gguf_get_str(const struct gguf *g, const char *key, struct gguf_str *ret,
     char *err)
 {
-	const struct gguf_kv *kv;
+	const struct gguf_kv *kv = NULL;
 	int rv;
 
 	if ((rv = gguf_lookup(g, key, 0, gguf_is_str, "a string",
@@ -709,7 +709,7 @@ int
 gguf_get_i32_array(const struct gguf *g, const char *key, int32_t **ret,
     size_t *ret_n, char *err)
 {
-	const struct gguf_kv *kv;
+	const struct gguf_kv *kv = NULL;
 	size_t i, esize;
 	int32_t *a;
 	int64_t v;
@@ -741,7 +741,7 @@ int
 gguf_get_str_array(const struct gguf *g, const char *key,
     struct gguf_str **ret, size_t *ret_n, char *err)
 {
-	const struct gguf_kv *kv;
+	const struct gguf_kv *kv = NULL;
 	const unsigned char *p;
 	struct gguf_str *a;
 	size_t i;

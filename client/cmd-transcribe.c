@@ -1,0 +1,352 @@
+/*
+ * sotto transcribe: files in, transcripts out, with the engine in-process.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audio.h"
+#include "client.h"
+
+#define MAX_TEMPERATURES	16
+
+struct options {
+	const char *model;
+	const char *output;
+	enum output_format format;
+	int quiet;
+	float temperature, increment;
+	struct sotto_model_params mp;
+	struct sotto_transcribe_params tp;
+	float temperatures[MAX_TEMPERATURES];
+};
+
+static const char usage_text[] =
+"usage: sotto transcribe [OPTIONS] FILE...\n"
+"\n"
+"Transcribe audio files (anything libsndfile reads: wav, flac, ogg,\n"
+"opus, mp3; any rate and channel count) with a Whisper model.\n"
+"\n"
+"  -m, --model NAME|PATH     model name (models/NAME.gguf, see\n"
+"                            scripts/fetch-model) or .gguf path [tiny.en]\n"
+"  -l, --language CODE|auto  spoken language [en for .en models, else auto]\n"
+"      --task transcribe|translate   translate into English [transcribe]\n"
+"  -f, --format txt|json|srt|vtt     output format [txt]\n"
+"  -o, --output FILE         write to FILE instead of standard output\n"
+"      --beam-size N         beams at temperature 0; 1 = greedy [5]\n"
+"      --best-of N           samples per window at temperature > 0 [5]\n"
+"      --patience X          beam search patience [1.0]\n"
+"      --temperature T       first temperature [0]\n"
+"      --temperature-increment X  fallback step; 0 = no fallback [0.2]\n"
+"      --no-fallback         same as --temperature-increment 0\n"
+"      --prompt TEXT         text to condition the first window on\n"
+"      --no-condition        do not condition windows on earlier text\n"
+"      --no-timestamps       decode without timestamp tokens\n"
+"      --precision auto|fp32|bf16    compute precision [auto: bf16 on\n"
+"                            CPUs with AMX or AVX512-BF16, else fp32]\n"
+"  -t, --threads N           compute threads [all cores]\n"
+"  -q, --quiet               no progress on standard error\n"
+"  -h, --help                show this help\n"
+"\n"
+"json writes one object per file per line: file, language, duration,\n"
+"text and segments (id, start, end, text, tokens, avg_logprob,\n"
+"no_speech_prob, temperature, compression_ratio).\n"
+"\n"
+"Exit status: 0 all files transcribed; 1 some input could not be read\n"
+"or transcribed (the others still are); 2 bad usage; 3 the model could\n"
+"not be found or loaded.\n";
+
+enum {
+	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
+	OPT_INC, OPT_NO_FALLBACK, OPT_PROMPT, OPT_NO_COND, OPT_NO_TS,
+	OPT_PRECISION,
+};
+
+static const struct option long_options[] = {
+	{ "model", required_argument, NULL, 'm' },
+	{ "language", required_argument, NULL, 'l' },
+	{ "task", required_argument, NULL, OPT_TASK },
+	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "beam-size", required_argument, NULL, OPT_BEAM },
+	{ "best-of", required_argument, NULL, OPT_BEST_OF },
+	{ "patience", required_argument, NULL, OPT_PATIENCE },
+	{ "temperature", required_argument, NULL, OPT_TEMP },
+	{ "temperature-increment", required_argument, NULL, OPT_INC },
+	{ "no-fallback", no_argument, NULL, OPT_NO_FALLBACK },
+	{ "prompt", required_argument, NULL, OPT_PROMPT },
+	{ "no-condition", no_argument, NULL, OPT_NO_COND },
+	{ "no-timestamps", no_argument, NULL, OPT_NO_TS },
+	{ "precision", required_argument, NULL, OPT_PRECISION },
+	{ "threads", required_argument, NULL, 't' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "sotto transcribe: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nRun 'sotto transcribe --help' for usage.\n");
+	return -1;
+}
+
+static int
+parse_int(const char *s, int lo, int hi, int *ret)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*ret = (int)v;
+	return 0;
+}
+
+static int
+parse_float(const char *s, float lo, float hi, float *ret)
+{
+	char *end;
+	float v = strtof(s, &end);
+
+	if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
+		return -1;
+	*ret = v;
+	return 0;
+}
+
+static int
+parse_enum(struct options *o, int c, const char *arg)
+{
+	if (c == OPT_TASK) {
+		if (strcmp(arg, "transcribe") == 0)
+			o->tp.task = SOTTO_TASK_TRANSCRIBE;
+		else if (strcmp(arg, "translate") == 0)
+			o->tp.task = SOTTO_TASK_TRANSLATE;
+		else
+			return bad_usage("--task must be transcribe or "
+			    "translate, not '%s'", arg);
+	} else if (c == OPT_PRECISION) {
+		if (strcmp(arg, "auto") == 0)
+			o->mp.precision = SOTTO_PRECISION_AUTO;
+		else if (strcmp(arg, "fp32") == 0)
+			o->mp.precision = SOTTO_PRECISION_FP32;
+		else if (strcmp(arg, "bf16") == 0)
+			o->mp.precision = SOTTO_PRECISION_BF16;
+		else
+			return bad_usage("--precision must be auto, fp32 or "
+			    "bf16, not '%s'", arg);
+	} else if (output_format_parse(arg, &o->format) != 0)
+		return bad_usage("--format must be txt, json, srt or vtt, "
+		    "not '%s'", arg);
+	return 0;
+}
+
+static int
+parse_number(struct options *o, int c, const char *arg)
+{
+	int bad = 0;
+
+	switch (c) {
+	case OPT_BEAM:
+		bad = parse_int(arg, 1, 16, &o->tp.beam_size);
+		break;
+	case OPT_BEST_OF:
+		bad = parse_int(arg, 1, 16, &o->tp.best_of);
+		break;
+	case OPT_PATIENCE:
+		bad = parse_float(arg, 0.1f, 3.0f, &o->tp.patience);
+		break;
+	case OPT_TEMP:
+		bad = parse_float(arg, 0.0f, 1.0f, &o->temperature);
+		break;
+	case OPT_INC:
+		bad = parse_float(arg, 0.0f, 1.0f, &o->increment);
+		break;
+	case 't':
+		bad = parse_int(arg, 1, 1024, &o->mp.threads);
+		break;
+	}
+	if (bad)
+		return bad_usage("bad number '%s' (see --help for ranges)",
+		    arg);
+	return 0;
+}
+
+static int
+parse_option(struct options *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'm': o->model = arg; return 0;
+	case 'l': o->tp.language = arg; return 0;
+	case 'o': o->output = arg; return 0;
+	case 'q': o->quiet = 1; return 0;
+	case OPT_NO_FALLBACK: o->increment = 0.0f; return 0;
+	case OPT_PROMPT: o->tp.initial_prompt = arg; return 0;
+	case OPT_NO_COND: o->tp.condition_on_previous_text = 0; return 0;
+	case OPT_NO_TS: o->tp.without_timestamps = 1; return 0;
+	case OPT_TASK: case OPT_PRECISION: case 'f':
+		return parse_enum(o, c, arg);
+	case OPT_BEAM: case OPT_BEST_OF: case OPT_PATIENCE: case OPT_TEMP:
+	case OPT_INC: case 't':
+		return parse_number(o, c, arg);
+	default:
+		return bad_usage("%s", "unknown option");
+	}
+}
+
+/* The fallback ladder: T, T + inc, ... up to 1.0. */
+static void
+set_temperatures(struct options *o)
+{
+	int n = 0;
+	float t;
+
+	for (t = o->temperature; n < MAX_TEMPERATURES; t += o->increment) {
+		o->temperatures[n++] = t;
+		if (o->increment <= 0.0f || t + o->increment > 1.0f + 1e-6f)
+			break;
+	}
+	o->tp.temperatures = o->temperatures;
+	o->tp.n_temperatures = n;
+}
+
+static int
+parse_args(struct options *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->model = "tiny.en";
+	o->increment = 0.2f;
+	sotto_model_params_init(&o->mp);
+	sotto_transcribe_params_init(&o->tp);
+	o->tp.beam_size = 5;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "m:l:f:o:t:qh", long_options,
+	    NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		if (c == '?')
+			return bad_usage("%s", "bad option");
+		if (parse_option(o, c, optarg) != 0)
+			return -1;
+	}
+	if (optind >= argc)
+		return bad_usage("%s", "no input file");
+	set_temperatures(o);
+	return 0;
+}
+
+struct progress {
+	const char *file;
+	int shown;
+};
+
+static int
+progress_cb(void *user, size_t done, size_t total,
+    const struct sotto_segment *segs, int n)
+{
+	struct progress *p = user;
+
+	(void)segs;
+	(void)n;
+	if (total == 0)
+		return 0;
+	fprintf(stderr, "\r\033[K%s: %3d%% (%.0f / %.0f s)", p->file,
+	    (int)(100.0 * done / total), done / 16000.0, total / 16000.0);
+	p->shown = 1;
+	return 0;
+}
+
+static int
+transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
+    const char *path, int n_files)
+{
+	struct sotto_result *res;
+	struct progress prog = { path, 0 };
+	char err[SOTTO_ERR_MAX];
+	float *pcm;
+	size_t n;
+	int rc;
+
+	if (audio_read_file(path, &pcm, &n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s\n", err);
+		return -1;
+	}
+	if (!o->quiet && isatty(STDERR_FILENO)) {
+		o->tp.progress = progress_cb;
+		o->tp.progress_user = &prog;
+	}
+	rc = sotto_transcribe(st, pcm, n, &o->tp, &res, err);
+	free(pcm);
+	if (prog.shown)
+		fprintf(stderr, "\r\033[K");
+	if (rc != 0) {
+		fprintf(stderr, "sotto transcribe: %s: %s\n", path, err);
+		return -1;
+	}
+	rc = output_write(out, o->format, path, (double)n / AUDIO_RATE, res,
+	    n_files);
+	fflush(out);
+	sotto_result_free(res);
+	if (rc != 0)
+		fprintf(stderr, "sotto transcribe: writing the transcript of "
+		    "%s failed\n", path);
+	return rc;
+}
+
+static int
+load_model(struct options *o, struct sotto_model **ret)
+{
+	char path[PATH_MAX], err[SOTTO_ERR_MAX];
+
+	if (model_path_resolve(o->model, path, sizeof(path), err,
+	    sizeof(err)) != 0 || sotto_model_load(path, &o->mp, ret,
+	    err) != 0) {
+		fprintf(stderr, "sotto transcribe: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+cmd_transcribe(int argc, char **argv)
+{
+	struct sotto_model *model;
+	struct sotto_state *st;
+	struct options o;
+	FILE *out = stdout;
+	int i, failed = 0;
+
+	if (parse_args(&o, argc, argv) != 0)
+		return EXIT_USAGE;
+	if (load_model(&o, &model) != 0)
+		return EXIT_MODEL;
+	if ((st = sotto_state_new(model)) == NULL) {
+		fprintf(stderr, "sotto transcribe: out of memory\n");
+		sotto_model_free(model);
+		return EXIT_MODEL;
+	}
+	if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
+		perror(o.output);
+		failed = 1;
+	}
+	for (i = optind; out != NULL && i < argc; i++)
+		if (transcribe_file(st, &o, out, argv[i], argc - optind) != 0)
+			failed = 1;
+	if (out != NULL && out != stdout && fclose(out) != 0) {
+		perror(o.output);
+		failed = 1;
+	}
+	sotto_state_free(st);
+	sotto_model_free(model);
+	return failed ? EXIT_INPUT : 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * Finding a model by name: the same names scripts/fetch-model writes
+ * (models/NAME.gguf), looked up where a user or the install put them.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client.h"
+
+/* Directory of the running executable, for a build tree's ../../models. */
+static int
+exe_dir(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((slash = strrchr(buf, '/')) == NULL)
+		return -1;
+	*slash = '\0';
+	return 0;
+}
+
+static int
+try_path(char *buf, size_t len, const char *dir, const char *suffix,
+    const char *name)
+{
+	snprintf(buf, len, "%s%s/%s.gguf", dir, suffix, name);
+	return access(buf, R_OK) == 0;
+}
+
+int
+model_path_resolve(const char *arg, char *buf, size_t len, char *err,
+    size_t errlen)
+{
+	const char *env = getenv("SOTTO_MODEL_DIR");
+	char exe[PATH_MAX];
+	size_t n = strlen(arg);
+
+	if (strchr(arg, '/') != NULL || (n > 5 &&
+	    strcmp(arg + n - 5, ".gguf") == 0)) {
+		snprintf(buf, len, "%s", arg);
+		return 0;
+	}
+	if (env != NULL && *env != '\0' && try_path(buf, len, env, "", arg))
+		return 0;
+	if (try_path(buf, len, ".", "/models", arg))
+		return 0;
+	if (exe_dir(exe, sizeof(exe)) == 0 &&
+	    try_path(buf, len, exe, "/../../models", arg))
+		return 0;
+	if (try_path(buf, len, SOTTO_DATADIR, "/sotto/models", arg))
+		return 0;
+	snprintf(err, errlen, "model '%s' not found in $SOTTO_MODEL_DIR, "
+	    "./models, the build tree or %s/sotto/models; run "
+	    "'scripts/fetch-model %s' or pass a .gguf path", arg,
+	    SOTTO_DATADIR, arg);
+	return -1;
+}

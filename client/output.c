@@ -1,0 +1,164 @@
+/*
+ * Transcript writers: plain text, JSON (one object per file and line),
+ * SubRip and WebVTT.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "client.h"
+
+int
+output_format_parse(const char *s, enum output_format *ret)
+{
+	static const char *const names[] = { "txt", "json", "srt", "vtt" };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i]) == 0) {
+			*ret = (enum output_format)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* The text without leading or trailing white space, as printf args. */
+static int
+trimmed(const char *s, const char **ret)
+{
+	size_t n;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	n = strlen(s);
+	while (n > 0 && isspace((unsigned char)s[n - 1]))
+		n--;
+	*ret = s;
+	return (int)n;
+}
+
+static void
+timestamp(char *buf, size_t len, double t, char frac_sep)
+{
+	long ms = lround(t * 1000.0);
+
+	snprintf(buf, len, "%02ld:%02ld:%02ld%c%03ld", ms / 3600000,
+	    ms / 60000 % 60, ms / 1000 % 60, frac_sep, ms % 1000);
+}
+
+static void
+write_cues(FILE *f, const struct sotto_result *r, int srt)
+{
+	char a[32], b[32];
+	const char *text;
+	int i, n;
+
+	if (!srt)
+		fprintf(f, "WEBVTT\n\n");
+	for (i = 0; i < r->n_segments; i++) {
+		timestamp(a, sizeof(a), r->segments[i].start, srt ? ',' : '.');
+		timestamp(b, sizeof(b), r->segments[i].end, srt ? ',' : '.');
+		n = trimmed(r->segments[i].text, &text);
+		if (srt)
+			fprintf(f, "%d\n", i + 1);
+		fprintf(f, "%s --> %s\n%.*s\n\n", a, b, n, text);
+	}
+}
+
+static void
+write_txt(FILE *f, const char *file, const struct sotto_result *r,
+    int n_files)
+{
+	const char *text;
+	int i, n;
+
+	if (n_files > 1)
+		fprintf(f, "==> %s <==\n", file);
+	for (i = 0; i < r->n_segments; i++) {
+		n = trimmed(r->segments[i].text, &text);
+		fprintf(f, "%.*s\n", n, text);
+	}
+}
+
+static json_object *
+json_segment(const struct sotto_segment *s, int id)
+{
+	json_object *o = json_object_new_object(), *tok;
+	int i;
+
+	json_object_object_add(o, "id", json_object_new_int(id));
+	json_object_object_add(o, "start", json_object_new_double(
+	    round(s->start * 1000.0) / 1000.0));
+	json_object_object_add(o, "end", json_object_new_double(
+	    round(s->end * 1000.0) / 1000.0));
+	json_object_object_add(o, "text", json_object_new_string(s->text));
+	tok = json_object_new_array_ext(s->n_tokens);
+	for (i = 0; i < s->n_tokens; i++)
+		json_object_array_add(tok, json_object_new_int(s->tokens[i]));
+	json_object_object_add(o, "tokens", tok);
+	json_object_object_add(o, "avg_logprob",
+	    json_object_new_double(s->avg_logprob));
+	json_object_object_add(o, "no_speech_prob",
+	    json_object_new_double(s->no_speech_prob));
+	json_object_object_add(o, "temperature",
+	    json_object_new_double(s->temperature));
+	json_object_object_add(o, "compression_ratio",
+	    json_object_new_double(s->compression_ratio));
+	return o;
+}
+
+static int
+write_json(FILE *f, const char *file, double duration,
+    const struct sotto_result *r)
+{
+	json_object *o = json_object_new_object(), *segs;
+	size_t len = 0;
+	char *text, *p;
+	int i, rc;
+
+	for (i = 0; i < r->n_segments; i++)
+		len += strlen(r->segments[i].text);
+	if ((text = p = malloc(len + 1)) == NULL) {
+		json_object_put(o);
+		return -1;
+	}
+	segs = json_object_new_array_ext(r->n_segments);
+	for (i = 0; i < r->n_segments; i++) {
+		p = stpcpy(p, r->segments[i].text);
+		json_object_array_add(segs, json_segment(&r->segments[i], i));
+	}
+	*p = '\0';
+	json_object_object_add(o, "file", json_object_new_string(file));
+	json_object_object_add(o, "language",
+	    json_object_new_string(r->language));
+	json_object_object_add(o, "duration", json_object_new_double(
+	    round(duration * 1000.0) / 1000.0));
+	json_object_object_add(o, "text", json_object_new_string(text));
+	json_object_object_add(o, "segments", segs);
+	free(text);
+	rc = fprintf(f, "%s\n", json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return rc < 0 ? -1 : 0;
+}
+
+int
+output_write(FILE *f, enum output_format fmt, const char *file,
+    double duration, const struct sotto_result *r, int n_files)
+{
+	switch (fmt) {
+	case OUTPUT_TXT:
+		write_txt(f, file, r, n_files);
+		break;
+	case OUTPUT_JSON:
+		return write_json(f, file, duration, r);
+	case OUTPUT_SRT:
+	case OUTPUT_VTT:
+		write_cues(f, r, fmt == OUTPUT_SRT);
+		break;
+	}
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,46 @@
+/*
+ * Decoding one 30 s window whose encoder output is in the state:
+ * openai/whisper DecodingTask with greedy, sampling (best_of) and beam
+ * search, plus language detection.
+ */
+#ifndef SOTTO_DECODE_H
+#define SOTTO_DECODE_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+#define DECODE_SAMPLE_LEN	224	/* n_text_ctx / 2 sampled tokens */
+#define DECODE_MAX_PROMPT	223	/* previous-text tokens kept */
+
+struct decode_opts {
+	const int32_t *prompt;		/* previous text, may be NULL */
+	int n_prompt;
+	int language;			/* language index, or -1 (.en) */
+	enum sotto_task task;
+	float temperature;
+	int beam_size;			/* used at temperature 0 */
+	int best_of;			/* used at temperature > 0 */
+	float patience;
+	int without_timestamps;
+	uint64_t *rng;			/* sampling state */
+};
+
+/* The chosen sequence of one window. Owns text. */
+struct decode_result {
+	int32_t tokens[DECODE_SAMPLE_LEN + 1];	/* without eot */
+	int n_tokens;
+	float sum_logprob, avg_logprob, no_speech_prob;
+	float temperature, compression_ratio;
+	char *text;
+};
+
+int	decode_window(struct sotto_state *, const struct decode_opts *,
+	    struct decode_result *ret, char *err);
+void	decode_result_clear(struct decode_result *);
+
+/* Most likely language of the encoded window (multilingual models). */
+int	decode_detect_language(struct sotto_state *, int *ret_index,
+	    float *ret_prob, char *err);
+
+#endif

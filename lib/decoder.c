@@ -1,0 +1,391 @@
+/*
+ * The text decoder, with its two entry points:
+ *
+ * - decoder_prefill(), the first-token path: the whole prompt (T tokens)
+ *   in one batched pass from position 0, filling beam 0's self-attention
+ *   cache; the cross-attention K/V were computed once per window by
+ *   decoder_cross_kv().
+ * - decoder_step(), the cached-token path: one token per beam, all beams
+ *   as the columns of one [C][B] activation, appending to the caches.
+ *
+ * Caches are channels-first, [layer][2][d][n_text_ctx] per beam, so a
+ * head's keys are a row block with positions contiguous.
+ *
+ * ref: whisper/model.py TextDecoder, ResidualAttentionBlock (cross_attn).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "gemm.h"
+#include "internal.h"
+#include "layers.h"
+
+#define NA	WHISPER_N_AUDIO_CTX
+
+static size_t
+kv_beam_floats(const struct sotto_model *m)
+{
+	return (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_state *
+	    m->hp.n_text_ctx;
+}
+
+/* Self-attention key (kind 0) or value (kind 1) cache of beam, layer. */
+static float *
+kv_at(const struct sotto_state *st, int beam, int layer, int kind)
+{
+	const struct sotto_model *m = st->model;
+	size_t plane = (size_t)m->hp.n_text_state * m->hp.n_text_ctx;
+
+	return st->kv + (size_t)beam * kv_beam_floats(m) +
+	    ((size_t)layer * 2 + kind) * plane;
+}
+
+static float *
+cross_at(const struct sotto_state *st, int layer, int kind)
+{
+	size_t plane = (size_t)st->model->hp.n_text_state * NA;
+
+	return st->cross_kv + ((size_t)layer * 2 + kind) * plane;
+}
+
+int
+decoder_reserve(struct sotto_state *st, int n_beams, char *err)
+{
+	size_t n = kv_beam_floats(st->model) * n_beams;
+	float *kv, *spare;
+
+	if (n_beams <= st->kv_beams)
+		return 0;
+	kv = aligned_alloc(64, n * sizeof(float));
+	spare = aligned_alloc(64, n * sizeof(float));
+	if (kv == NULL || spare == NULL) {
+		free(kv);
+		free(spare);
+		return err_set(err, SOTTO_ENOMEM, "out of memory for %d "
+		    "decoder caches", n_beams);
+	}
+	if (st->kv != NULL)
+		memcpy(kv, st->kv, kv_beam_floats(st->model) * st->kv_beams *
+		    sizeof(float));
+	free(st->kv);
+	free(st->kv_spare);
+	st->kv = kv;
+	st->kv_spare = spare;
+	st->kv_beams = n_beams;
+	return 0;
+}
+
+/* Cross-attention K/V of every layer from the encoder output, per window. */
+int
+decoder_cross_kv(struct sotto_state *st, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_text_state, i, rc;
+
+	for (i = 0; i < m->hp.n_text_layer; i++) {
+		float *k = cross_at(st, i, 0);
+
+		if ((rc = gemm_wx(m->gemm, &m->dec[i].ckv, st->enc_out, NA,
+		    NA, k, NA, 0, err)) != 0)
+			return rc;
+		layer_add_bias(k, 2 * d, NA, NA, m->dec[i].ckv_b);
+	}
+	return 0;
+}
+
+/* x[:, j] = token embedding + position pos0 + j (or pos0 for every beam). */
+static void
+embed(const struct sotto_state *st, const int32_t *tokens, int n, int pos0,
+    int same_pos, float *x)
+{
+	const struct sotto_model *m = st->model;
+	const unsigned char *emb = m->tok_emb_f16;
+	int d = m->hp.n_text_state, j, c;
+
+	for (j = 0; j < n; j++) {
+		const unsigned char *row = emb + (size_t)tokens[j] * d * 2;
+		const float *pos = m->dec_pos +
+		    (size_t)(same_pos ? pos0 : pos0 + j) * d;
+
+		for (c = 0; c < d; c++) {
+			_Float16 h;
+
+			memcpy(&h, row + 2 * c, 2);
+			x[(size_t)c * n + j] = (float)h + pos[c];
+		}
+	}
+}
+
+/* One query against n keys of one head: out[c * ldo] = softmax(qK) V. */
+static void
+attend_one(const float *q, int ldq, const float *k, const float *v, int ldk,
+    int n, int dh, float scale, float *out, int ldo, float *p)
+{
+	int c, t;
+
+	for (t = 0; t < n; t++)
+		p[t] = 0.0f;
+	for (c = 0; c < dh; c++) {
+		float qc = q[(size_t)c * ldq] * scale;
+		const float *kr = k + (size_t)c * ldk;
+
+		for (t = 0; t < n; t++)
+			p[t] += qc * kr[t];
+	}
+	layer_softmax(p, n);
+	for (c = 0; c < dh; c++) {
+		const float *vr = v + (size_t)c * ldk;
+		float acc = 0.0f;
+
+		for (t = 0; t < n; t++)
+			acc += p[t] * vr[t];
+		out[(size_t)c * ldo] = acc;
+	}
+}
+
+/* Prefill self-attention: T queries, causal, over beam 0's cache. */
+static int
+self_attn_prefill(struct sotto_state *st, int layer, int t_n, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_text_state, ctx = m->hp.n_text_ctx;
+	int dh = d / m->hp.n_text_head, h, i, c, rc;
+	float scale = 1.0f / sqrtf((float)dh);
+	float *kc = kv_at(st, 0, layer, 0), *vc = kv_at(st, 0, layer, 1);
+
+	for (c = 0; c < d; c++) {
+		memcpy(kc + (size_t)c * ctx, st->dqkv + ((size_t)d + c) * t_n,
+		    t_n * sizeof(float));
+		memcpy(vc + (size_t)c * ctx, st->dqkv + ((size_t)2 * d + c) *
+		    t_n, t_n * sizeof(float));
+	}
+	for (h = 0; h < m->hp.n_text_head; h++) {
+		if ((rc = gemm_f32('T', 'N', t_n, t_n, dh, scale,
+		    st->dqkv + (size_t)h * dh * t_n, t_n,
+		    kc + (size_t)h * dh * ctx, ctx, 0.0f, st->dscores, t_n,
+		    err)) != 0)
+			return rc;
+		for (i = 0; i < t_n; i++) {
+			float *row = st->dscores + (size_t)i * t_n;
+
+			layer_softmax(row, i + 1);
+			memset(row + i + 1, 0, (t_n - i - 1) * sizeof(float));
+		}
+		if ((rc = gemm_f32('N', 'T', dh, t_n, t_n, 1.0f,
+		    vc + (size_t)h * dh * ctx, ctx, st->dscores, t_n, 0.0f,
+		    st->dattn + (size_t)h * dh * t_n, t_n, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Cached step self-attention: one query per beam at position pos. */
+static void
+self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
+{
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_text_state, ctx = m->hp.n_text_ctx;
+	int dh = d / m->hp.n_text_head, b, h, c;
+	float scale = 1.0f / sqrtf((float)dh);
+
+	for (b = 0; b < n_beams; b++) {
+		float *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
+
+		for (c = 0; c < d; c++) {
+			kc[(size_t)c * ctx + pos] =
+			    st->dqkv[((size_t)d + c) * n_beams + b];
+			vc[(size_t)c * ctx + pos] =
+			    st->dqkv[((size_t)2 * d + c) * n_beams + b];
+		}
+		for (h = 0; h < m->hp.n_text_head; h++)
+			attend_one(st->dqkv + (size_t)h * dh * n_beams + b,
+			    n_beams, kc + (size_t)h * dh * ctx,
+			    vc + (size_t)h * dh * ctx, ctx, pos + 1, dh, scale,
+			    st->dattn + (size_t)h * dh * n_beams + b, n_beams,
+			    st->dscores);
+	}
+}
+
+/* Cross-attention of n columns (tokens or beams) over the window. */
+static int
+cross_attn(struct sotto_state *st, int layer, int n, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, i, rc;
+	float scale = 1.0f / sqrtf((float)dh);
+	const float *k = cross_at(st, layer, 0), *v = cross_at(st, layer, 1);
+
+	for (h = 0; h < m->hp.n_text_head; h++) {
+		if ((rc = gemm_f32('T', 'N', n, NA, dh, scale,
+		    st->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh * NA,
+		    NA, 0.0f, st->dscores, NA, err)) != 0)
+			return rc;
+		for (i = 0; i < n; i++)
+			layer_softmax(st->dscores + (size_t)i * NA, NA);
+		if ((rc = gemm_f32('N', 'T', dh, n, NA, 1.0f,
+		    v + (size_t)h * dh * NA, NA, st->dscores, NA, 0.0f,
+		    st->dattn + (size_t)h * dh * n, n, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* y = W x + b, then residual += y; x, y and residual are [.][n]. */
+static int
+project_add(struct sotto_state *st, const struct mat *w, const float *b,
+    const float *x, int n, char *err)
+{
+	int rc;
+
+	if ((rc = gemm_wx(st->model->gemm, w, x, n, n, st->dh, n, 0,
+	    err)) != 0)
+		return rc;
+	layer_add_bias(st->dh, w->rows, n, n, b);
+	layer_add(st->dx, st->dh, w->rows, n, n);
+	return 0;
+}
+
+/* One block over n columns; pos >= 0 means a cached step at pos. */
+static int
+decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
+{
+	const struct sotto_model *m = st->model;
+	const struct dec_layer *l = &m->dec[li];
+	struct gemm *g = m->gemm;
+	int d = m->hp.n_text_state, rc;
+	float *sum = st->dffn;	/* 2n floats of scratch before the MLP */
+
+	layer_norm(st->dx, st->dh, d, n, n, l->attn_ln_w, l->attn_ln_b, sum);
+	if ((rc = gemm_wx(g, &l->qkv, st->dh, n, n, st->dqkv, n, 0, err)))
+		return rc;
+	layer_add_bias(st->dqkv, 3 * d, n, n, l->qkv_b);
+	rc = 0;
+	if (pos < 0)
+		rc = self_attn_prefill(st, li, n, err);
+	else
+		self_attn_step(st, li, n, pos);
+	if (rc != 0 || (rc = project_add(st, &l->o, l->o_b, st->dattn, n,
+	    err)) != 0)
+		return rc;
+
+	layer_norm(st->dx, st->dh, d, n, n, l->cross_ln_w, l->cross_ln_b,
+	    sum);
+	if ((rc = gemm_wx(g, &l->cq, st->dh, n, n, st->dqkv, n, 0, err)))
+		return rc;
+	layer_add_bias(st->dqkv, d, n, n, l->cq_b);
+	if ((rc = cross_attn(st, li, n, err)) != 0 ||
+	    (rc = project_add(st, &l->co, l->co_b, st->dattn, n, err)) != 0)
+		return rc;
+
+	layer_norm(st->dx, st->dh, d, n, n, l->mlp_ln_w, l->mlp_ln_b, sum);
+	if ((rc = gemm_wx(g, &l->fc1, st->dh, n, n, st->dffn, n, 0, err)))
+		return rc;
+	layer_bias_gelu(st->dffn, 4 * d, n, n, l->fc1_b);
+	return project_add(st, &l->fc2, l->fc2_b, st->dffn, n, err);
+}
+
+/* Final LayerNorm of the chosen columns, then logits [n_cols][n_vocab]. */
+static int
+decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
+    float *logits, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_text_state, c, j;
+	float *sel = st->dattn;		/* [d][n_cols] */
+
+	layer_norm(st->dx, st->dh, d, n, n, m->dec_ln_w, m->dec_ln_b,
+	    st->dffn);
+	for (c = 0; c < d; c++)
+		for (j = 0; j < n_cols; j++)
+			sel[(size_t)c * n_cols + j] =
+			    st->dh[(size_t)c * n + cols[j]];
+	return gemm_xtw(m->gemm, &m->tok_emb, sel, n_cols, n_cols, logits,
+	    m->hp.n_vocab, err);
+}
+
+int
+decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
+    const int *logit_rows, int n_logit_rows, float *logits, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int i, rc;
+
+	if (n < 1 || n > m->hp.n_text_ctx)
+		return err_set(err, SOTTO_EINVAL, "prompt of %d tokens does "
+		    "not fit the %d-token context", n, m->hp.n_text_ctx);
+	if ((rc = decoder_reserve(st, 1, err)) != 0)
+		return rc;
+	embed(st, tokens, n, 0, 0, st->dx);
+	for (i = 0; i < m->hp.n_text_layer; i++)
+		if ((rc = decoder_layer(st, i, n, -1, err)) != 0)
+			return rc;
+	st->n_kv = n;
+	return decoder_logits(st, n, logit_rows, n_logit_rows, logits, err);
+}
+
+int
+decoder_step(struct sotto_state *st, const int32_t *tokens, int n_beams,
+    float *logits, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int cols[WHISPER_MAX_BEAMS], pos = st->n_kv, i, rc;
+
+	if (pos >= m->hp.n_text_ctx)
+		return err_set(err, SOTTO_EINVAL, "decoder context full");
+	if (n_beams > st->kv_beams || n_beams > WHISPER_MAX_BEAMS)
+		return err_set(err, SOTTO_EINVAL, "%d beams without caches",
+		    n_beams);
+	embed(st, tokens, n_beams, pos, 1, st->dx);
+	for (i = 0; i < m->hp.n_text_layer; i++)
+		if ((rc = decoder_layer(st, i, n_beams, pos, err)) != 0)
+			return rc;
+	st->n_kv = pos + 1;
+	for (i = 0; i < n_beams; i++)
+		cols[i] = i;
+	return decoder_logits(st, n_beams, cols, n_beams, logits, err);
+}
+
+/* Copy the filled part of beam src's caches into beam dst of out. */
+static void
+kv_copy(const struct sotto_state *st, float *out, int dst, int src)
+{
+	const struct sotto_model *m = st->model;
+	size_t rows = (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_state;
+	size_t ctx = m->hp.n_text_ctx, per = kv_beam_floats(m), r;
+
+	for (r = 0; r < rows; r++)
+		memcpy(out + dst * per + r * ctx, st->kv + src * per + r * ctx,
+		    st->n_kv * sizeof(float));
+}
+
+/* After a prefill: every beam starts from beam 0's caches. */
+int
+decoder_fork(struct sotto_state *st, int n_beams)
+{
+	int b;
+
+	for (b = 1; b < n_beams; b++)
+		kv_copy(st, st->kv, b, 0);
+	return 0;
+}
+
+/* Beam b continues from beam source[b]. */
+int
+decoder_reorder(struct sotto_state *st, const int *source, int n_beams)
+{
+	float *t;
+	int b;
+
+	for (b = 0; b < n_beams && source[b] == b; b++)
+		;
+	if (b == n_beams)
+		return 0;
+	for (b = 0; b < n_beams; b++)
+		kv_copy(st, st->kv_spare, b, source[b]);
+	t = st->kv;
+	st->kv = st->kv_spare;
+	st->kv_spare = t;
+	return 0;
+}

@@ -1,0 +1,142 @@
+/*
+ * The audio encoder in the ANE layout: one static 30 s window,
+ * mel [n_mels][3000] in, [d][1500] out, every activation channels-first.
+ *
+ * ref: whisper/model.py AudioEncoder, ResidualAttentionBlock,
+ * MultiHeadAttention.qkv_attention (non-SDPA path).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "err.h"
+#include "gemm.h"
+#include "internal.h"
+#include "layers.h"
+
+#define S	WHISPER_N_AUDIO_CTX
+
+/*
+ * Lay out the three taps of a k=3, padding 1 convolution side by side:
+ * out[tap * c + ch][t] = in[ch][t * stride + tap - 1], zero outside, so the
+ * convolution becomes one 1x1 product with the [d][3c] weight.
+ */
+static void
+conv_taps(const float *in, int c, int n_in, int stride, float *out,
+    int n_out)
+{
+	int tap, ch, t;
+
+	for (tap = 0; tap < 3; tap++)
+		for (ch = 0; ch < c; ch++) {
+			const float *src = in + (size_t)ch * n_in;
+			float *dst = out + ((size_t)tap * c + ch) * n_out;
+
+			for (t = 0; t < n_out; t++) {
+				int at = t * stride + tap - 1;
+
+				dst[t] = at >= 0 && at < n_in ? src[at] : 0.0f;
+			}
+		}
+}
+
+/* conv1 + GELU, conv2 (stride 2) + GELU, + positions: st->x [d][1500]. */
+static int
+encoder_stem(struct sotto_state *st, const float *mel, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_audio_state, rc;
+	float *y1 = st->ffn;	/* [d][3000], free until the first MLP */
+
+	conv_taps(mel, m->hp.n_mels, WHISPER_N_FRAMES, 1, st->conv_in,
+	    WHISPER_N_FRAMES);
+	if ((rc = gemm_wx(m->gemm, &m->conv1, st->conv_in, WHISPER_N_FRAMES,
+	    WHISPER_N_FRAMES, y1, WHISPER_N_FRAMES, 0, err)) != 0)
+		return rc;
+	layer_bias_gelu(y1, d, WHISPER_N_FRAMES, WHISPER_N_FRAMES, m->conv1_b);
+	conv_taps(y1, d, WHISPER_N_FRAMES, 2, st->conv_in, S);
+	if ((rc = gemm_wx(m->gemm, &m->conv2, st->conv_in, S, S, st->x, S, 0,
+	    err)) != 0)
+		return rc;
+	layer_bias_gelu(st->x, d, S, S, m->conv2_b);
+	layer_add(st->x, m->enc_pos, d, S, S);
+	return 0;
+}
+
+/*
+ * Per-head attention over the whole window: for head h, the row block
+ * [h*dh, (h+1)*dh) of q, k and v. scores[q][k] = q.k / sqrt(dh), softmax
+ * over k, out[c][q] = sum_k v[c][k] p[q][k].
+ */
+static int
+encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
+{
+	int dh = d / n_head, h, i, rc;
+	float scale = 1.0f / sqrtf((float)dh);
+
+	for (h = 0; h < n_head; h++) {
+		const float *q = st->qkv + (size_t)h * dh * S;
+		const float *k = st->qkv + ((size_t)d + h * dh) * S;
+		const float *v = st->qkv + ((size_t)2 * d + h * dh) * S;
+
+		if ((rc = gemm_f32('T', 'N', S, S, dh, scale, q, S, k, S,
+		    0.0f, st->scores, S, err)) != 0)
+			return rc;
+#pragma omp parallel for schedule(static)
+		for (i = 0; i < S; i++)
+			layer_softmax(st->scores + (size_t)i * S, S);
+		if ((rc = gemm_f32('N', 'T', dh, S, S, 1.0f, v, S, st->scores,
+		    S, 0.0f, st->attn + (size_t)h * dh * S, S, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+encoder_layer(struct sotto_state *st, const struct enc_layer *l, char *err)
+{
+	const struct sotto_model *m = st->model;
+	struct gemm *g = m->gemm;
+	int d = m->hp.n_audio_state, rc;
+	float *sum = st->dscores;	/* 2 * S floats of scratch */
+
+	layer_norm(st->x, st->h, d, S, S, l->attn_ln_w, l->attn_ln_b, sum);
+	if ((rc = gemm_wx(g, &l->qkv, st->h, S, S, st->qkv, S, 0, err)) != 0)
+		return rc;
+	layer_add_bias(st->qkv, 3 * d, S, S, l->qkv_b);
+	if ((rc = encoder_attention(st, d, m->hp.n_audio_head, err)) != 0)
+		return rc;
+	if ((rc = gemm_wx(g, &l->o, st->attn, S, S, st->h, S, 0, err)) != 0)
+		return rc;
+	layer_add_bias(st->h, d, S, S, l->o_b);
+	layer_add(st->x, st->h, d, S, S);
+
+	layer_norm(st->x, st->h, d, S, S, l->mlp_ln_w, l->mlp_ln_b, sum);
+	if ((rc = gemm_wx(g, &l->fc1, st->h, S, S, st->ffn, S, 0, err)) != 0)
+		return rc;
+	layer_bias_gelu(st->ffn, 4 * d, S, S, l->fc1_b);
+	if ((rc = gemm_wx(g, &l->fc2, st->ffn, S, S, st->h, S, 0, err)) != 0)
+		return rc;
+	layer_add_bias(st->h, d, S, S, l->fc2_b);
+	layer_add(st->x, st->h, d, S, S);
+	return 0;
+}
+
+int
+encoder_forward(struct sotto_state *st, const float *mel, char *err)
+{
+	const struct sotto_model *m = st->model;
+	int i, rc;
+
+	st->encoded = 0;
+	if ((rc = encoder_stem(st, mel, err)) != 0)
+		return rc;
+	for (i = 0; i < m->hp.n_audio_layer; i++)
+		if ((rc = encoder_layer(st, &m->enc[i], err)) != 0)
+			return rc;
+	layer_norm(st->x, st->enc_out, m->hp.n_audio_state, S, S,
+	    m->ln_post_w, m->ln_post_b, st->dscores);
+	if ((rc = decoder_cross_kv(st, err)) != 0)
+		return rc;
+	st->encoded = 1;
+	return 0;
+}

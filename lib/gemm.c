@@ -1,0 +1,402 @@
+/*
+ * oneDNN matrix products.
+ *
+ * Design: the engine's shapes are static (1500 encoder positions, a few
+ * decoder widths), so each distinct bf16 product gets one matmul primitive,
+ * created on first use and kept for the life of the model. Creating one
+ * costs milliseconds; running a small one costs microseconds. fp32 goes
+ * through dnnl_sgemm, which needs no primitive and dispatches to the best
+ * ISA itself.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "err.h"
+#include "gemm.h"
+
+struct gemm_prim {
+	int m, k, n, ldx, ldy;
+	int transposed;		/* gemm_xtw rather than gemm_wx */
+	int accumulate;
+	dnnl_primitive_t prim;
+	dnnl_memory_t src, wei, dst;
+};
+
+struct gemm {
+	enum sotto_precision precision;
+	dnnl_engine_t engine;
+	dnnl_stream_t stream;
+	struct gemm_prim *prims;	/* owned */
+	size_t n_prims, cap_prims;
+	uint16_t *xbuf;			/* bf16 copy of the current x */
+	size_t xbuf_len;
+};
+
+static int
+cpu_has_bf16(void)
+{
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+
+	return ((isa & dnnl_cpu_isa_avx512_core_bf16) ==
+	    dnnl_cpu_isa_avx512_core_bf16);
+}
+
+int
+gemm_pick_precision(enum sotto_precision want, enum sotto_precision *ret,
+    char *err)
+{
+	if (want == SOTTO_PRECISION_FP32) {
+		*ret = SOTTO_PRECISION_FP32;
+		return 0;
+	}
+	if (cpu_has_bf16()) {
+		*ret = SOTTO_PRECISION_BF16;
+		return 0;
+	}
+	if (want == SOTTO_PRECISION_BF16)
+		return err_set(err, SOTTO_EINVAL, "precision bf16: this CPU "
+		    "has neither AMX nor AVX512-BF16; use fp32 or auto");
+	*ret = SOTTO_PRECISION_FP32;
+	return 0;
+}
+
+int
+gemm_new(enum sotto_precision precision, struct gemm **ret, char *err)
+{
+	struct gemm *g;
+
+	if ((g = calloc(1, sizeof(*g))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	g->precision = precision;
+	if (dnnl_engine_create(&g->engine, dnnl_cpu, 0) != dnnl_success ||
+	    dnnl_stream_create(&g->stream, g->engine,
+	    dnnl_stream_default_flags) != dnnl_success) {
+		gemm_free(g);
+		return err_set(err, SOTTO_ECOMPUTE, "oneDNN: cannot create "
+		    "a CPU engine");
+	}
+	*ret = g;
+	return 0;
+}
+
+void
+gemm_free(struct gemm *g)
+{
+	size_t i;
+
+	if (g == NULL)
+		return;
+	for (i = 0; i < g->n_prims; i++) {
+		dnnl_primitive_destroy(g->prims[i].prim);
+		dnnl_memory_destroy(g->prims[i].src);
+		dnnl_memory_destroy(g->prims[i].wei);
+		dnnl_memory_destroy(g->prims[i].dst);
+	}
+	free(g->prims);
+	free(g->xbuf);
+	if (g->stream != NULL)
+		dnnl_stream_destroy(g->stream);
+	if (g->engine != NULL)
+		dnnl_engine_destroy(g->engine);
+	free(g);
+}
+
+static float
+f16_to_f32(uint16_t h)
+{
+	_Float16 v;
+
+	memcpy(&v, &h, sizeof(v));
+	return (float)v;
+}
+
+/* Round to nearest even, as oneDNN and the hardware converts do. */
+static uint16_t
+f32_to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+static int
+mat_alloc(struct mat *m, const struct gemm *g, int rows, int cols, char *err)
+{
+	size_t n = (size_t)rows * cols;
+
+	memset(m, 0, sizeof(*m));
+	m->rows = rows;
+	m->cols = cols;
+	if (g->precision == SOTTO_PRECISION_BF16)
+		m->bf16 = aligned_alloc(64, (n * 2 + 63) & ~(size_t)63);
+	else
+		m->f32 = aligned_alloc(64, (n * 4 + 63) & ~(size_t)63);
+	if (m->bf16 == NULL && m->f32 == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", rows, cols);
+	return 0;
+}
+
+static void
+mat_fill(struct mat *m, size_t at, const void *f16, size_t n)
+{
+	const unsigned char *p = f16;
+	uint16_t h;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&h, p + 2 * i, 2);
+		if (m->bf16 != NULL)
+			m->bf16[at + i] = f32_to_bf16(f16_to_f32(h));
+		else
+			m->f32[at + i] = f16_to_f32(h);
+	}
+}
+
+int
+mat_init_f16_stack(struct mat *m, const struct gemm *g,
+    const void *const *blocks, const int *block_rows, int n_blocks, int cols,
+    char *err)
+{
+	size_t at = 0;
+	int i, rows = 0, rc;
+
+	for (i = 0; i < n_blocks; i++)
+		rows += block_rows[i];
+	if ((rc = mat_alloc(m, g, rows, cols, err)) != 0)
+		return rc;
+	for (i = 0; i < n_blocks; i++) {
+		mat_fill(m, at, blocks[i], (size_t)block_rows[i] * cols);
+		at += (size_t)block_rows[i] * cols;
+	}
+	return 0;
+}
+
+int
+mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
+    int cols, char *err)
+{
+	return mat_init_f16_stack(m, g, &f16, &rows, 1, cols, err);
+}
+
+void
+mat_free(struct mat *m)
+{
+	free(m->f32);
+	free(m->bf16);
+	memset(m, 0, sizeof(*m));
+}
+
+static int
+dnnl_failed(dnnl_status_t s, const char *what, char *err)
+{
+	return err_set(err, SOTTO_ECOMPUTE, "oneDNN %s failed (status %d)",
+	    what, (int)s);
+}
+
+/* Convert x [k][n] (row stride ldx) to a contiguous bf16 [k][n]. */
+static int
+gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
+    char *err)
+{
+	size_t need = (size_t)k * n;
+	int i, j;
+
+	if (need > g->xbuf_len) {
+		free(g->xbuf);
+		g->xbuf = aligned_alloc(64, (need * 2 + 63) & ~(size_t)63);
+		g->xbuf_len = g->xbuf == NULL ? 0 : need;
+		if (g->xbuf == NULL)
+			return err_set(err, SOTTO_ENOMEM, "out of memory");
+	}
+	for (i = 0; i < k; i++)
+		for (j = 0; j < n; j++)
+			g->xbuf[(size_t)i * n + j] =
+			    f32_to_bf16(x[(size_t)i * ldx + j]);
+	return 0;
+}
+
+static int
+md_2d(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t s0, int64_t s1,
+    dnnl_data_type_t dt)
+{
+	dnnl_dims_t dims = { d0, d1 }, strides = { s0, s1 };
+
+	return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides) ==
+	    dnnl_success ? 0 : -1;
+}
+
+/*
+ * Build the primitive for one shape. wx: src = W [m][k], wei = x [k][n],
+ * dst = y [m][n]. xtw: src = x^T [n][k], wei = W^T [k][m], dst = y [n][m].
+ */
+static int
+prim_create(struct gemm *g, struct gemm_prim *p, char *err)
+{
+	dnnl_memory_desc_t src, wei, dst;
+	dnnl_matmul_desc_t desc;
+	dnnl_primitive_attr_t attr = NULL;
+	dnnl_post_ops_t ops = NULL;
+	dnnl_primitive_desc_t pd = NULL;
+	dnnl_status_t s;
+	int bad;
+
+	if (!p->transposed)
+		bad = md_2d(&src, p->m, p->k, p->k, 1, dnnl_bf16) ||
+		    md_2d(&wei, p->k, p->n, p->n, 1, dnnl_bf16) ||
+		    md_2d(&dst, p->m, p->n, p->ldy, 1, dnnl_f32);
+	else
+		bad = md_2d(&src, p->n, p->k, 1, p->n, dnnl_bf16) ||
+		    md_2d(&wei, p->k, p->m, 1, p->k, dnnl_bf16) ||
+		    md_2d(&dst, p->n, p->m, p->ldy, 1, dnnl_f32);
+	if (bad)
+		return err_set(err, SOTTO_ECOMPUTE, "oneDNN: bad shape "
+		    "%dx%dx%d", p->m, p->k, p->n);
+	if ((s = dnnl_matmul_desc_init(&desc, &src, &wei, NULL, &dst)) !=
+	    dnnl_success)
+		return dnnl_failed(s, "matmul descriptor", err);
+	if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success)
+		return dnnl_failed(s, "attribute", err);
+	if (p->accumulate) {
+		dnnl_post_ops_create(&ops);
+		dnnl_post_ops_append_sum(ops, 1.0f);
+		dnnl_primitive_attr_set_post_ops(attr, ops);
+		dnnl_post_ops_destroy(ops);
+	}
+	s = dnnl_primitive_desc_create(&pd, &desc, attr, g->engine, NULL);
+	dnnl_primitive_attr_destroy(attr);
+	if (s != dnnl_success)
+		return dnnl_failed(s, "matmul primitive descriptor", err);
+	s = dnnl_primitive_create(&p->prim, pd);
+	if (s == dnnl_success)
+		s = dnnl_memory_create(&p->src, &src, g->engine, NULL);
+	if (s == dnnl_success)
+		s = dnnl_memory_create(&p->wei, &wei, g->engine, NULL);
+	if (s == dnnl_success)
+		s = dnnl_memory_create(&p->dst, &dst, g->engine, NULL);
+	dnnl_primitive_desc_destroy(pd);
+	if (s != dnnl_success)
+		return dnnl_failed(s, "matmul primitive", err);
+	return 0;
+}
+
+static int
+prim_get(struct gemm *g, const struct gemm_prim *key, struct gemm_prim **ret,
+    char *err)
+{
+	struct gemm_prim *p;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < g->n_prims; i++) {
+		p = &g->prims[i];
+		if (p->m == key->m && p->k == key->k && p->n == key->n &&
+		    p->ldy == key->ldy && p->transposed == key->transposed &&
+		    p->accumulate == key->accumulate) {
+			*ret = p;
+			return 0;
+		}
+	}
+	if (g->n_prims == g->cap_prims) {
+		size_t cap = g->cap_prims ? 2 * g->cap_prims : 32;
+
+		p = realloc(g->prims, cap * sizeof(*p));
+		if (p == NULL)
+			return err_set(err, SOTTO_ENOMEM, "out of memory");
+		g->prims = p;
+		g->cap_prims = cap;
+	}
+	p = &g->prims[g->n_prims];
+	*p = *key;
+	p->prim = NULL;
+	p->src = p->wei = p->dst = NULL;
+	if ((rc = prim_create(g, p, err)) != 0) {
+		dnnl_primitive_destroy(p->prim);
+		dnnl_memory_destroy(p->src);
+		dnnl_memory_destroy(p->wei);
+		dnnl_memory_destroy(p->dst);
+		return rc;
+	}
+	g->n_prims++;
+	*ret = p;
+	return 0;
+}
+
+static int
+prim_run(struct gemm *g, struct gemm_prim *p, const void *src,
+    const void *wei, float *dst, char *err)
+{
+	dnnl_exec_arg_t args[3];
+	dnnl_status_t s;
+
+	dnnl_memory_set_data_handle(p->src, (void *)src);
+	dnnl_memory_set_data_handle(p->wei, (void *)wei);
+	dnnl_memory_set_data_handle(p->dst, dst);
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, p->src };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, p->wei };
+	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, p->dst };
+	if ((s = dnnl_primitive_execute(p->prim, g->stream, 3, args)) !=
+	    dnnl_success)
+		return dnnl_failed(s, "matmul", err);
+	return 0;
+}
+
+int
+gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
+    float *y, int ldy, int accumulate, char *err)
+{
+	struct gemm_prim key = { 0 }, *p;
+	int rc;
+
+	if (g->precision != SOTTO_PRECISION_BF16)
+		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
+		    w->cols, x, ldx, accumulate ? 1.0f : 0.0f, y, ldy, err);
+	key.m = w->rows;
+	key.k = w->cols;
+	key.n = n;
+	key.ldy = ldy;
+	key.accumulate = accumulate;
+	if ((rc = prim_get(g, &key, &p, err)) != 0 ||
+	    (rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
+		return rc;
+	return prim_run(g, p, w->bf16, g->xbuf, y, err);
+}
+
+int
+gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
+    float *y, int ldy, char *err)
+{
+	struct gemm_prim key = { 0 }, *p;
+	int rc;
+
+	if (g->precision != SOTTO_PRECISION_BF16)
+		return gemm_f32('T', 'T', n, w->rows, w->cols, 1.0f, x, ldx,
+		    w->f32, w->cols, 0.0f, y, ldy, err);
+	key.m = w->rows;
+	key.k = w->cols;
+	key.n = n;
+	key.ldy = ldy;
+	key.transposed = 1;
+	if ((rc = prim_get(g, &key, &p, err)) != 0 ||
+	    (rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
+		return rc;
+	return prim_run(g, p, g->xbuf, w->bf16, y, err);
+}
+
+int
+gemm_f32(char transa, char transb, int m, int n, int k, float alpha,
+    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+    int ldc, char *err)
+{
+	dnnl_status_t s;
+
+	s = dnnl_sgemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta,
+	    c, ldc);
+	if (s != dnnl_success)
+		return dnnl_failed(s, "sgemm", err);
+	return 0;
+}

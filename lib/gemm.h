@@ -1,0 +1,48 @@
+/*
+ * Matrix products through oneDNN.
+ *
+ * fp32 runs dnnl_sgemm; bf16 runs matmul primitives (AMX or AVX512-BF16)
+ * created once per shape and reused, with f32 accumulation and output.
+ * A struct gemm is used by one thread at a time (the compute thread).
+ */
+#ifndef SOTTO_GEMM_H
+#define SOTTO_GEMM_H
+
+#include "internal.h"
+
+/* Resolve AUTO to what the CPU does best; fails if BF16 is unsupported. */
+int	gemm_pick_precision(enum sotto_precision want,
+	    enum sotto_precision *ret, char *err);
+
+int	gemm_new(enum sotto_precision, struct gemm **ret, char *err);
+void	gemm_free(struct gemm *);
+
+/* Fill m from F16 data [rows][cols] in the gemm's precision. */
+int	mat_init_f16(struct mat *m, const struct gemm *, const void *f16,
+	    int rows, int cols, char *err);
+/* Same from several F16 blocks stacked row-wise (e.g. q; k; v). */
+int	mat_init_f16_stack(struct mat *m, const struct gemm *,
+	    const void *const *blocks, const int *block_rows, int n_blocks,
+	    int cols, char *err);
+void	mat_free(struct mat *m);
+
+/*
+ * y[M][N] (row stride ldy) = W[M][K] x[K][N] (row stride ldx), plus the
+ * old y when accumulate is set. M, K come from W.
+ */
+int	gemm_wx(struct gemm *, const struct mat *w, const float *x, int ldx,
+	    int n, float *y, int ldy, int accumulate, char *err);
+
+/*
+ * y[N][M] (row stride ldy) = x[K][N]^T W[M][K]^T: the product with the
+ * result transposed, used for logits so that each row is one sequence.
+ */
+int	gemm_xtw(struct gemm *, const struct mat *w, const float *x, int ldx,
+	    int n, float *y, int ldy, char *err);
+
+/* Plain row-major fp32 C = alpha op(A) op(B) + beta C (attention). */
+int	gemm_f32(char transa, char transb, int m, int n, int k, float alpha,
+	    const float *a, int lda, const float *b, int ldb, float beta,
+	    float *c, int ldc, char *err);
+
+#endif

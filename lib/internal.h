@@ -1,0 +1,169 @@
+/*
+ * libsotto internals: hyper-parameters, weights, per-stream state.
+ *
+ * Layout (DESIGN.md, "The ANE layout"): activations are channels-first,
+ * [C][S] with the sequence contiguous; every linear layer is a 1x1
+ * convolution y[Cout][S] = W[Cout][Cin] x[Cin][S] + b.
+ *
+ * Ownership: struct sotto_model owns the GGUF mapping, the tokenizer and
+ * every converted weight buffer; vectors (biases, norms, tables) point into
+ * the mapping. struct sotto_state owns every activation and cache buffer;
+ * they are allocated once in sotto_state_new() and never during a window.
+ */
+#ifndef SOTTO_INTERNAL_H
+#define SOTTO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sotto.h"
+
+#define WHISPER_N_FFT		400
+#define WHISPER_HOP		160
+#define WHISPER_N_FRAMES	3000	/* mel frames in one 30 s window */
+#define WHISPER_N_SAMPLES	480000	/* samples in one 30 s window */
+#define WHISPER_N_AUDIO_CTX	1500	/* encoder positions */
+#define WHISPER_MAX_BEAMS	16
+
+struct gguf;
+struct tokenizer;
+struct gemm;
+struct mel;
+
+struct hparams {
+	int n_mels;
+	int n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer;
+	int n_text_ctx, n_text_state, n_text_head, n_text_layer;
+	int n_vocab;
+};
+
+/* A weight matrix [rows = Cout][cols = Cin], converted at load. */
+struct mat {
+	int rows, cols;
+	float *f32;		/* owned; NULL when the model runs in bf16 */
+	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
+};
+
+/* openai: encoder.blocks.N (pre-LN residual attention block) */
+struct enc_layer {
+	const float *attn_ln_w, *attn_ln_b;	/* [d] */
+	struct mat qkv;				/* [3d][d]: query; key; value */
+	float *qkv_b;				/* [3d] owned: b_q; 0; b_v */
+	struct mat o;				/* attn.out [d][d] */
+	const float *o_b;			/* [d] */
+	const float *mlp_ln_w, *mlp_ln_b;	/* [d] */
+	struct mat fc1;				/* mlp.0 [4d][d] */
+	const float *fc1_b;			/* [4d] */
+	struct mat fc2;				/* mlp.2 [d][4d] */
+	const float *fc2_b;			/* [d] */
+};
+
+/* openai: decoder.blocks.N */
+struct dec_layer {
+	const float *attn_ln_w, *attn_ln_b;
+	struct mat qkv;				/* self-attention [3d][d] */
+	float *qkv_b;				/* [3d] owned */
+	struct mat o;
+	const float *o_b;
+	const float *cross_ln_w, *cross_ln_b;
+	struct mat cq;				/* cross_attn.query [d][d] */
+	const float *cq_b;
+	struct mat ckv;				/* cross_attn.key; value [2d][d] */
+	float *ckv_b;				/* [2d] owned: 0; b_v */
+	struct mat co;
+	const float *co_b;
+	const float *mlp_ln_w, *mlp_ln_b;
+	struct mat fc1;
+	const float *fc1_b;
+	struct mat fc2;
+	const float *fc2_b;
+};
+
+struct sotto_model {
+	struct gguf *gguf;		/* owned: the mapping */
+	struct tokenizer *tok;		/* owned */
+	struct gemm *gemm;		/* owned: compute backend */
+	struct hparams hp;
+	char name[64];
+	enum sotto_precision precision;	/* FP32 or BF16, never AUTO */
+	int threads;
+	int multilingual;
+
+	const float *mel_filters;	/* [n_mels][201] */
+	int32_t *suppress;		/* owned, sorted */
+	size_t n_suppress;
+	int32_t *suppress_begin;	/* owned */
+	size_t n_suppress_begin;
+
+	/* encoder */
+	struct mat conv1;		/* [d][3 * n_mels]: taps side by side */
+	const float *conv1_b;
+	struct mat conv2;		/* [d][3 * d] */
+	const float *conv2_b;
+	const float *enc_pos;		/* [d][1500] */
+	struct enc_layer *enc;		/* owned [n_audio_layer] */
+	const float *ln_post_w, *ln_post_b;
+
+	/* decoder */
+	struct mat tok_emb;		/* [n_vocab][d], also the output head */
+	const void *tok_emb_f16;	/* [n_vocab][d] F16 in the mapping, for
+				   exact embedding lookups */
+	const float *dec_pos;		/* [n_text_ctx][d] */
+	struct dec_layer *dec;		/* owned [n_text_layer] */
+	const float *dec_ln_w, *dec_ln_b;
+};
+
+/*
+ * Per-stream buffers. Beam b's self-attention caches live at
+ * kv[b][layer][2][d][n_text_ctx] (key then value, positions contiguous).
+ */
+struct sotto_state {
+	const struct sotto_model *model;	/* borrowed */
+	struct mel *mel;			/* owned */
+	char err[SOTTO_ERR_MAX];
+
+	/* encoder scratch (channels-first) */
+	float *conv_in;		/* [3 * max(n_mels, d)][3000] shifted taps */
+	float *x;		/* [d][3000] residual stream */
+	float *h;		/* [d][1500] normalised */
+	float *qkv;		/* [3d][1500] */
+	float *attn;		/* [d][1500] */
+	float *ffn;		/* [4d][1500] */
+	float *scores;		/* [1500][1500] one head */
+	float *enc_out;		/* [d][1500] */
+	int encoded;
+
+	/* decoder */
+	float *cross_kv;	/* [layer][2][d][1500] */
+	float *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] */
+	int kv_beams;		/* beams the caches have room for */
+	int n_kv;		/* positions filled (same for all beams) */
+	float *dx;		/* [d][n_text_ctx] decoder residual stream */
+	float *dh;		/* [d][n_text_ctx] */
+	float *dqkv;		/* [3d][n_text_ctx] */
+	float *dattn;		/* [d][n_text_ctx] */
+	float *dffn;		/* [4d][n_text_ctx] */
+	float *dscores;		/* [n_text_ctx][1500] */
+	float *logits;		/* [WHISPER_MAX_BEAMS][n_vocab] */
+	float *logprobs;	/* [n_vocab] scratch */
+	float *pcm_window;	/* scratch for the mel of one window */
+	float *mel_window;	/* [n_mels][3000] */
+};
+
+/* model-meta.c: hyper-parameters, name, tokenizer, suppress lists */
+int	model_read_meta(struct sotto_model *, char *err);
+
+/* encoder.c: mel [n_mels][3000] -> st->enc_out [d][1500] */
+int	encoder_forward(struct sotto_state *, const float *mel, char *err);
+
+/* decoder.c */
+int	decoder_cross_kv(struct sotto_state *, char *err);
+int	decoder_prefill(struct sotto_state *, const int32_t *tokens, int n,
+	    const int *logit_rows, int n_logit_rows, float *logits, char *err);
+int	decoder_step(struct sotto_state *, const int32_t *tokens, int n_beams,
+	    float *logits, char *err);
+int	decoder_reserve(struct sotto_state *, int n_beams, char *err);
+int	decoder_fork(struct sotto_state *, int n_beams);
+int	decoder_reorder(struct sotto_state *, const int *source, int n_beams);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * Element-wise and normalisation kernels on channels-first activations
+ * x[C][S] (row stride ld >= S). They vectorise over S, the contiguous axis.
+ */
+#ifndef SOTTO_LAYERS_H
+#define SOTTO_LAYERS_H
+
+#include <stddef.h>
+
+/*
+ * y = LayerNorm over the C channels of each position (eps 1e-5), times w
+ * plus b. y may not alias x. sum is scratch for 2 * s floats.
+ */
+void	layer_norm(const float *x, float *y, int c, int s, int ld,
+	    const float *w, const float *b, float *sum);
+
+/* x[i][j] += b[i] for each row. */
+void	layer_add_bias(float *x, int c, int s, int ld, const float *b);
+
+/* x = gelu(x + b), the exact erf form. */
+void	layer_bias_gelu(float *x, int c, int s, int ld, const float *b);
+
+/* y += x (both [c][s]). */
+void	layer_add(float *y, const float *x, int c, int s, int ld);
+
+/* Row-wise softmax of n values, in place. */
+void	layer_softmax(float *x, int n);
+
+/* exp of n values into y; about 1 ulp, vectorisable. */
+void	layer_exp(const float *x, float *y, int n);
+
+#endif

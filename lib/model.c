@@ -1,0 +1,349 @@
+/*
+ * Loading a model: validate the GGUF's hyper-parameters, build the
+ * tokenizer, and bind every tensor (docs/model-format.md), converting the
+ * F16 matrices once into the precision the compute backend runs in.
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "gemm.h"
+#include "gguf.h"
+#include "internal.h"
+#include "tokenizer.h"
+
+/* Binding state: the first error sticks and later lookups do nothing. */
+struct loader {
+	struct sotto_model *m;
+	char *err;
+	int rc;
+	char name[96];
+};
+
+/* "enc.3.attn.q.w" from ("enc", 3, "attn.q.w"). */
+static const char *
+lname(struct loader *ld, const char *part, int layer, const char *what)
+{
+	snprintf(ld->name, sizeof(ld->name), "%s.%d.%s", part, layer, what);
+	return ld->name;
+}
+
+static const void *
+tensor(struct loader *ld, const char *name, enum gguf_dtype type, int n_dims,
+    int64_t d0, int64_t d1, int64_t d2)
+{
+	const struct gguf_tensor *t;
+	int64_t dims[3] = { d0, d1, d2 };
+
+	if (ld->rc != 0)
+		return NULL;
+	ld->rc = gguf_expect_tensor(ld->m->gguf, name, type, n_dims, dims, &t,
+	    ld->err);
+	return ld->rc == 0 ? t->data : NULL;
+}
+
+static const float *
+vec(struct loader *ld, const char *name, int n)
+{
+	return tensor(ld, name, GGUF_DTYPE_F32, 1, n, 0, 0);
+}
+
+static void
+matrix(struct loader *ld, struct mat *out, const char *name, int rows, int cols)
+{
+	const void *p = tensor(ld, name, GGUF_DTYPE_F16, 2, rows, cols, 0);
+
+	if (p != NULL)
+		ld->rc = mat_init_f16(out, ld->m->gemm, p, rows, cols, ld->err);
+}
+
+/* Stack the F16 matrices part.N.attn.{names[i]}.w into one [n*d][d]. */
+static void
+mat_stack(struct loader *ld, struct mat *out, const char *part, int layer,
+    const char *attn, const char *const *names, int n, int d)
+{
+	const void *blocks[3];
+	int rows[3], i;
+	char what[64];
+
+	for (i = 0; i < n; i++) {
+		snprintf(what, sizeof(what), "%s.%s.w", attn, names[i]);
+		blocks[i] = tensor(ld, lname(ld, part, layer, what),
+		    GGUF_DTYPE_F16, 2, d, d, 0);
+		rows[i] = d;
+	}
+	if (ld->rc == 0)
+		ld->rc = mat_init_f16_stack(out, ld->m->gemm, blocks, rows, n,
+		    d, ld->err);
+}
+
+/* Bias of a stacked projection; a NULL name is a block of zeros (key). */
+static float *
+bias_stack(struct loader *ld, const char *part, int layer, const char *attn,
+    const char *const *names, int n, int d)
+{
+	float *b;
+	char what[64];
+	int i;
+
+	if (ld->rc != 0)
+		return NULL;
+	if ((b = calloc((size_t)n * d, sizeof(*b))) == NULL) {
+		ld->rc = err_set(ld->err, SOTTO_ENOMEM, "out of memory");
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		const float *src;
+
+		if (names[i] == NULL)
+			continue;
+		snprintf(what, sizeof(what), "%s.%s.b", attn, names[i]);
+		if ((src = vec(ld, lname(ld, part, layer, what), d)) != NULL)
+			memcpy(b + (size_t)i * d, src, d * sizeof(*b));
+	}
+	return b;
+}
+
+/* conv.w [3][d][cin] (tap-major) -> [d][3 * cin], taps side by side. */
+static void
+conv_weight(struct loader *ld, struct mat *out, const char *name, int d,
+    int cin)
+{
+	const unsigned char *p;
+	unsigned char *tmp;
+	int tap, r;
+
+	p = tensor(ld, name, GGUF_DTYPE_F16, 3, 3, d, cin);
+	if (p == NULL)
+		return;
+	if ((tmp = malloc((size_t)3 * d * cin * 2)) == NULL) {
+		ld->rc = err_set(ld->err, SOTTO_ENOMEM, "out of memory");
+		return;
+	}
+	for (tap = 0; tap < 3; tap++)
+		for (r = 0; r < d; r++)
+			memcpy(tmp + ((size_t)r * 3 * cin + (size_t)tap * cin) * 2,
+			    p + (((size_t)tap * d + r) * cin) * 2,
+			    (size_t)cin * 2);
+	ld->rc = mat_init_f16(out, ld->m->gemm, tmp, d, 3 * cin, ld->err);
+	free(tmp);
+}
+
+static const char *const qkv_names[] = { "q", "k", "v" };
+static const char *const qkv_bias[] = { "q", NULL, "v" };
+static const char *const kv_names[] = { "k", "v" };
+static const char *const kv_bias[] = { NULL, "v" };
+
+static void
+bind_encoder_layer(struct loader *ld, int i, struct enc_layer *l)
+{
+	int d = ld->m->hp.n_audio_state;
+
+	l->attn_ln_w = vec(ld, lname(ld, "enc", i, "attn_ln.w"), d);
+	l->attn_ln_b = vec(ld, lname(ld, "enc", i, "attn_ln.b"), d);
+	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d);
+	l->qkv_b = bias_stack(ld, "enc", i, "attn", qkv_bias, 3, d);
+	matrix(ld, &l->o, lname(ld, "enc", i, "attn.o.w"), d, d);
+	l->o_b = vec(ld, lname(ld, "enc", i, "attn.o.b"), d);
+	l->mlp_ln_w = vec(ld, lname(ld, "enc", i, "mlp_ln.w"), d);
+	l->mlp_ln_b = vec(ld, lname(ld, "enc", i, "mlp_ln.b"), d);
+	matrix(ld, &l->fc1, lname(ld, "enc", i, "mlp.fc1.w"), 4 * d, d);
+	l->fc1_b = vec(ld, lname(ld, "enc", i, "mlp.fc1.b"), 4 * d);
+	matrix(ld, &l->fc2, lname(ld, "enc", i, "mlp.fc2.w"), d, 4 * d);
+	l->fc2_b = vec(ld, lname(ld, "enc", i, "mlp.fc2.b"), d);
+}
+
+static void
+bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
+{
+	int d = ld->m->hp.n_text_state;
+
+	l->attn_ln_w = vec(ld, lname(ld, "dec", i, "attn_ln.w"), d);
+	l->attn_ln_b = vec(ld, lname(ld, "dec", i, "attn_ln.b"), d);
+	mat_stack(ld, &l->qkv, "dec", i, "attn", qkv_names, 3, d);
+	l->qkv_b = bias_stack(ld, "dec", i, "attn", qkv_bias, 3, d);
+	matrix(ld, &l->o, lname(ld, "dec", i, "attn.o.w"), d, d);
+	l->o_b = vec(ld, lname(ld, "dec", i, "attn.o.b"), d);
+	l->cross_ln_w = vec(ld, lname(ld, "dec", i, "cross_ln.w"), d);
+	l->cross_ln_b = vec(ld, lname(ld, "dec", i, "cross_ln.b"), d);
+	matrix(ld, &l->cq, lname(ld, "dec", i, "cross.q.w"), d, d);
+	l->cq_b = vec(ld, lname(ld, "dec", i, "cross.q.b"), d);
+	mat_stack(ld, &l->ckv, "dec", i, "cross", kv_names, 2, d);
+	l->ckv_b = bias_stack(ld, "dec", i, "cross", kv_bias, 2, d);
+	matrix(ld, &l->co, lname(ld, "dec", i, "cross.o.w"), d, d);
+	l->co_b = vec(ld, lname(ld, "dec", i, "cross.o.b"), d);
+	l->mlp_ln_w = vec(ld, lname(ld, "dec", i, "mlp_ln.w"), d);
+	l->mlp_ln_b = vec(ld, lname(ld, "dec", i, "mlp_ln.b"), d);
+	matrix(ld, &l->fc1, lname(ld, "dec", i, "mlp.fc1.w"), 4 * d, d);
+	l->fc1_b = vec(ld, lname(ld, "dec", i, "mlp.fc1.b"), 4 * d);
+	matrix(ld, &l->fc2, lname(ld, "dec", i, "mlp.fc2.w"), d, 4 * d);
+	l->fc2_b = vec(ld, lname(ld, "dec", i, "mlp.fc2.b"), d);
+}
+
+static void
+bind_tensors(struct loader *ld)
+{
+	struct sotto_model *m = ld->m;
+	const struct hparams *hp = &m->hp;
+	int da = hp->n_audio_state, dt = hp->n_text_state, i;
+
+	m->mel_filters = tensor(ld, "mel.filters", GGUF_DTYPE_F32, 2,
+	    hp->n_mels, WHISPER_N_FFT / 2 + 1, 0);
+	conv_weight(ld, &m->conv1, "enc.conv1.w", da, hp->n_mels);
+	m->conv1_b = vec(ld, "enc.conv1.b", da);
+	conv_weight(ld, &m->conv2, "enc.conv2.w", da, da);
+	m->conv2_b = vec(ld, "enc.conv2.b", da);
+	m->enc_pos = tensor(ld, "enc.pos", GGUF_DTYPE_F32, 2, da,
+	    hp->n_audio_ctx, 0);
+	for (i = 0; i < hp->n_audio_layer; i++)
+		bind_encoder_layer(ld, i, &m->enc[i]);
+	m->ln_post_w = vec(ld, "enc.ln_post.w", da);
+	m->ln_post_b = vec(ld, "enc.ln_post.b", da);
+
+	m->tok_emb_f16 = tensor(ld, "dec.tok_emb", GGUF_DTYPE_F16, 2,
+	    hp->n_vocab, dt, 0);
+	if (m->tok_emb_f16 != NULL)
+		ld->rc = mat_init_f16(&m->tok_emb, m->gemm, m->tok_emb_f16,
+		    hp->n_vocab, dt, ld->err);
+	m->dec_pos = tensor(ld, "dec.pos", GGUF_DTYPE_F32, 2, hp->n_text_ctx,
+	    dt, 0);
+	for (i = 0; i < hp->n_text_layer; i++)
+		bind_decoder_layer(ld, i, &m->dec[i]);
+	m->dec_ln_w = vec(ld, "dec.ln.w", dt);
+	m->dec_ln_b = vec(ld, "dec.ln.b", dt);
+}
+
+void
+sotto_model_params_init(struct sotto_model_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->precision = SOTTO_PRECISION_AUTO;
+}
+
+static int
+model_setup_compute(struct sotto_model *m, const struct sotto_model_params *p,
+    char *err)
+{
+	int rc;
+
+	if ((rc = gemm_pick_precision(p->precision, &m->precision, err)) != 0)
+		return rc;
+	m->threads = p->threads > 0 ? p->threads : omp_get_num_procs();
+	omp_set_num_threads(m->threads);
+	return gemm_new(m->precision, &m->gemm, err);
+}
+
+int
+sotto_model_load(const char *path, const struct sotto_model_params *params,
+    struct sotto_model **ret, char *err)
+{
+	struct sotto_model_params defaults;
+	struct sotto_model *m;
+	struct loader ld = { 0 };
+	int rc;
+
+	*ret = NULL;
+	if (params == NULL) {
+		sotto_model_params_init(&defaults);
+		params = &defaults;
+	}
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	if ((rc = gguf_open(path, &m->gguf, err)) != 0 ||
+	    (rc = model_read_meta(m, err)) != 0 ||
+	    (rc = model_setup_compute(m, params, err)) != 0) {
+		sotto_model_free(m);
+		return rc;
+	}
+	m->enc = calloc(m->hp.n_audio_layer, sizeof(*m->enc));
+	m->dec = calloc(m->hp.n_text_layer, sizeof(*m->dec));
+	if (m->enc == NULL || m->dec == NULL) {
+		sotto_model_free(m);
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	}
+	ld.m = m;
+	ld.err = err;
+	bind_tensors(&ld);
+	if (ld.rc != 0) {
+		sotto_model_free(m);
+		return ld.rc;
+	}
+	*ret = m;
+	return 0;
+}
+
+static void
+free_layers(struct sotto_model *m)
+{
+	int i;
+
+	for (i = 0; m->enc != NULL && i < m->hp.n_audio_layer; i++) {
+		mat_free(&m->enc[i].qkv);
+		free(m->enc[i].qkv_b);
+		mat_free(&m->enc[i].o);
+		mat_free(&m->enc[i].fc1);
+		mat_free(&m->enc[i].fc2);
+	}
+	for (i = 0; m->dec != NULL && i < m->hp.n_text_layer; i++) {
+		mat_free(&m->dec[i].qkv);
+		free(m->dec[i].qkv_b);
+		mat_free(&m->dec[i].o);
+		mat_free(&m->dec[i].cq);
+		mat_free(&m->dec[i].ckv);
+		free(m->dec[i].ckv_b);
+		mat_free(&m->dec[i].co);
+		mat_free(&m->dec[i].fc1);
+		mat_free(&m->dec[i].fc2);
+	}
+	free(m->enc);
+	free(m->dec);
+}
+
+void
+sotto_model_free(struct sotto_model *m)
+{
+	if (m == NULL)
+		return;
+	free_layers(m);
+	mat_free(&m->conv1);
+	mat_free(&m->conv2);
+	mat_free(&m->tok_emb);
+	free(m->suppress);
+	free(m->suppress_begin);
+	tok_free(m->tok);
+	gemm_free(m->gemm);
+	gguf_close(m->gguf);
+	free(m);
+}
+
+void
+sotto_model_info(const struct sotto_model *m, struct sotto_model_info *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->name = m->name;
+	ret->n_mels = m->hp.n_mels;
+	ret->n_audio_state = m->hp.n_audio_state;
+	ret->n_audio_layer = m->hp.n_audio_layer;
+	ret->n_audio_head = m->hp.n_audio_head;
+	ret->n_text_state = m->hp.n_text_state;
+	ret->n_text_layer = m->hp.n_text_layer;
+	ret->n_text_head = m->hp.n_text_head;
+	ret->n_vocab = m->hp.n_vocab;
+	ret->multilingual = m->multilingual;
+	ret->precision = m->precision;
+	ret->threads = m->threads;
+}
+
+const char *
+sotto_language_code(const struct sotto_model *m, int index)
+{
+	return tok_language_code(m->tok, index);
+}
+
+int
+sotto_language_count(const struct sotto_model *m)
+{
+	return tok_n_languages(m->tok);
+}

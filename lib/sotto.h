@@ -1,0 +1,169 @@
+/*
+ * libsotto: Whisper speech recognition in the ANE layout, on the CPU.
+ *
+ * A struct sotto_model is loaded once, is read-only afterwards and may be
+ * shared by any number of struct sotto_state (one per stream or file).
+ * All compute goes through one thread at a time: callers serialise calls
+ * that share a model (the daemon has one compute thread; the CLI is
+ * single-threaded).
+ *
+ * Errors: functions return 0 or a negative SOTTO_E* code; functions that
+ * take `char *err` write a message a user can act on into it (a buffer of
+ * SOTTO_ERR_MAX bytes, or NULL).
+ */
+#ifndef SOTTO_H
+#define SOTTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SOTTO_API	__attribute__((visibility("default")))
+
+#define SOTTO_ERR_MAX		256
+#define SOTTO_SAMPLE_RATE	16000
+
+enum sotto_status {
+	SOTTO_OK = 0,
+	SOTTO_EINVAL = -1,	/* bad argument or option */
+	SOTTO_ENOMEM = -2,	/* out of memory */
+	SOTTO_EIO = -3,		/* cannot open or read a file */
+	SOTTO_EFORMAT = -4,	/* malformed model or input */
+	SOTTO_ECOMPUTE = -5,	/* the compute backend failed */
+	SOTTO_ECANCELED = -6,	/* a callback asked to stop */
+};
+
+enum sotto_precision {
+	SOTTO_PRECISION_AUTO = 0,	/* bf16 where the CPU has it, else fp32 */
+	SOTTO_PRECISION_FP32,
+	SOTTO_PRECISION_BF16,
+};
+
+enum sotto_task {
+	SOTTO_TASK_TRANSCRIBE = 0,
+	SOTTO_TASK_TRANSLATE,
+};
+
+struct sotto_model;
+struct sotto_state;
+
+struct sotto_model_params {
+	enum sotto_precision precision;	/* default AUTO */
+	int threads;			/* compute threads; 0 = all cores */
+};
+
+SOTTO_API void	sotto_model_params_init(struct sotto_model_params *);
+
+/*
+ * Load a GGUF model. On success *ret owns the model; free it with
+ * sotto_model_free() after every state made from it.
+ */
+SOTTO_API int	sotto_model_load(const char *path, const struct sotto_model_params *,
+	    struct sotto_model **ret, char *err);
+SOTTO_API void	sotto_model_free(struct sotto_model *);
+
+/* What the model is and how it computes. Strings live as long as it. */
+struct sotto_model_info {
+	const char *name;		/* e.g. "tiny.en", from the file */
+	int n_mels, n_audio_state, n_audio_layer, n_audio_head;
+	int n_text_state, n_text_layer, n_text_head, n_vocab;
+	int multilingual;
+	enum sotto_precision precision;	/* what AUTO resolved to */
+	int threads;
+};
+SOTTO_API void	sotto_model_info(const struct sotto_model *,
+	    struct sotto_model_info *ret);
+
+/* Language code ("en") of a language index, or NULL when out of range. */
+SOTTO_API const char *sotto_language_code(const struct sotto_model *, int index);
+SOTTO_API int	sotto_language_count(const struct sotto_model *);
+
+/* Per-stream buffers (mel, encoder output, KV caches); NULL on OOM. */
+SOTTO_API struct sotto_state *sotto_state_new(const struct sotto_model *);
+SOTTO_API void	sotto_state_free(struct sotto_state *);
+
+struct sotto_segment;
+
+/*
+ * Called after each decoded window with the segments it added and the
+ * seek position (samples done out of total). Return non-zero to stop.
+ */
+typedef int (*sotto_progress_fn)(void *user, size_t done_samples,
+    size_t total_samples, const struct sotto_segment *new_segments,
+    int n_new);
+
+/* Decoding options, as openai/whisper transcribe(). */
+struct sotto_transcribe_params {
+	const char *language;		/* "en", or NULL/"auto" to detect */
+	enum sotto_task task;
+	int beam_size;			/* 1 = greedy (default 5 in the CLI) */
+	int best_of;			/* samples at T > 0 (default 5) */
+	float patience;			/* default 1.0 */
+	const float *temperatures;	/* fallback ladder; NULL = default */
+	int n_temperatures;
+	float compression_ratio_threshold; /* 2.4 */
+	float logprob_threshold;	/* -1.0 */
+	float no_speech_threshold;	/* 0.6 */
+	int condition_on_previous_text;	/* default 1 */
+	const char *initial_prompt;	/* NULL or text for <|startofprev|> */
+	int without_timestamps;		/* default 0 */
+	uint64_t seed;			/* for sampling at T > 0 */
+	sotto_progress_fn progress;
+	void *progress_user;
+};
+
+SOTTO_API void	sotto_transcribe_params_init(struct sotto_transcribe_params *);
+
+struct sotto_segment {
+	double start, end;		/* seconds from the start of the audio */
+	char *text;			/* UTF-8, owned by the result */
+	int32_t *tokens;		/* text and timestamp tokens */
+	int n_tokens;
+	float avg_logprob;
+	float no_speech_prob;
+	float temperature;
+	float compression_ratio;
+};
+
+/* A transcript; owns its segments. Free with sotto_result_free(). */
+struct sotto_result {
+	struct sotto_segment *segments;
+	int n_segments;
+	char *language;			/* detected or given, e.g. "en" */
+	float language_prob;
+};
+
+/*
+ * Transcribe 16 kHz mono audio (float, [-1, 1]) of any length, seeking
+ * through it in 30 s windows as openai/whisper transcribe() does.
+ */
+SOTTO_API int	sotto_transcribe(struct sotto_state *, const float *pcm, size_t n,
+	    const struct sotto_transcribe_params *, struct sotto_result **ret,
+	    char *err);
+SOTTO_API void	sotto_result_free(struct sotto_result *);
+
+/*
+ * Lower-level entry points, used by the daemon's streaming policy and by
+ * the numerics tests.
+ */
+
+/* Log-mel of pcm into mel[n_mels][n_frames], n_frames = n / 160. */
+SOTTO_API int	sotto_log_mel(const struct sotto_model *, const float *pcm, size_t n,
+	    float *mel, size_t n_frames, char *err);
+
+/*
+ * Run the encoder on mel[n_mels][3000] (one 30 s window, normalised).
+ * The output [n_audio_state][1500] (channels-first) stays in the state;
+ * if out is not NULL it is copied there too.
+ */
+SOTTO_API int	sotto_encode(struct sotto_state *, const float *mel, float *out,
+	    char *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,122 @@
+/*
+ * Per-stream state: every buffer a window needs, allocated once.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "internal.h"
+#include "mel.h"
+
+static float *
+buf(size_t n, int *failed)
+{
+	float *p = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+
+	if (p == NULL)
+		*failed = 1;
+	return p;
+}
+
+struct sotto_state *
+sotto_state_new(const struct sotto_model *m)
+{
+	const struct hparams *hp = &m->hp;
+	size_t da = hp->n_audio_state, dt = hp->n_text_state;
+	size_t na = WHISPER_N_AUDIO_CTX, ctx = hp->n_text_ctx;
+	size_t taps = 3 * (hp->n_mels * (size_t)WHISPER_N_FRAMES > da * na ?
+	    hp->n_mels * (size_t)WHISPER_N_FRAMES : da * na);
+	struct sotto_state *st;
+	int failed = 0;
+
+	if ((st = calloc(1, sizeof(*st))) == NULL)
+		return NULL;
+	st->model = m;
+	st->conv_in = buf(taps, &failed);
+	st->x = buf(da * na, &failed);
+	st->h = buf(da * na, &failed);
+	st->qkv = buf(3 * da * na, &failed);
+	st->attn = buf(da * na, &failed);
+	st->ffn = buf(4 * da * na, &failed);
+	st->scores = buf(na * na, &failed);
+	st->enc_out = buf(da * na, &failed);
+	st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * na, &failed);
+	st->dx = buf(dt * ctx, &failed);
+	st->dh = buf(dt * ctx, &failed);
+	st->dqkv = buf(3 * dt * ctx, &failed);
+	st->dattn = buf(dt * ctx, &failed);
+	st->dffn = buf(4 * dt * ctx, &failed);
+	st->dscores = buf(ctx * na, &failed);
+	st->logits = buf((size_t)WHISPER_MAX_BEAMS * hp->n_vocab, &failed);
+	st->logprobs = buf(hp->n_vocab, &failed);
+	st->mel_window = buf((size_t)hp->n_mels * WHISPER_N_FRAMES, &failed);
+	if (failed || mel_new(hp->n_mels, m->mel_filters, &st->mel,
+	    NULL) != 0) {
+		sotto_state_free(st);
+		return NULL;
+	}
+	return st;
+}
+
+void
+sotto_state_free(struct sotto_state *st)
+{
+	if (st == NULL)
+		return;
+	mel_free(st->mel);
+	free(st->conv_in);
+	free(st->x);
+	free(st->h);
+	free(st->qkv);
+	free(st->attn);
+	free(st->ffn);
+	free(st->scores);
+	free(st->enc_out);
+	free(st->cross_kv);
+	free(st->kv);
+	free(st->kv_spare);
+	free(st->dx);
+	free(st->dh);
+	free(st->dqkv);
+	free(st->dattn);
+	free(st->dffn);
+	free(st->dscores);
+	free(st->logits);
+	free(st->logprobs);
+	free(st->mel_window);
+	free(st);
+}
+
+int
+sotto_encode(struct sotto_state *st, const float *mel, float *out, char *err)
+{
+	const struct hparams *hp = &st->model->hp;
+	int rc;
+
+	if ((rc = encoder_forward(st, mel, err)) != 0)
+		return rc;
+	if (out != NULL)
+		memcpy(out, st->enc_out, (size_t)hp->n_audio_state *
+		    WHISPER_N_AUDIO_CTX * sizeof(float));
+	return 0;
+}
+
+int
+sotto_log_mel(const struct sotto_model *m, const float *pcm, size_t n,
+    float *out, size_t n_frames, char *err)
+{
+	struct mel *mel;
+	float max = -10.0f;
+	int rc;
+
+	if (n_frames > mel_total_frames(n, 0))
+		return err_set(err, SOTTO_EINVAL, "%zu frames asked of %zu "
+		    "samples", n_frames, n);
+	if ((rc = mel_new(m->hp.n_mels, m->mel_filters, &mel, err)) != 0)
+		return rc;
+	rc = mel_log(mel, pcm, n, 0, 0, n_frames, out, n_frames, &max, err);
+	mel_free(mel);
+	if (rc == 0)
+		mel_normalize(out, m->hp.n_mels, n_frames, n_frames, max);
+	return rc;
+}
