@@ -180,10 +180,10 @@ sampler_draw(const float *logits, int n, float temperature, uint64_t *rng,
 	return sampler_argmax(logits, n);
 }
 
-float
-sampler_compression_ratio(const char *text)
+/* len / len(zlib.compress(text)) at zlib's default level. */
+static float
+ratio_of(const char *text, size_t len)
 {
-	size_t len = strlen(text);
 	uLongf out_len;
 	Bytef buf[4096], *out = buf;
 	float ratio;
@@ -200,4 +200,18 @@ sampler_compression_ratio(const char *text)
 	if (out != buf)
 		free(out);
 	return ratio;
+}
+
+float
+sampler_compression_ratio(const char *text)
+{
+	size_t len;
+
+	while (*text == ' ' || (*text >= '\t' && *text <= '\r'))
+		text++;
+	len = strlen(text);
+	while (len > 0 && (text[len - 1] == ' ' ||
+	    (text[len - 1] >= '\t' && text[len - 1] <= '\r')))
+		len--;
+	return ratio_of(text, len);
 }
