@@ -106,6 +106,8 @@ def read_model_bin(path: Path) -> tuple[str, dict[str, np.ndarray]]:
         variables[alias] = variables[target]
     if r.pos != len(data):
         raise ConvertError(f"{path}: {len(data) - r.pos} unexpected trailing bytes")
+    if any(k.endswith("_scale") for k in variables):
+        raise ConvertError(f"{path}: quantised (int8/int16) CTranslate2 models are not supported; use a float16 or float32 conversion")
     return spec, variables
 
 
