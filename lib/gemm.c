@@ -141,19 +141,38 @@ mat_alloc(struct mat *m, const struct gemm *g, int rows, int cols, char *err)
 	return 0;
 }
 
-static void
-mat_fill(struct mat *m, size_t at, const void *f16, size_t n)
+/*
+ * F16 -> f32 of a block. The generic build converts in software (slow:
+ * a model load spent most of its time here); x86-64-v3 has F16C.
+ */
+__attribute__((target_clones("arch=x86-64-v3", "default"))) static void
+f16_block(const unsigned char *p, float *out, size_t n)
 {
-	const unsigned char *p = f16;
 	uint16_t h;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		memcpy(&h, p + 2 * i, 2);
-		if (m->bf16 != NULL)
-			m->bf16[at + i] = f32_to_bf16(f16_to_f32(h));
-		else
-			m->f32[at + i] = f16_to_f32(h);
+		out[i] = f16_to_f32(h);
+	}
+}
+
+static void
+mat_fill(struct mat *m, size_t at, const void *f16, size_t n)
+{
+	const unsigned char *p = f16;
+	float tmp[1024];
+	size_t i, j, k;
+
+	if (m->f32 != NULL) {
+		f16_block(p, m->f32 + at, n);
+		return;
+	}
+	for (i = 0; i < n; i += k) {
+		k = n - i < 1024 ? n - i : 1024;
+		f16_block(p + 2 * i, tmp, k);
+		for (j = 0; j < k; j++)
+			m->bf16[at + i + j] = f32_to_bf16(tmp[j]);
 	}
 }
 

@@ -1,0 +1,152 @@
+/*
+ * sotto-bench: time the engine's parts on one model, for bench/run.
+ *
+ *   sotto-bench MODEL [--precision auto|fp32|bf16] [--threads N] [--runs N]
+ *
+ * Prints one JSON object: load time, encoder time per 30 s window, and
+ * the time of one cached-token decoder step for 1 and 5 beams (medians).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decode.h"
+#include "internal.h"
+#include "tokenizer.h"
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static int
+bench_encoder(struct sotto_state *st, int runs, double *ret)
+{
+	size_t n = (size_t)st->model->hp.n_mels * WHISPER_N_FRAMES, i;
+	double t[64];
+	float *mel = malloc(n * sizeof(float));
+	char err[SOTTO_ERR_MAX];
+	int r;
+
+	if (mel == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		mel[i] = sinf((float)i * 0.001f) * 0.5f;
+	for (r = 0; r < runs + 1; r++) {
+		double t0 = now();
+
+		if (sotto_encode(st, mel, NULL, err) != 0) {
+			fprintf(stderr, "sotto-bench: %s\n", err);
+			free(mel);
+			return -1;
+		}
+		if (r > 0)
+			t[r - 1] = now() - t0;
+	}
+	free(mel);
+	*ret = median(t, runs);
+	return 0;
+}
+
+/* Median time of one cached-token step with n_beams beams. */
+static int
+bench_steps(struct sotto_state *st, int n_beams, int steps, double *ret)
+{
+	const struct tok_specials *sp = tok_specials(st->model->tok);
+	int32_t prompt[4] = { sp->sot }, tok[16];
+	int row = 0, i, b;
+	double t[256];
+	char err[SOTTO_ERR_MAX];
+
+	if (decoder_reserve(st, n_beams, err) != 0 ||
+	    decoder_prefill(st, prompt, 1, &row, 1, st->logits, err) != 0)
+		goto fail;
+	decoder_fork(st, n_beams);
+	for (b = 0; b < n_beams; b++)
+		tok[b] = sp->timestamp_begin;
+	for (i = 0; i < steps; i++) {
+		double t0 = now();
+
+		if (decoder_step(st, tok, n_beams, st->logits, err) != 0)
+			goto fail;
+		t[i] = now() - t0;
+		for (b = 0; b < n_beams; b++)
+			tok[b] = 220 + (i * 7 + b) % 1000;
+	}
+	*ret = median(t, steps);
+	return 0;
+fail:
+	fprintf(stderr, "sotto-bench: %s\n", err);
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sotto_model_params mp;
+	struct sotto_model *m;
+	struct sotto_state *st;
+	char err[SOTTO_ERR_MAX];
+	double t0, load, enc, step1, step5;
+	int i, runs = 5;
+
+	sotto_model_params_init(&mp);
+	if (argc < 2) {
+		fprintf(stderr, "usage: sotto-bench MODEL [--precision P] "
+		    "[--threads N] [--runs N]\n");
+		return 2;
+	}
+	for (i = 2; i + 1 < argc; i += 2) {
+		if (strcmp(argv[i], "--threads") == 0)
+			mp.threads = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--runs") == 0)
+			runs = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--precision") == 0)
+			mp.precision = strcmp(argv[i + 1], "fp32") == 0 ?
+			    SOTTO_PRECISION_FP32 : strcmp(argv[i + 1],
+			    "bf16") == 0 ? SOTTO_PRECISION_BF16 :
+			    SOTTO_PRECISION_AUTO;
+	}
+	if (runs < 1 || runs > 63)
+		runs = 5;
+	t0 = now();
+	if (sotto_model_load(argv[1], &mp, &m, err) != 0) {
+		fprintf(stderr, "sotto-bench: %s\n", err);
+		return 3;
+	}
+	load = now() - t0;
+	if ((st = sotto_state_new(m)) == NULL ||
+	    bench_encoder(st, runs, &enc) != 0 ||
+	    bench_steps(st, 1, 100, &step1) != 0 ||
+	    bench_steps(st, 5, 100, &step5) != 0)
+		return 1;
+	printf("{\"model\":\"%s\",\"precision\":\"%s\",\"threads\":%d,"
+	    "\"load_s\":%.4f,\"encoder_s\":%.4f,\"step1_ms\":%.3f,"
+	    "\"step5_ms\":%.3f}\n", m->name,
+	    m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+	    m->threads, load, enc, step1 * 1e3, step5 * 1e3);
+	sotto_state_free(st);
+	sotto_model_free(m);
+	return 0;
+}
