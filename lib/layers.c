@@ -1,8 +1,10 @@
 /*
  * Kernels over channels-first activations.
  *
- * Loops run over the contiguous sequence axis so the compiler vectorises
- * them; target_clones builds AVX-512 and AVX2 variants picked at load.
+ * Each kernel works on rows (channels) or column blocks (positions) with
+ * an inner loop over the contiguous sequence axis, built by target_clones
+ * for AVX-512 and AVX2 and picked at load; OpenMP spreads the rows over
+ * the compute threads when there is enough work to pay for it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -11,103 +13,165 @@
 #include "layers.h"
 
 #define LAYER_EPS	1e-5f
+#define PAR_MIN		(64 * 1024)	/* elements before going parallel */
+#define COL_BLOCK	128
 #define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
 	"arch=x86-64-v3", "default")))
 
+/* Range reduction plus a degree-6 polynomial: ~1 ulp, branch-free. */
+static inline float
+exp_approx(float v)
+{
+	const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+	float x = v < -87.0f ? -87.0f : (v > 88.0f ? 88.0f : v), r, p, k, s;
+	uint32_t bits;
+
+	k = floorf(x * 1.44269504088896341f + 0.5f);
+	r = x - k * ln2_hi - k * ln2_lo;
+	p = 1.0f / 720.0f;
+	p = p * r + 1.0f / 120.0f;
+	p = p * r + 1.0f / 24.0f;
+	p = p * r + 1.0f / 6.0f;
+	p = p * r + 0.5f;
+	p = p * r + 1.0f;
+	p = p * r + 1.0f;
+	bits = (uint32_t)((int32_t)k + 127) << 23;
+	memcpy(&s, &bits, sizeof(s));
+	return v < -87.0f ? 0.0f : p * s;
+}
+
+/*
+ * GELU with erf from erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2)
+ * (fractional error < 1.2e-7), so it vectorises; scalar erff cost more
+ * than the encoder's matrix products once those ran in bf16.
+ */
+static inline float
+gelu(float v)
+{
+	float z = fabsf(v) * (float)M_SQRT1_2, t, p, erfc_z;
+
+	t = 1.0f / (1.0f + 0.5f * z);
+	p = 0.17087277f;
+	p = p * t - 0.82215223f;
+	p = p * t + 1.48851587f;
+	p = p * t - 1.13520398f;
+	p = p * t + 0.27886807f;
+	p = p * t - 0.18628806f;
+	p = p * t + 0.09678418f;
+	p = p * t + 0.37409196f;
+	p = p * t + 1.00002368f;
+	p = p * t - 1.26551223f;
+	erfc_z = t * exp_approx(-z * z + p);
+	return 0.5f * v * (v >= 0.0f ? 2.0f - erfc_z : erfc_z);
+}
+
+CLONES static void
+row_bias_gelu(float *x, int s, float b)
+{
+	int j;
+
+	for (j = 0; j < s; j++)
+		x[j] = gelu(x[j] + b);
+}
+
+CLONES static void
+row_add_scalar(float *x, int s, float b)
+{
+	int j;
+
+	for (j = 0; j < s; j++)
+		x[j] += b;
+}
+
+CLONES static void
+row_add(float *y, const float *x, int s)
+{
+	int j;
+
+	for (j = 0; j < s; j++)
+		y[j] += x[j];
+}
+
+/* LayerNorm of columns [j0, j1): two passes for mean and variance. */
+CLONES static void
+norm_cols(const float *x, float *y, int c, int j0, int j1, int ld,
+    const float *w, const float *b)
+{
+	float mean[COL_BLOCK], inv[COL_BLOCK];
+	int i, j, n = j1 - j0;
+
+	for (j = 0; j < n; j++)
+		mean[j] = inv[j] = 0.0f;
+	for (i = 0; i < c; i++)
+		for (j = 0; j < n; j++)
+			mean[j] += x[(size_t)i * ld + j0 + j];
+	for (j = 0; j < n; j++)
+		mean[j] /= (float)c;
+	for (i = 0; i < c; i++)
+		for (j = 0; j < n; j++) {
+			float d = x[(size_t)i * ld + j0 + j] - mean[j];
+
+			inv[j] += d * d;
+		}
+	for (j = 0; j < n; j++)
+		inv[j] = 1.0f / sqrtf(inv[j] / (float)c + LAYER_EPS);
+	for (i = 0; i < c; i++)
+		for (j = 0; j < n; j++)
+			y[(size_t)i * ld + j0 + j] = (x[(size_t)i * ld + j0 +
+			    j] - mean[j]) * inv[j] * w[i] + b[i];
+}
+
 /* ref: whisper/model.py LayerNorm (fp32), normalising over channels. */
-CLONES void
+void
 layer_norm(const float *x, float *y, int c, int s, int ld, const float *w,
     const float *b, float *sum)
 {
-	float *mean = sum, *var = sum + s;
-	int i, j;
+	int blk;
 
-	for (j = 0; j < s; j++)
-		mean[j] = var[j] = 0.0f;
-	for (i = 0; i < c; i++)
-		for (j = 0; j < s; j++)
-			mean[j] += x[(size_t)i * ld + j];
-	for (j = 0; j < s; j++)
-		mean[j] /= (float)c;
-	for (i = 0; i < c; i++)
-		for (j = 0; j < s; j++) {
-			float d = x[(size_t)i * ld + j] - mean[j];
-
-			var[j] += d * d;
-		}
-	for (j = 0; j < s; j++)
-		var[j] = 1.0f / sqrtf(var[j] / (float)c + LAYER_EPS);
-	for (i = 0; i < c; i++)
-		for (j = 0; j < s; j++)
-			y[(size_t)i * ld + j] = (x[(size_t)i * ld + j] -
-			    mean[j]) * var[j] * w[i] + b[i];
+	(void)sum;
+#pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
+	for (blk = 0; blk < s; blk += COL_BLOCK)
+		norm_cols(x, y, c, blk, blk + COL_BLOCK < s ? blk + COL_BLOCK :
+		    s, ld, w, b);
 }
 
-CLONES void
+void
 layer_add_bias(float *x, int c, int s, int ld, const float *b)
 {
-	int i, j;
+	int i;
 
+#pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
 	for (i = 0; i < c; i++)
-		for (j = 0; j < s; j++)
-			x[(size_t)i * ld + j] += b[i];
+		row_add_scalar(x + (size_t)i * ld, s, b[i]);
 }
 
 void
 layer_bias_gelu(float *x, int c, int s, int ld, const float *b)
 {
-	int i, j;
+	int i;
 
+#pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
 	for (i = 0; i < c; i++)
-		for (j = 0; j < s; j++) {
-			float v = x[(size_t)i * ld + j] + b[i];
-
-			x[(size_t)i * ld + j] = 0.5f * v *
-			    (1.0f + erff(v * (float)M_SQRT1_2));
-		}
+		row_bias_gelu(x + (size_t)i * ld, s, b[i]);
 }
 
-CLONES void
+void
 layer_add(float *y, const float *x, int c, int s, int ld)
 {
-	int i, j;
+	int i;
 
+#pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
 	for (i = 0; i < c; i++)
-		for (j = 0; j < s; j++)
-			y[(size_t)i * ld + j] += x[(size_t)i * ld + j];
+		row_add(y + (size_t)i * ld, x + (size_t)i * ld, s);
 }
 
-/*
- * exp(x) = 2^k * exp(r), r = x - k ln2 in [-ln2/2, ln2/2], with a degree-6
- * polynomial for exp(r): within ~1 ulp of expf over the softmax range and
- * branch-free so it vectorises (scalar expf cost 100+ ms per encoder pass).
- */
 CLONES void
 layer_exp(const float *x, float *y, int n)
 {
-	const float ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
 	int i;
 
-	for (i = 0; i < n; i++) {
-		float v = x[i], r, p, k;
-		int32_t ki;
-		uint32_t bits;
-
-		v = v < -87.0f ? -87.0f : (v > 88.0f ? 88.0f : v);
-		k = floorf(v * 1.44269504088896341f + 0.5f);
-		r = v - k * ln2_hi - k * ln2_lo;
-		p = 1.0f / 720.0f;
-		p = p * r + 1.0f / 120.0f;
-		p = p * r + 1.0f / 24.0f;
-		p = p * r + 1.0f / 6.0f;
-		p = p * r + 0.5f;
-		p = p * r + 1.0f;
-		p = p * r + 1.0f;
-		ki = (int32_t)k;
-		bits = (uint32_t)(ki + 127) << 23;
-		memcpy(&k, &bits, sizeof(k));
-		y[i] = x[i] < -87.0f ? 0.0f : p * k;
-	}
+	for (i = 0; i < n; i++)
+		y[i] = exp_approx(x[i]);
 }
 
 CLONES void
@@ -119,8 +183,8 @@ layer_softmax(float *x, int n)
 	for (i = 0; i < n; i++)
 		max = x[i] > max ? x[i] : max;
 	for (i = 0; i < n; i++)
-		x[i] -= max;
-	layer_exp(x, x, n);
+		x[i] = exp_approx(x[i] - max);
+#pragma omp simd reduction(+:sum)
 	for (i = 0; i < n; i++)
 		sum += x[i];
 	inv = 1.0f / sum;
