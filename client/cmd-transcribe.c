@@ -281,6 +281,12 @@ transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
 		fprintf(stderr, "sotto transcribe: %s\n", err);
 		return -1;
 	}
+	if (n == 0) {
+		fprintf(stderr, "sotto transcribe: %s: no audio in the file "
+		    "(0 samples)\n", path);
+		free(pcm);
+		return -1;
+	}
 	if (!o->quiet && isatty(STDERR_FILENO)) {
 		o->tp.progress = progress_cb;
 		o->tp.progress_user = &prog;

@@ -30,6 +30,8 @@ static int
 try_path(char *buf, size_t len, const char *dir, const char *suffix,
     const char *name)
 {
+	if (buf == NULL || len == 0)
+		return 0;
 	snprintf(buf, len, "%s%s/%s.gguf", dir, suffix, name);
 	return access(buf, R_OK) == 0;
 }

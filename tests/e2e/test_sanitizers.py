@@ -1,0 +1,69 @@
+"""The real CLI built with AddressSanitizer and UndefinedBehaviorSanitizer
+(build-asan/, made by `scripts/setup --asan`) on real speech, on both compute
+paths, and on bad input. Any sanitizer report fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import AUDIO_DIR, REPO, assert_no_crash, cpu_has_bf16, squash
+
+ASAN_BIN = REPO / "build-asan" / "client" / "sotto"
+
+
+def run_asan(args, timeout: float = 900) -> subprocess.CompletedProcess:
+    if not (ASAN_BIN.is_file() and os.access(ASAN_BIN, os.X_OK)):
+        pytest.fail(f"{ASAN_BIN} is missing: build it with scripts/setup --asan")
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = "halt_on_error=1:detect_leaks=1:abort_on_error=0"
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+    env["LSAN_OPTIONS"] = f"suppressions={REPO / 'tests' / 'lsan.supp'}"
+    cmd = [str(ASAN_BIN), "transcribe", *[str(a) for a in args]]
+    cp = subprocess.run(cmd, cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+                        capture_output=True, text=True, errors="replace",
+                        timeout=timeout)
+    assert_no_crash(cp, "(asan) " + " ".join(cmd[2:])[:200])
+    return cp
+
+
+@pytest.mark.parametrize("precision,beam", [("fp32", 5), ("bf16", 1)])
+def test_asan_transcribe(precision, beam, tiny_model, ref_greedy):
+    if precision == "bf16" and not cpu_has_bf16():
+        precision = "auto"
+    cp = run_asan(["-m", tiny_model, "--precision", precision, "--beam-size",
+                   beam, "-q", AUDIO_DIR / "jfk.wav"])
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    assert "ask what you can do for your country" in squash(cp.stdout).lower()
+
+
+def test_asan_bad_inputs(tiny_model, tmp_path):
+    junk = tmp_path / "junk.wav"
+    junk.write_bytes(os.urandom(4096))
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    cp = run_asan(["-m", tiny_model, "-q", "-f", "json", junk, empty,
+                   tmp_path / "missing.wav", AUDIO_DIR / "goforward.wav"])
+    assert cp.returncode == 1, cp.stderr[-3000:]
+    assert "forward" in cp.stdout.lower()
+    for name in ("junk.wav", "empty.wav", "missing.wav"):
+        assert name in cp.stderr
+
+
+def test_asan_corrupt_model(tiny_model, tmp_path):
+    data = Path(tiny_model).read_bytes()
+    cases = {
+        "truncated": data[: len(data) // 3],
+        "header-only": data[:4096],
+        "flipped": data[:24] + bytes(b ^ 0x5A for b in data[24:4096]) + data[4096:],
+    }
+    for name, blob in cases.items():
+        p = tmp_path / f"{name}.gguf"
+        p.write_bytes(blob)
+        cp = run_asan(["-m", p, "-q", AUDIO_DIR / "goforward.wav"])
+        assert cp.returncode == 3, f"{name}: exit {cp.returncode}\n{cp.stderr[-2000:]}"
+        assert cp.stderr.strip(), f"{name}: no message"
