@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "decode.h"
 #include "internal.h"
@@ -111,6 +112,11 @@ main(int argc, char **argv)
 	double t0, load, enc, step1, step5;
 	int i, runs = 5;
 
+	if (getenv("OMP_WAIT_POLICY") == NULL) {
+		/* as the sotto CLI: see client/main.c */
+		setenv("OMP_WAIT_POLICY", "passive", 1);
+		execv("/proc/self/exe", argv);
+	}
 	sotto_model_params_init(&mp);
 	if (argc < 2) {
 		fprintf(stderr, "usage: sotto-bench MODEL [--precision P] "

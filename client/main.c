@@ -2,7 +2,9 @@
  * sotto: the command-line client. Dispatches to one command per file.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 
@@ -29,10 +31,26 @@ usage(FILE *f)
 	fprintf(f, "\nRun 'sotto COMMAND --help' for a command's options.\n");
 }
 
+/*
+ * libgomp's default wait policy (spin, then sleep) stalled some decoder
+ * steps for over half a second on 2 cores; an explicit policy does not.
+ * libgomp reads it when it loads, before main(), so set it and re-exec.
+ */
+static void
+omp_policy(char **argv)
+{
+	if (getenv("OMP_WAIT_POLICY") != NULL)
+		return;
+	setenv("OMP_WAIT_POLICY", "passive", 1);
+	execv("/proc/self/exe", argv);
+}
+
 int
 main(int argc, char **argv)
 {
 	size_t i;
+
+	omp_policy(argv);
 
 	if (argc < 2) {
 		usage(stderr);

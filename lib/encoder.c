@@ -68,7 +68,7 @@ encoder_stem(struct sotto_state *st, const float *mel, char *err)
  * over k, out[c][q] = sum_k v[c][k] p[q][k].
  */
 static int
-encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
+attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 {
 	int dh = d / n_head, h, i, rc;
 	float scale = 1.0f / sqrtf((float)dh);
@@ -89,6 +89,57 @@ encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
 			return rc;
 	}
 	return 0;
+}
+
+/*
+ * The same in bf16: q, k, v and the probabilities rounded to bf16, the
+ * products on AMX with f32 accumulation; transposes are stride views.
+ */
+static int
+attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
+{
+	struct gemm *g = st->model->gemm;
+	int dh = d / n_head, h, i, rc;
+	float scale = 1.0f / sqrtf((float)dh);
+
+	/* fold the scale into q before rounding, as the fp32 path does */
+#pragma omp parallel for schedule(static)
+	for (i = 0; i < 3 * d; i++) {
+		float *row = st->qkv + (size_t)i * S;
+		int j;
+
+		if (i < d)
+			for (j = 0; j < S; j++)
+				row[j] *= scale;
+		layer_to_bf16(row, st->qkv16 + (size_t)i * S, S);
+	}
+	for (h = 0; h < n_head; h++) {
+		const uint16_t *q = st->qkv16 + (size_t)h * dh * S;
+		const uint16_t *k = st->qkv16 + ((size_t)d + h * dh) * S;
+		const uint16_t *v = st->qkv16 + ((size_t)2 * d + h * dh) * S;
+
+		if ((rc = gemm_bf16(g, S, S, dh, q, 1, S, k, S, 1, st->scores,
+		    S, err)) != 0)
+			return rc;
+#pragma omp parallel for schedule(static)
+		for (i = 0; i < S; i++) {
+			layer_softmax(st->scores + (size_t)i * S, S);
+			layer_to_bf16(st->scores + (size_t)i * S,
+			    st->p16 + (size_t)i * S, S);
+		}
+		if ((rc = gemm_bf16(g, dh, S, S, v, S, 1, st->p16, 1, S,
+		    st->attn + (size_t)h * dh * S, S, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
+{
+	if (st->qkv16 != NULL)
+		return attention_bf16(st, d, n_head, err);
+	return attention_f32(st, d, n_head, err);
 }
 
 static int

@@ -15,10 +15,12 @@
 
 #include "err.h"
 #include "gemm.h"
+#include "layers.h"
 
+/* One bf16 product C[m][n] = A[m][k] B[k][n] with strides (rows, cols). */
 struct gemm_prim {
-	int m, k, n, ldx, ldy;
-	int transposed;		/* gemm_xtw rather than gemm_wx */
+	int m, k, n;
+	int64_t sa0, sa1, sb0, sb1, ldc;
 	int accumulate;
 	dnnl_primitive_t prim;
 	dnnl_memory_t src, wei, dst;
@@ -223,7 +225,7 @@ gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
     char *err)
 {
 	size_t need = (size_t)k * n;
-	int i, j;
+	int i;
 
 	if (need > g->xbuf_len) {
 		free(g->xbuf);
@@ -232,10 +234,9 @@ gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
 		if (g->xbuf == NULL)
 			return err_set(err, SOTTO_ENOMEM, "out of memory");
 	}
+#pragma omp parallel for schedule(static) if (need > 65536)
 	for (i = 0; i < k; i++)
-		for (j = 0; j < n; j++)
-			g->xbuf[(size_t)i * n + j] =
-			    f32_to_bf16(x[(size_t)i * ldx + j]);
+		layer_to_bf16(x + (size_t)i * ldx, g->xbuf + (size_t)i * n, n);
 	return 0;
 }
 
@@ -249,10 +250,7 @@ md_2d(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t s0, int64_t s1,
 	    dnnl_success ? 0 : -1;
 }
 
-/*
- * Build the primitive for one shape. wx: src = W [m][k], wei = x [k][n],
- * dst = y [m][n]. xtw: src = x^T [n][k], wei = W^T [k][m], dst = y [n][m].
- */
+/* Build the matmul primitive for one shape and set of strides. */
 static int
 prim_create(struct gemm *g, struct gemm_prim *p, char *err)
 {
@@ -262,17 +260,10 @@ prim_create(struct gemm *g, struct gemm_prim *p, char *err)
 	dnnl_post_ops_t ops = NULL;
 	dnnl_primitive_desc_t pd = NULL;
 	dnnl_status_t s;
-	int bad;
 
-	if (!p->transposed)
-		bad = md_2d(&src, p->m, p->k, p->k, 1, dnnl_bf16) ||
-		    md_2d(&wei, p->k, p->n, p->n, 1, dnnl_bf16) ||
-		    md_2d(&dst, p->m, p->n, p->ldy, 1, dnnl_f32);
-	else
-		bad = md_2d(&src, p->n, p->k, 1, p->n, dnnl_bf16) ||
-		    md_2d(&wei, p->k, p->m, 1, p->k, dnnl_bf16) ||
-		    md_2d(&dst, p->n, p->m, p->ldy, 1, dnnl_f32);
-	if (bad)
+	if (md_2d(&src, p->m, p->k, p->sa0, p->sa1, dnnl_bf16) ||
+	    md_2d(&wei, p->k, p->n, p->sb0, p->sb1, dnnl_bf16) ||
+	    md_2d(&dst, p->m, p->n, p->ldc, 1, dnnl_f32))
 		return err_set(err, SOTTO_ECOMPUTE, "oneDNN: bad shape "
 		    "%dx%dx%d", p->m, p->k, p->n);
 	if ((s = dnnl_matmul_desc_init(&desc, &src, &wei, NULL, &dst)) !=
@@ -314,8 +305,9 @@ prim_get(struct gemm *g, const struct gemm_prim *key, struct gemm_prim **ret,
 	for (i = 0; i < g->n_prims; i++) {
 		p = &g->prims[i];
 		if (p->m == key->m && p->k == key->k && p->n == key->n &&
-		    p->ldy == key->ldy && p->transposed == key->transposed &&
-		    p->accumulate == key->accumulate) {
+		    p->sa0 == key->sa0 && p->sa1 == key->sa1 &&
+		    p->sb0 == key->sb0 && p->sb1 == key->sb1 &&
+		    p->ldc == key->ldc && p->accumulate == key->accumulate) {
 			*ret = p;
 			return 0;
 		}
@@ -364,11 +356,24 @@ prim_run(struct gemm *g, struct gemm_prim *p, const void *src,
 	return 0;
 }
 
+/* Run the cached primitive for this shape on bf16 a, b into f32 c. */
+static int
+gemm_run_bf16(struct gemm *g, const struct gemm_prim *key, const void *a,
+    const void *b, float *c, char *err)
+{
+	struct gemm_prim *p = NULL;
+	int rc;
+
+	if ((rc = prim_get(g, key, &p, err)) != 0)
+		return rc;
+	return prim_run(g, p, a, b, c, err);
+}
+
 int
 gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, int accumulate, char *err)
 {
-	struct gemm_prim key = { 0 }, *p;
+	struct gemm_prim key = { 0 };
 	int rc;
 
 	if (g->precision != SOTTO_PRECISION_BF16)
@@ -377,33 +382,56 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	key.m = w->rows;
 	key.k = w->cols;
 	key.n = n;
-	key.ldy = ldy;
+	key.sa0 = w->cols;
+	key.sa1 = 1;
+	key.sb0 = n;
+	key.sb1 = 1;
+	key.ldc = ldy;
 	key.accumulate = accumulate;
-	if ((rc = prim_get(g, &key, &p, err)) != 0 ||
-	    (rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
+	if ((rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
 		return rc;
-	return prim_run(g, p, w->bf16, g->xbuf, y, err);
+	return gemm_run_bf16(g, &key, w->bf16, g->xbuf, y, err);
 }
 
 int
 gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, char *err)
 {
-	struct gemm_prim key = { 0 }, *p;
+	struct gemm_prim key = { 0 };
 	int rc;
 
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('T', 'T', n, w->rows, w->cols, 1.0f, x, ldx,
 		    w->f32, w->cols, 0.0f, y, ldy, err);
-	key.m = w->rows;
+	key.m = n;
 	key.k = w->cols;
-	key.n = n;
-	key.ldy = ldy;
-	key.transposed = 1;
-	if ((rc = prim_get(g, &key, &p, err)) != 0 ||
-	    (rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
+	key.n = w->rows;
+	key.sa0 = 1;
+	key.sa1 = n;
+	key.sb0 = 1;
+	key.sb1 = w->cols;
+	key.ldc = ldy;
+	if ((rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
 		return rc;
-	return prim_run(g, p, g->xbuf, w->bf16, y, err);
+	return gemm_run_bf16(g, &key, g->xbuf, w->bf16, y, err);
+}
+
+int
+gemm_bf16(struct gemm *g, int m, int n, int k, const uint16_t *a,
+    int64_t sa0, int64_t sa1, const uint16_t *b, int64_t sb0, int64_t sb1,
+    float *c, int ldc, char *err)
+{
+	struct gemm_prim key = { 0 };
+
+	key.m = m;
+	key.k = k;
+	key.n = n;
+	key.sa0 = sa0;
+	key.sa1 = sa1;
+	key.sb0 = sb0;
+	key.sb1 = sb1;
+	key.ldc = ldc;
+	return gemm_run_bf16(g, &key, a, b, c, err);
 }
 
 int

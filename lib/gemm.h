@@ -40,6 +40,14 @@ int	gemm_wx(struct gemm *, const struct mat *w, const float *x, int ldx,
 int	gemm_xtw(struct gemm *, const struct mat *w, const float *x, int ldx,
 	    int n, float *y, int ldy, char *err);
 
+/*
+ * bf16 C[m][n] (row stride ldc, f32) = A[m][k] B[k][n], each operand
+ * given by its row and column strides, so transposed views are free.
+ */
+int	gemm_bf16(struct gemm *, int m, int n, int k, const uint16_t *a,
+	    int64_t sa0, int64_t sa1, const uint16_t *b, int64_t sb0,
+	    int64_t sb1, float *c, int ldc, char *err);
+
 /* Plain row-major fp32 C = alpha op(A) op(B) + beta C (attention). */
 int	gemm_f32(char transa, char transb, int m, int n, int k, float alpha,
 	    const float *a, int lda, const float *b, int ldb, float beta,

@@ -130,6 +130,8 @@ struct sotto_state {
 	float *attn;		/* [d][1500] */
 	float *ffn;		/* [4d][1500] */
 	float *scores;		/* [1500][1500] one head */
+	uint16_t *qkv16;	/* [3d][1500] bf16 copy (bf16 models) */
+	uint16_t *p16;		/* [1500][1500] bf16 probabilities */
 	float *enc_out;		/* [d][1500] */
 	int encoded;
 

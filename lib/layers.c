@@ -19,6 +19,7 @@
 	"arch=x86-64-v3", "default")))
 
 /* Range reduction plus a degree-6 polynomial: ~1 ulp, branch-free. */
+#pragma omp declare simd notinbranch
 static inline float
 exp_approx(float v)
 {
@@ -45,6 +46,7 @@ exp_approx(float v)
  * (fractional error < 1.2e-7), so it vectorises; scalar erff cost more
  * than the encoder's matrix products once those ran in bf16.
  */
+#pragma omp declare simd notinbranch
 static inline float
 gelu(float v)
 {
@@ -70,6 +72,7 @@ row_bias_gelu(float *x, int s, float b)
 {
 	int j;
 
+#pragma omp simd
 	for (j = 0; j < s; j++)
 		x[j] = gelu(x[j] + b);
 }
@@ -170,6 +173,7 @@ layer_exp(const float *x, float *y, int n)
 {
 	int i;
 
+#pragma omp simd
 	for (i = 0; i < n; i++)
 		y[i] = exp_approx(x[i]);
 }
@@ -180,8 +184,10 @@ layer_softmax(float *x, int n)
 	float max = -INFINITY, sum = 0.0f, inv;
 	int i;
 
+#pragma omp simd reduction(max:max)
 	for (i = 0; i < n; i++)
 		max = x[i] > max ? x[i] : max;
+#pragma omp simd
 	for (i = 0; i < n; i++)
 		x[i] = exp_approx(x[i] - max);
 #pragma omp simd reduction(+:sum)
@@ -190,4 +196,20 @@ layer_softmax(float *x, int n)
 	inv = 1.0f / sum;
 	for (i = 0; i < n; i++)
 		x[i] *= inv;
+}
+
+/* Round to bf16, nearest even (as oneDNN and the hardware do). */
+CLONES void
+layer_to_bf16(const float *x, uint16_t *y, size_t n)
+{
+	size_t i;
+
+#pragma omp simd
+	for (i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, &x[i], sizeof(u));
+		u += 0x7fff + ((u >> 16) & 1);
+		y[i] = (uint16_t)(u >> 16);
+	}
 }

@@ -6,6 +6,7 @@
 #define SOTTO_LAYERS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * y = LayerNorm over the C channels of each position (eps 1e-5), times w
@@ -28,5 +29,8 @@ void	layer_softmax(float *x, int n);
 
 /* exp of n values into y; about 1 ulp, vectorisable. */
 void	layer_exp(const float *x, float *y, int n);
+
+/* y = x rounded to bf16 (nearest even). */
+void	layer_to_bf16(const float *x, uint16_t *y, size_t n);
 
 #endif

@@ -40,6 +40,10 @@ sotto_state_new(const struct sotto_model *m)
 	st->ffn = buf(4 * da * na, &failed);
 	st->scores = buf(na * na, &failed);
 	st->enc_out = buf(da * na, &failed);
+	if (m->precision == SOTTO_PRECISION_BF16) {
+		st->qkv16 = (uint16_t *)buf((3 * da * na + 1) / 2, &failed);
+		st->p16 = (uint16_t *)buf((na * na + 1) / 2, &failed);
+	}
 	st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * na, &failed);
 	st->dx = buf(dt * ctx, &failed);
 	st->dh = buf(dt * ctx, &failed);
@@ -72,6 +76,8 @@ sotto_state_free(struct sotto_state *st)
 	free(st->ffn);
 	free(st->scores);
 	free(st->enc_out);
+	free(st->qkv16);
+	free(st->p16);
 	free(st->cross_kv);
 	free(st->kv);
 	free(st->kv_spare);
