@@ -63,14 +63,19 @@ encoder_stem(struct sotto_state *st, const float *mel, char *err)
 }
 
 /*
- * Per-head attention over the whole window: for head h, the row block
- * [h*dh, (h+1)*dh) of q, k and v. scores[q][k] = q.k / sqrt(dh), softmax
- * over k, out[c][q] = sum_k v[c][k] p[q][k].
+ * Per-head attention over the window, a block of queries at a time so the
+ * scores of a block ([QBLOCK][1500], 750 KB) stay in cache between the
+ * product that writes them, the softmax and the product that reads them.
+ * For head h, q, k and v are the row block [h*dh, (h+1)*dh);
+ * scores[q][k] = q.k / sqrt(dh), softmax over k,
+ * out[c][q] = sum_k v[c][k] p[q][k].
  */
+#define QBLOCK	128
+
 static int
 attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 {
-	int dh = d / n_head, h, i, rc;
+	int dh = d / n_head, h, q0, nq, i, rc;
 	float scale = 1.0f / sqrtf((float)dh);
 
 	for (h = 0; h < n_head; h++) {
@@ -78,15 +83,19 @@ attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 		const float *k = st->qkv + ((size_t)d + h * dh) * S;
 		const float *v = st->qkv + ((size_t)2 * d + h * dh) * S;
 
-		if ((rc = gemm_f32('T', 'N', S, S, dh, scale, q, S, k, S,
-		    0.0f, st->scores, S, err)) != 0)
-			return rc;
+		for (q0 = 0; q0 < S; q0 += nq) {
+			nq = S - q0 < QBLOCK ? S - q0 : QBLOCK;
+			if ((rc = gemm_f32('T', 'N', nq, S, dh, scale, q + q0,
+			    S, k, S, 0.0f, st->scores, S, err)) != 0)
+				return rc;
 #pragma omp parallel for schedule(static)
-		for (i = 0; i < S; i++)
-			layer_softmax(st->scores + (size_t)i * S, S);
-		if ((rc = gemm_f32('N', 'T', dh, S, S, 1.0f, v, S, st->scores,
-		    S, 0.0f, st->attn + (size_t)h * dh * S, S, err)) != 0)
-			return rc;
+			for (i = 0; i < nq; i++)
+				layer_softmax(st->scores + (size_t)i * S, S);
+			if ((rc = gemm_f32('N', 'T', dh, nq, S, 1.0f, v, S,
+			    st->scores, S, 0.0f, st->attn + (size_t)h * dh * S +
+			    q0, S, err)) != 0)
+				return rc;
+		}
 	}
 	return 0;
 }
@@ -99,7 +108,7 @@ static int
 attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 {
 	struct gemm *g = st->model->gemm;
-	int dh = d / n_head, h, i, rc;
+	int dh = d / n_head, h, q0, nq, i, rc;
 	float scale = 1.0f / sqrtf((float)dh);
 
 	/* fold the scale into q before rounding, as the fp32 path does */
@@ -118,18 +127,21 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 		const uint16_t *k = st->qkv16 + ((size_t)d + h * dh) * S;
 		const uint16_t *v = st->qkv16 + ((size_t)2 * d + h * dh) * S;
 
-		if ((rc = gemm_bf16(g, S, S, dh, q, 1, S, k, S, 1, st->scores,
-		    S, err)) != 0)
-			return rc;
+		for (q0 = 0; q0 < S; q0 += nq) {
+			nq = S - q0 < QBLOCK ? S - q0 : QBLOCK;
+			if ((rc = gemm_bf16(g, nq, S, dh, q + q0, 1, S, k, S, 1,
+			    st->scores, S, err)) != 0)
+				return rc;
 #pragma omp parallel for schedule(static)
-		for (i = 0; i < S; i++) {
-			layer_softmax(st->scores + (size_t)i * S, S);
-			layer_to_bf16(st->scores + (size_t)i * S,
-			    st->p16 + (size_t)i * S, S);
+			for (i = 0; i < nq; i++) {
+				layer_softmax(st->scores + (size_t)i * S, S);
+				layer_to_bf16(st->scores + (size_t)i * S,
+				    st->p16 + (size_t)i * S, S);
+			}
+			if ((rc = gemm_bf16(g, dh, nq, S, v, S, 1, st->p16, 1, S,
+			    st->attn + (size_t)h * dh * S + q0, S, err)) != 0)
+				return rc;
 		}
-		if ((rc = gemm_bf16(g, dh, S, S, v, S, 1, st->p16, 1, S,
-		    st->attn + (size_t)h * dh * S, S, err)) != 0)
-			return rc;
 	}
 	return 0;
 }

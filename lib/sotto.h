@@ -146,8 +146,49 @@ SOTTO_API int	sotto_transcribe(struct sotto_state *, const float *pcm, size_t n,
 SOTTO_API void	sotto_result_free(struct sotto_result *);
 
 /*
- * Lower-level entry points, used by the daemon's streaming policy and by
- * the numerics tests.
+ * Streaming: audio arrives in pieces; every step (default 1 s of new
+ * audio) the current window (<= 30 s) is decoded again. Words on which
+ * consecutive hypotheses agree become final, the rest is partial; the
+ * window slides past committed segments. One stream owns one state.
+ */
+struct sotto_stream;
+
+struct sotto_stream_params {
+	const char *language;		/* "en", or NULL/"auto" */
+	enum sotto_task task;
+	int step_ms;			/* new audio per step, default 1000 */
+	int beam_size;			/* default 1 */
+};
+
+SOTTO_API void	sotto_stream_params_init(struct sotto_stream_params *);
+
+/* What one step changed. Borrowed until the next call on the stream. */
+struct sotto_stream_update {
+	const struct sotto_segment *finals;	/* newly final, in order */
+	int n_finals;
+	const char *partial;		/* the current tentative text, "" if none */
+	double partial_start, partial_end;	/* stream seconds */
+	double audio_time;		/* seconds of audio received */
+};
+
+SOTTO_API int	sotto_stream_new(const struct sotto_model *,
+	    const struct sotto_stream_params *, struct sotto_stream **ret,
+	    char *err);
+SOTTO_API void	sotto_stream_free(struct sotto_stream *);
+/* Append 16 kHz mono samples; any amount, any time. */
+SOTTO_API int	sotto_stream_push(struct sotto_stream *, const float *pcm,
+	    size_t n, char *err);
+/* Non-zero when at least one step of new audio waits. */
+SOTTO_API int	sotto_stream_due(const struct sotto_stream *);
+/* Decode the window once and report finals and the partial. */
+SOTTO_API int	sotto_stream_step(struct sotto_stream *,
+	    struct sotto_stream_update *ret, char *err);
+/* End of stream: decode what is left and make all of it final. */
+SOTTO_API int	sotto_stream_finish(struct sotto_stream *,
+	    struct sotto_stream_update *ret, char *err);
+
+/*
+ * Lower-level entry points, used by the numerics tests.
  */
 
 /* Log-mel of pcm into mel[n_mels][n_frames], n_frames = n / 160. */
