@@ -1,0 +1,172 @@
+/*
+ * The sottod wire protocol, version 1 (docs/protocol.md).
+ *
+ * A frame is a u32 little-endian length L, a u8 type and L - 1 bytes of
+ * payload. Control payloads and server events are one JSON object; AUDIO
+ * payloads are raw bytes. Everything here is a pure function over bytes:
+ * no I/O, no globals, safe on any input (tests/fuzz/fuzz-proto.c).
+ */
+#ifndef SOTTO_PROTO_H
+#define SOTTO_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SOTTO_PROTO_VERSION		1
+#define PROTO_HEADER_BYTES		5	/* u32 length + u8 type */
+#define PROTO_MAX_FRAME_BYTES		(1024 * 1024)	/* default payload cap */
+#define PROTO_MSG_MAX			256	/* error message buffers */
+#define PROTO_SESSION_MAX		32	/* session id, with its NUL */
+#define PROTO_LANGUAGE_MAX		16
+#define PROTO_NAME_MAX			64
+#define PROTO_RATE_MIN			1000
+#define PROTO_RATE_MAX			384000
+#define PROTO_CHANNELS_MAX		32
+
+/* Frame types: client to server below 0x80, server to client from 0x80. */
+enum msg_type {
+	MSG_HELLO = 0x01,
+	MSG_OPEN = 0x02,
+	MSG_SUBSCRIBE = 0x03,
+	MSG_AUDIO = 0x04,
+	MSG_END = 0x05,
+	MSG_STATUS = 0x06,
+	MSG_EVENT = 0x80,
+};
+
+/* Error event codes; proto_error_name() gives the wire string. */
+enum proto_error {
+	PROTO_OK = 0,
+	PROTO_E_BAD_FRAME,	/* length 0, unknown type, bad audio framing */
+	PROTO_E_TOO_LARGE,	/* payload over the server's frame cap */
+	PROTO_E_BAD_JSON,	/* not one JSON object, or wrong field types */
+	PROTO_E_BAD_VALUE,	/* well-formed, but a value is out of range */
+	PROTO_E_BAD_ORDER,	/* a frame the connection's state forbids */
+	PROTO_E_VERSION,	/* unsupported protocol version */
+	PROTO_E_BUSY,		/* session limit reached */
+	PROTO_E_NO_SESSION,	/* resume: no such session (expired?) */
+	PROTO_E_UNAVAILABLE,	/* e.g. the microphone is not enabled */
+	PROTO_E_OVERLOAD,	/* the engine fell behind a shared source */
+	PROTO_E_SLOW_READER,	/* the client does not read its events */
+	PROTO_E_INTERNAL,	/* the server failed; not the client's fault */
+	PROTO_E_SHUTDOWN,	/* the server is stopping */
+};
+
+enum proto_format {
+	PROTO_FORMAT_S16LE = 0,
+	PROTO_FORMAT_F32LE,
+	PROTO_FORMAT_OPUS,
+};
+
+enum proto_task {
+	PROTO_TASK_TRANSCRIBE = 0,
+	PROTO_TASK_TRANSLATE,
+};
+
+/* One frame, pointing into the caller's buffer. */
+struct proto_frame {
+	uint8_t		 type;
+	const uint8_t	*payload;
+	size_t		 len;		/* payload bytes (L - 1) */
+};
+
+struct msg_hello {
+	int		 protocol;
+	char		 client[PROTO_NAME_MAX];	/* "" if absent */
+};
+
+struct msg_open {
+	enum proto_format format;
+	int		 rate;			/* default 16000 */
+	int		 channels;		/* default 1 */
+	char		 language[PROTO_LANGUAGE_MAX];	/* "" = server's */
+	enum proto_task	 task;
+	char		 session[PROTO_SESSION_MAX];	/* resume; "" = new */
+	int64_t		 since;			/* last final id seen; -1 */
+};
+
+struct msg_subscribe {
+	char		 source[PROTO_NAME_MAX];
+	int64_t		 since;			/* replay finals after; -1 */
+};
+
+/*
+ * Find the frame at the start of buf. Returns 1 with *ret and *ret_used
+ * (bytes the frame takes) set, 0 when more bytes are needed, or -1 with
+ * *ret_error and msg (PROTO_MSG_MAX bytes) when the header is invalid:
+ * length 0, a payload over max_payload bytes, or an unknown type. The
+ * header is checked as soon as its 5 bytes are there.
+ */
+int	proto_frame_parse(const uint8_t *buf, size_t len, size_t max_payload,
+	    struct proto_frame *ret, size_t *ret_used,
+	    enum proto_error *ret_error, char *msg);
+
+/* Write the 5-byte header of a frame with payload_len bytes. */
+void	proto_frame_header(uint8_t *hdr, uint8_t type, size_t payload_len);
+
+/* Whether type is one of enum msg_type. */
+int	proto_type_known(uint8_t type);
+const char *proto_type_name(uint8_t type);
+
+/*
+ * Decode a control payload. Each returns PROTO_OK or an error code with a
+ * message in msg (PROTO_MSG_MAX bytes). Unknown fields are ignored (a
+ * later minor version may add some); a known field of the wrong type is
+ * PROTO_E_BAD_JSON, an out-of-range value PROTO_E_BAD_VALUE. HELLO does
+ * not judge the version: the caller compares protocol with its own.
+ */
+enum proto_error proto_parse_hello(const uint8_t *, size_t,
+	    struct msg_hello *, char *msg);
+enum proto_error proto_parse_open(const uint8_t *, size_t,
+	    struct msg_open *, char *msg);
+enum proto_error proto_parse_subscribe(const uint8_t *, size_t,
+	    struct msg_subscribe *, char *msg);
+/* STATUS and END take an empty payload or an empty-or-any JSON object. */
+enum proto_error proto_parse_empty(const uint8_t *, size_t, char *msg);
+
+const char *proto_error_name(enum proto_error);
+const char *proto_format_name(enum proto_format);
+/* Bytes per sample of one channel for PCM formats, 0 for Opus. */
+size_t	proto_format_sample_bytes(enum proto_format);
+
+/* A session id: 1-31 characters of [A-Za-z0-9_-]. */
+int	proto_session_valid(const char *);
+
+/*
+ * Server events, each a malloc'd NUL-terminated JSON object (the frame
+ * payload, without the NUL), or NULL when out of memory. Strings are
+ * written as valid JSON whatever bytes they hold (invalid UTF-8 is
+ * replaced).
+ */
+struct proto_segment {
+	double		 start, end;
+	const char	*text;
+};
+
+char	*proto_event_hello(const char *server, const char *model);
+char	*proto_event_opened(const char *session, int64_t last_final);
+char	*proto_event_subscribed(const char *source, const char *session);
+char	*proto_event_partial(const char *session, const char *text,
+	    double start, double end);
+char	*proto_event_final(const char *session, int64_t id,
+	    const struct proto_segment *, int n);
+char	*proto_event_error(enum proto_error, const char *message);
+char	*proto_event_end(const char *session, int64_t last_final);
+
+struct proto_status {
+	int		 sessions, clients, subscribers;
+	const char	*model;
+	double		 rtf, lag_s, uptime_s;
+	int		 mic;		/* -1 off, 0 device down, 1 capturing */
+	uint64_t	 dropped_partials, overload_s;
+};
+char	*proto_event_status(const struct proto_status *);
+
+/*
+ * Client side: check an EVENT payload is one JSON object with a string
+ * "type"; copy the type (at most PROTO_NAME_MAX - 1 bytes) to ret_type.
+ */
+enum proto_error proto_parse_event(const uint8_t *, size_t, char *ret_type,
+	    char *msg);
+
+#endif
