@@ -1,0 +1,502 @@
+/*
+ * Configuration file.  libinih splits the file into (section, key, value);
+ * config_handler looks the pair up in config_keys, a table sorted by section
+ * and key, whose parser checks the value and stores it at the field's offset.
+ * The line reader counts lines, so every message is "path:line: message",
+ * and strips leading blanks so that inih never treats an indented line as
+ * the continuation of the previous value.  The first error wins; parsing
+ * goes on only to let inih finish the file.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <ini.h>
+
+#include "config.h"
+
+#define CONFIG_MSG_MAX		256
+#define CONFIG_KIB		((size_t)1024)
+#define CONFIG_MIB		(CONFIG_KIB * 1024)
+#define CONFIG_GIB		(CONFIG_MIB * 1024)
+
+/* Copy a string into a char array field, truncating. */
+#define CONFIG_SET(field, s)	snprintf((field), sizeof(field), "%s", (s))
+
+struct config_key;
+typedef int config_parse_fn(const struct config_key *, void *, const char *,
+    char *, size_t);
+
+enum config_type {
+	CONFIG_STRING,
+	CONFIG_INT,
+	CONFIG_SIZE,
+	CONFIG_BOOL,
+};
+
+struct config_key {
+	const char		*section;
+	const char		*key;
+	config_parse_fn		*parse;
+	enum config_type	 type;
+	size_t			 offset;
+	size_t			 size;		/* of a string field */
+	long long		 min;		/* integer and size limits */
+	long long		 max;
+};
+
+/* Per-load state, passed to inih as its user pointer. */
+struct config_ctx {
+	struct config	*cfg;
+	const char	*path;
+	FILE		*fp;
+	int		 line;
+	int		 err_line;
+	char		 err[CONFIG_MSG_MAX];
+	int		 seen[32];	/* line of each key in config_keys */
+};
+
+static config_parse_fn config_parse_string;
+static config_parse_fn config_parse_int;
+static config_parse_fn config_parse_size;
+static config_parse_fn config_parse_bool;
+static config_parse_fn config_parse_precision;
+static config_parse_fn config_parse_language;
+
+#define S(sec, k, fn, field, lo, hi) \
+	{ sec, k, fn, CONFIG_STRING, offsetof(struct config, field), \
+	    sizeof(((struct config *)0)->field), lo, hi }
+#define I(sec, k, field, lo, hi) \
+	{ sec, k, config_parse_int, CONFIG_INT, \
+	    offsetof(struct config, field), sizeof(int), lo, hi }
+#define Z(sec, k, field, lo, hi) \
+	{ sec, k, config_parse_size, CONFIG_SIZE, \
+	    offsetof(struct config, field), sizeof(size_t), lo, hi }
+#define B(sec, k, field) \
+	{ sec, k, config_parse_bool, CONFIG_BOOL, \
+	    offsetof(struct config, field), sizeof(int), 0, 1 }
+
+/* Sorted by section, then key: config_find uses bsearch. */
+static const struct config_key config_keys[] = {
+	I("engine", "beam_size", beam_size, 1, 16),
+	S("engine", "language", config_parse_language, language, 0, 0),
+	S("engine", "model", config_parse_string, model, 0, 0),
+	S("engine", "precision", config_parse_precision, precision, 0, 0),
+	I("engine", "step_ms", step_ms, 100, 30000),
+	I("engine", "threads", threads, 0, 1024),
+	I("mic", "channels", mic_channels, 1, 32),
+	S("mic", "device", config_parse_string, mic_device, 0, 0),
+	B("mic", "enabled", mic_enabled),
+	S("mic", "language", config_parse_language, mic_language, 0, 0),
+	I("mic", "rate", mic_rate, 8000, 192000),
+	Z("server", "max_client_buffer_bytes", max_client_buffer_bytes,
+	    64 * 1024, 1024LL * 1024 * 1024),
+	Z("server", "max_frame_bytes", max_frame_bytes,
+	    4096, 64LL * 1024 * 1024),
+	I("server", "max_sessions", max_sessions, 1, 1024),
+	I("server", "reconnect_grace_seconds", reconnect_grace_s, 0, 3600),
+	S("server", "socket", config_parse_string, socket_path, 0, 0),
+};
+#define CONFIG_NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
+_Static_assert(CONFIG_NKEYS <= 32, "struct config_ctx seen[] too small");
+
+/* Sections in the order config_dump prints them. */
+static const char *const config_sections[] = { "server", "engine", "mic" };
+
+void
+config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	CONFIG_SET(cfg->socket_path, "/run/sotto/sottod.sock");
+	cfg->max_sessions = 16;
+	cfg->max_frame_bytes = CONFIG_MIB;
+	cfg->max_client_buffer_bytes = 4 * CONFIG_MIB;
+	cfg->reconnect_grace_s = 30;
+	CONFIG_SET(cfg->model, "tiny.en");
+	cfg->threads = 0;
+	CONFIG_SET(cfg->precision, "auto");
+	cfg->step_ms = 1000;
+	cfg->beam_size = 1;
+	CONFIG_SET(cfg->language, "en");
+	cfg->mic_enabled = 0;
+	CONFIG_SET(cfg->mic_device, "default");
+	cfg->mic_rate = 16000;
+	cfg->mic_channels = 1;
+	CONFIG_SET(cfg->mic_language, cfg->language);
+}
+
+/* A non-empty string that fits its field. */
+static int
+config_parse_string(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	size_t len = strlen(value);
+
+	if (len == 0) {
+		snprintf(msg, msglen, "%s: empty value", k->key);
+		return -1;
+	}
+	if (len >= k->size) {
+		snprintf(msg, msglen, "%s: value too long (%zu bytes, at most "
+		    "%zu)", k->key, len, k->size - 1);
+		return -1;
+	}
+	memcpy(field, value, len + 1);
+	return 0;
+}
+
+static int
+config_parse_precision(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	if (strcmp(value, "auto") != 0 && strcmp(value, "fp32") != 0 &&
+	    strcmp(value, "bf16") != 0) {
+		snprintf(msg, msglen, "%s: \"%s\" is not auto, fp32 or bf16",
+		    k->key, value);
+		return -1;
+	}
+	return config_parse_string(k, field, value, msg, msglen);
+}
+
+/* "auto" or a Whisper language code: two or three lower-case letters. */
+static int
+config_parse_language(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	size_t i, len = strlen(value);
+
+	if (strcmp(value, "auto") == 0)
+		return config_parse_string(k, field, value, msg, msglen);
+	for (i = 0; i < len; i++) {
+		if (!islower((unsigned char)value[i]))
+			break;
+	}
+	if (len < 2 || len > 3 || i != len) {
+		snprintf(msg, msglen, "%s: \"%s\" is not a language code "
+		    "(en, de, ...) or auto", k->key, value);
+		return -1;
+	}
+	return config_parse_string(k, field, value, msg, msglen);
+}
+
+/* A decimal integer: digits with an optional leading minus sign only. */
+static int
+config_parse_number(const struct config_key *k, const char *value,
+    const char **ret_end, unsigned long long *ret, int *ret_neg,
+    char *msg, size_t msglen)
+{
+	const char *p = value;
+	char *end;
+
+	*ret_neg = (*p == '-');
+	if (*ret_neg)
+		p++;
+	if (!isdigit((unsigned char)*p)) {
+		snprintf(msg, msglen, "%s: \"%s\" is not a number", k->key,
+		    value);
+		return -1;
+	}
+	errno = 0;
+	*ret = strtoull(p, &end, 10);
+	if (errno == ERANGE) {
+		snprintf(msg, msglen, "%s: %s is too large", k->key, value);
+		return -1;
+	}
+	*ret_end = end;
+	return 0;
+}
+
+static int
+config_range_error(const struct config_key *k, const char *value, char *msg,
+    size_t msglen)
+{
+	snprintf(msg, msglen, "%s: %s is out of range (%lld to %lld)", k->key,
+	    value, k->min, k->max);
+	return -1;
+}
+
+static int
+config_parse_int(const struct config_key *k, void *field, const char *value,
+    char *msg, size_t msglen)
+{
+	unsigned long long u;
+	const char *end;
+	long long v;
+	int neg;
+
+	if (config_parse_number(k, value, &end, &u, &neg, msg, msglen) == -1)
+		return -1;
+	if (*end != '\0') {
+		snprintf(msg, msglen, "%s: \"%s\" is not a whole number",
+		    k->key, value);
+		return -1;
+	}
+	if (u > (unsigned long long)LLONG_MAX)
+		return config_range_error(k, value, msg, msglen);
+	v = neg ? -(long long)u : (long long)u;
+	if (v < k->min || v > k->max)
+		return config_range_error(k, value, msg, msglen);
+	*(int *)field = (int)v;
+	return 0;
+}
+
+/* A byte count with an optional K, M or G (KiB, MiB, GiB) suffix. */
+static int
+config_parse_size(const struct config_key *k, void *field, const char *value,
+    char *msg, size_t msglen)
+{
+	static const struct {
+		const char	*suffix;
+		size_t		 mul;
+	} units[] = {
+		{ "", 1 }, { "B", 1 },
+		{ "K", CONFIG_KIB }, { "KiB", CONFIG_KIB },
+		{ "M", CONFIG_MIB }, { "MiB", CONFIG_MIB },
+		{ "G", CONFIG_GIB }, { "GiB", CONFIG_GIB },
+	};
+	unsigned long long u;
+	const char *end;
+	size_t i;
+	int neg;
+
+	if (config_parse_number(k, value, &end, &u, &neg, msg, msglen) == -1)
+		return -1;
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) == 0)
+			break;
+	}
+	if (i == sizeof(units) / sizeof(units[0])) {
+		snprintf(msg, msglen, "%s: \"%s\" is not a size (bytes, or a "
+		    "number followed by K, M or G)", k->key, value);
+		return -1;
+	}
+	if (neg || u > (unsigned long long)k->max / units[i].mul ||
+	    u * units[i].mul < (unsigned long long)k->min) {
+		snprintf(msg, msglen, "%s: %s is out of range (%lld to %lld "
+		    "bytes)", k->key, value, k->min, k->max);
+		return -1;
+	}
+	*(size_t *)field = (size_t)(u * units[i].mul);
+	return 0;
+}
+
+static int
+config_parse_bool(const struct config_key *k, void *field, const char *value,
+    char *msg, size_t msglen)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(value, yes[i]) == 0) {
+			*(int *)field = 1;
+			return 0;
+		}
+		if (strcasecmp(value, no[i]) == 0) {
+			*(int *)field = 0;
+			return 0;
+		}
+	}
+	snprintf(msg, msglen, "%s: \"%s\" is not yes or no", k->key, value);
+	return -1;
+}
+
+static int
+config_key_cmp(const void *a, const void *b)
+{
+	const struct config_key *x = a, *y = b;
+	int r;
+
+	if ((r = strcmp(x->section, y->section)) != 0)
+		return r;
+	return strcmp(x->key, y->key);
+}
+
+static const struct config_key *
+config_find(const char *section, const char *key)
+{
+	struct config_key want = { .section = section, .key = key };
+
+	return bsearch(&want, config_keys, CONFIG_NKEYS, sizeof(want),
+	    config_key_cmp);
+}
+
+static int
+config_section_known(const char *section)
+{
+	size_t i;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		if (strcmp(config_keys[i].section, section) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Keep the first error, with the line it was found on. */
+static int
+config_error(struct config_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int
+config_error(struct config_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx->err_line != 0 && ctx->err_line <= ctx->line)
+		return 0;
+	ctx->err_line = ctx->line;
+	va_start(ap, fmt);
+	vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/* inih callback: returns nonzero when the pair was accepted. */
+static int
+config_handler(void *user, const char *section, const char *key,
+    const char *value)
+{
+	struct config_ctx *ctx = user;
+	const struct config_key *k;
+	char msg[CONFIG_MSG_MAX];
+	size_t i;
+
+	if (*section == '\0')
+		return config_error(ctx, "\"%s\" is outside a section "
+		    "([server], [engine] or [mic])", key);
+	if ((k = config_find(section, key)) == NULL) {
+		if (!config_section_known(section))
+			return config_error(ctx, "unknown section [%s]",
+			    section);
+		return config_error(ctx, "unknown key \"%s\" in [%s]", key,
+		    section);
+	}
+	i = (size_t)(k - config_keys);
+	if (ctx->seen[i] != 0)
+		return config_error(ctx, "%s: given twice in [%s] (first on "
+		    "line %d)", key, section, ctx->seen[i]);
+	ctx->seen[i] = ctx->line;
+	if (k->parse(k, (char *)ctx->cfg + k->offset, value, msg,
+	    sizeof(msg)) == -1)
+		return config_error(ctx, "%s", msg);
+	return 1;
+}
+
+/* inih reader: one line per call, counted, leading blanks removed. */
+static char *
+config_reader(char *buf, int size, void *user)
+{
+	struct config_ctx *ctx = user;
+	size_t len, skip;
+	int c;
+
+	if (fgets(buf, size, ctx->fp) == NULL)
+		return NULL;
+	ctx->line++;
+	len = strlen(buf);
+	if (len > 0 && buf[len - 1] != '\n' && !feof(ctx->fp)) {
+		config_error(ctx, "line longer than %d characters", size - 3);
+		while ((c = fgetc(ctx->fp)) != EOF && c != '\n')
+			continue;
+	}
+	skip = strspn(buf, " \t");
+	memmove(buf, buf + skip, len - skip + 1);
+	return buf;
+}
+
+int
+config_load(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct config_ctx ctx;
+	int line, mic_language_set;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cfg = cfg;
+	ctx.path = path;
+	if ((ctx.fp = fopen(path, "r")) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	line = ini_parse_stream(config_reader, &ctx, config_handler, &ctx);
+	if (ferror(ctx.fp) && ctx.err_line == 0) {
+		snprintf(err, errlen, "%s:%d: read error", path, ctx.line);
+		fclose(ctx.fp);
+		return -1;
+	}
+	fclose(ctx.fp);
+	if (line > 0 && (ctx.err_line == 0 || line < ctx.err_line)) {
+		ctx.err_line = line;
+		snprintf(ctx.err, sizeof(ctx.err), "syntax error (expected "
+		    "[section], key = value or a # comment)");
+	}
+	if (ctx.err_line != 0 || line < 0) {
+		snprintf(err, errlen, "%s:%d: %s", path, ctx.err_line,
+		    line < 0 ? "out of memory" : ctx.err);
+		return -1;
+	}
+	mic_language_set = ctx.seen[config_find("mic", "language") -
+	    config_keys] != 0;
+	if (!mic_language_set)
+		CONFIG_SET(cfg->mic_language, cfg->language);
+	return 0;
+}
+
+static void
+config_dump_size(FILE *fp, size_t v)
+{
+	if (v != 0 && v % CONFIG_GIB == 0)
+		fprintf(fp, "%zuG\n", v / CONFIG_GIB);
+	else if (v != 0 && v % CONFIG_MIB == 0)
+		fprintf(fp, "%zuM\n", v / CONFIG_MIB);
+	else if (v != 0 && v % CONFIG_KIB == 0)
+		fprintf(fp, "%zuK\n", v / CONFIG_KIB);
+	else
+		fprintf(fp, "%zu\n", v);
+}
+
+static void
+config_dump_key(const struct config *cfg, const struct config_key *k,
+    FILE *fp)
+{
+	const void *field = (const char *)cfg + k->offset;
+
+	fprintf(fp, "%s = ", k->key);
+	switch (k->type) {
+	case CONFIG_STRING:
+		fprintf(fp, "%s\n", (const char *)field);
+		break;
+	case CONFIG_INT:
+		fprintf(fp, "%d\n", *(const int *)field);
+		break;
+	case CONFIG_SIZE:
+		config_dump_size(fp, *(const size_t *)field);
+		break;
+	case CONFIG_BOOL:
+		fprintf(fp, "%s\n", *(const int *)field ? "yes" : "no");
+		break;
+	}
+}
+
+void
+config_dump(const struct config *cfg, FILE *fp)
+{
+	size_t s, i;
+
+	for (s = 0; s < sizeof(config_sections) / sizeof(config_sections[0]);
+	    s++) {
+		fprintf(fp, "%s[%s]\n", s > 0 ? "\n" : "", config_sections[s]);
+		for (i = 0; i < CONFIG_NKEYS; i++) {
+			if (strcmp(config_keys[i].section,
+			    config_sections[s]) == 0)
+				config_dump_key(cfg, &config_keys[i], fp);
+		}
+	}
+}

@@ -1,0 +1,374 @@
+/*
+ * Unit tests for daemon/config.c: defaults, every key, the shipped
+ * conf/sottod.conf, and bad files whose messages must name file and line.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+#define TEST_ERR_MAX	1024
+
+static char test_dir[256];
+static char test_file[300];
+
+/* Write text to the test file; returns its path. */
+static const char *
+test_write(const char *text)
+{
+	FILE *fp;
+
+	fp = fopen(test_file, "w");
+	assert_non_null(fp);
+	assert_int_equal(fputs(text, fp) >= 0, 1);
+	assert_int_equal(fclose(fp), 0);
+	return test_file;
+}
+
+/* Load text over the defaults; fail the test on an error. */
+static void
+test_load_ok(const char *text, struct config *cfg)
+{
+	char err[TEST_ERR_MAX] = "";
+
+	config_defaults(cfg);
+	if (config_load(cfg, test_write(text), err, sizeof(err)) != 0)
+		fail_msg("config_load: %s", err);
+}
+
+/* Load text, expect an error that is exactly "file:line: message". */
+static void
+test_load_bad(const char *text, int line, const char *message)
+{
+	char err[TEST_ERR_MAX] = "", want[TEST_ERR_MAX];
+	struct config cfg;
+
+	config_defaults(&cfg);
+	assert_int_equal(config_load(&cfg, test_write(text), err,
+	    sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:%d: %s", test_file, line, message);
+	if (strcmp(err, want) != 0)
+		fail_msg("got  \"%s\"\nwant \"%s\"", err, want);
+}
+
+static void
+test_defaults(void **state)
+{
+	struct config cfg;
+
+	config_defaults(&cfg);
+	assert_string_equal(cfg.socket_path, "/run/sotto/sottod.sock");
+	assert_int_equal(cfg.max_sessions, 16);
+	assert_int_equal(cfg.max_frame_bytes, 1048576);
+	assert_int_equal(cfg.max_client_buffer_bytes, 4 * 1048576);
+	assert_int_equal(cfg.reconnect_grace_s, 30);
+	assert_string_equal(cfg.model, "tiny.en");
+	assert_int_equal(cfg.threads, 0);
+	assert_string_equal(cfg.precision, "auto");
+	assert_int_equal(cfg.step_ms, 1000);
+	assert_int_equal(cfg.beam_size, 1);
+	assert_string_equal(cfg.language, "en");
+	assert_int_equal(cfg.mic_enabled, 0);
+	assert_string_equal(cfg.mic_device, "default");
+	assert_int_equal(cfg.mic_rate, 16000);
+	assert_int_equal(cfg.mic_channels, 1);
+	assert_string_equal(cfg.mic_language, "en");
+}
+
+/* An empty file and the shipped file (all comments) change nothing. */
+static void
+test_empty_and_shipped(void **state)
+{
+	char err[TEST_ERR_MAX] = "";
+	struct config def, cfg;
+
+	config_defaults(&def);
+	test_load_ok("", &cfg);
+	assert_memory_equal(&cfg, &def, sizeof(cfg));
+	test_load_ok("# only a comment\n\n; another\n[server]\n", &cfg);
+	assert_memory_equal(&cfg, &def, sizeof(cfg));
+	config_defaults(&cfg);
+	if (config_load(&cfg, SOTTOD_CONF_SOURCE, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_memory_equal(&cfg, &def, sizeof(cfg));
+}
+
+static const char test_every_key[] =
+    "[server]\n"
+    "socket = /tmp/s.sock\n"
+    "max_sessions = 4\n"
+    "max_frame_bytes = 64K\n"
+    "max_client_buffer_bytes = 2MiB\n"
+    "reconnect_grace_seconds = 0\n"
+    "\n"
+    "[engine]\n"
+    "model = /opt/models/base.gguf\n"
+    "threads = 8\n"
+    "precision = bf16\n"
+    "step_ms = 500\n"
+    "beam_size = 5\n"
+    "language = auto\n"
+    "[mic]\n"
+    "  enabled = yes   ; inline comment\n"
+    "device = hw:1,0\n"
+    "rate = 48000\n"
+    "channels = 2\n"
+    "language = de\n";
+
+static void
+test_every_key_set(void **state)
+{
+	struct config cfg;
+
+	test_load_ok(test_every_key, &cfg);
+	assert_string_equal(cfg.socket_path, "/tmp/s.sock");
+	assert_int_equal(cfg.max_sessions, 4);
+	assert_int_equal(cfg.max_frame_bytes, 65536);
+	assert_int_equal(cfg.max_client_buffer_bytes, 2 * 1048576);
+	assert_int_equal(cfg.reconnect_grace_s, 0);
+	assert_string_equal(cfg.model, "/opt/models/base.gguf");
+	assert_int_equal(cfg.threads, 8);
+	assert_string_equal(cfg.precision, "bf16");
+	assert_int_equal(cfg.step_ms, 500);
+	assert_int_equal(cfg.beam_size, 5);
+	assert_string_equal(cfg.language, "auto");
+	assert_int_equal(cfg.mic_enabled, 1);
+	assert_string_equal(cfg.mic_device, "hw:1,0");
+	assert_int_equal(cfg.mic_rate, 48000);
+	assert_int_equal(cfg.mic_channels, 2);
+	assert_string_equal(cfg.mic_language, "de");
+}
+
+/* [mic] language follows [engine] language unless set. */
+static void
+test_mic_language(void **state)
+{
+	struct config cfg;
+
+	test_load_ok("[engine]\nlanguage = fr\n", &cfg);
+	assert_string_equal(cfg.mic_language, "fr");
+	test_load_ok("[mic]\nlanguage = es\n[engine]\nlanguage = fr\n", &cfg);
+	assert_string_equal(cfg.mic_language, "es");
+}
+
+static void
+test_values(void **state)
+{
+	static const char *const yes[] = { "yes", "YES", "true", "on", "1" };
+	static const char *const no[] = { "no", "False", "off", "0" };
+	char text[128];
+	struct config cfg;
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		snprintf(text, sizeof(text), "[mic]\nenabled = %s\n", yes[i]);
+		test_load_ok(text, &cfg);
+		assert_int_equal(cfg.mic_enabled, 1);
+	}
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		snprintf(text, sizeof(text), "[mic]\nenabled=%s\n", no[i]);
+		test_load_ok(text, &cfg);
+		assert_int_equal(cfg.mic_enabled, 0);
+	}
+	test_load_ok("[server]\nmax_frame_bytes = 4096\n"
+	    "max_client_buffer_bytes = 1G\n", &cfg);
+	assert_int_equal(cfg.max_frame_bytes, 4096);
+	assert_int_equal(cfg.max_client_buffer_bytes, 1073741824);
+	test_load_ok("[server]\nmax_frame_bytes = 64M\n", &cfg);
+	assert_int_equal(cfg.max_frame_bytes, 64 * 1048576);
+	test_load_ok("[engine]\nprecision = fp32\nlanguage = haw\n"
+	    "model = base\n", &cfg);
+	assert_string_equal(cfg.precision, "fp32");
+	assert_string_equal(cfg.language, "haw");
+	assert_string_equal(cfg.model, "base");
+}
+
+static void
+test_unknown(void **state)
+{
+	test_load_bad("[server]\nsocket = /x\n[speaker]\nvolume = 3\n", 4,
+	    "unknown section [speaker]");
+	test_load_bad("[engine]\n\nmodle = base\n", 3,
+	    "unknown key \"modle\" in [engine]");
+	test_load_bad("model = base\n", 1,
+	    "\"model\" is outside a section ([server], [engine] or [mic])");
+	test_load_bad("[mic]\nrate = 16000\n\nrate = 48000\n", 4,
+	    "rate: given twice in [mic] (first on line 2)");
+	/* An indented line is a key of its own, not a continuation. */
+	test_load_bad("[engine]\nmodel = base\n  model = tiny\n", 3,
+	    "model: given twice in [engine] (first on line 2)");
+}
+
+static void
+test_syntax(void **state)
+{
+	char text[400];
+
+	test_load_bad("[server\nmax_sessions = 2\n", 1, "syntax error "
+	    "(expected [section], key = value or a # comment)");
+	test_load_bad("[server]\n# ok\nmax_sessions\n", 3, "syntax error "
+	    "(expected [section], key = value or a # comment)");
+	/* The first error wins, whichever part of the parser found it. */
+	test_load_bad("[server]\nmax_sessions = 0\nbad line\n", 2,
+	    "max_sessions: 0 is out of range (1 to 1024)");
+	test_load_bad("[server]\nbad line\nmax_sessions = 0\n", 2,
+	    "syntax error (expected [section], key = value or a # comment)");
+	memset(text, 0, sizeof(text));
+	memcpy(text, "[engine]\nmodel = ", 17);
+	memset(text + 17, 'a', 300);
+	text[317] = '\n';
+	test_load_bad(text, 2, "line longer than 197 characters");
+}
+
+static void
+test_bad_numbers(void **state)
+{
+	test_load_bad("[server]\nmax_sessions = 0\n", 2,
+	    "max_sessions: 0 is out of range (1 to 1024)");
+	test_load_bad("[server]\nmax_sessions = 1025\n", 2,
+	    "max_sessions: 1025 is out of range (1 to 1024)");
+	test_load_bad("[server]\nmax_sessions = many\n", 2,
+	    "max_sessions: \"many\" is not a number");
+	test_load_bad("[server]\nmax_sessions = 12abc\n", 2,
+	    "max_sessions: \"12abc\" is not a whole number");
+	test_load_bad("[engine]\nthreads = -1\n", 2,
+	    "threads: -1 is out of range (0 to 1024)");
+	test_load_bad("[engine]\nthreads = 99999999999999999999999\n", 2,
+	    "threads: 99999999999999999999999 is too large");
+	test_load_bad("[engine]\nstep_ms = 50\n", 2,
+	    "step_ms: 50 is out of range (100 to 30000)");
+	test_load_bad("[engine]\nbeam_size = 17\n", 2,
+	    "beam_size: 17 is out of range (1 to 16)");
+	test_load_bad("[server]\nreconnect_grace_seconds = 3601\n", 2,
+	    "reconnect_grace_seconds: 3601 is out of range (0 to 3600)");
+	test_load_bad("[mic]\nrate = 4000\n", 2,
+	    "rate: 4000 is out of range (8000 to 192000)");
+	test_load_bad("[mic]\nchannels = 0\n", 2,
+	    "channels: 0 is out of range (1 to 32)");
+}
+
+static void
+test_bad_sizes(void **state)
+{
+	test_load_bad("[server]\nmax_frame_bytes = 1T\n", 2,
+	    "max_frame_bytes: \"1T\" is not a size (bytes, or a number "
+	    "followed by K, M or G)");
+	test_load_bad("[server]\nmax_frame_bytes = 100\n", 2,
+	    "max_frame_bytes: 100 is out of range (4096 to 67108864 bytes)");
+	test_load_bad("[server]\nmax_frame_bytes = 65M\n", 2,
+	    "max_frame_bytes: 65M is out of range (4096 to 67108864 bytes)");
+	test_load_bad("[server]\nmax_client_buffer_bytes = -4M\n", 2,
+	    "max_client_buffer_bytes: -4M is out of range (65536 to "
+	    "1073741824 bytes)");
+	test_load_bad("[server]\nmax_client_buffer_bytes = "
+	    "18014398509481984G\n", 2, "max_client_buffer_bytes: "
+	    "18014398509481984G is out of range (65536 to 1073741824 bytes)");
+}
+
+static void
+test_bad_strings(void **state)
+{
+	char text[400];
+
+	test_load_bad("[mic]\nenabled = maybe\n", 2,
+	    "enabled: \"maybe\" is not yes or no");
+	test_load_bad("[engine]\nprecision = fp16\n", 2,
+	    "precision: \"fp16\" is not auto, fp32 or bf16");
+	test_load_bad("[engine]\nlanguage = English\n", 2,
+	    "language: \"English\" is not a language code (en, de, ...) "
+	    "or auto");
+	test_load_bad("[mic]\nlanguage = e\n", 2,
+	    "language: \"e\" is not a language code (en, de, ...) or auto");
+	test_load_bad("[engine]\nmodel =\n", 2, "model: empty value");
+	snprintf(text, sizeof(text), "[server]\nsocket = /%0120d\n", 0);
+	test_load_bad(text, 2, "socket: value too long (121 bytes, at most "
+	    "107)");
+}
+
+static void
+test_missing_file(void **state)
+{
+	char err[TEST_ERR_MAX] = "", want[TEST_ERR_MAX];
+	struct config cfg;
+
+	config_defaults(&cfg);
+	assert_int_equal(config_load(&cfg, "/nonexistent/sottod.conf", err,
+	    sizeof(err)), -1);
+	snprintf(want, sizeof(want), "/nonexistent/sottod.conf: %s",
+	    strerror(ENOENT));
+	assert_string_equal(err, want);
+}
+
+/* config_dump prints a file that loads back to the same values. */
+static void
+test_dump_round_trip(void **state)
+{
+	struct config cfg, back;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	test_load_ok(test_every_key, &cfg);
+	fp = open_memstream(&text, &len);
+	assert_non_null(fp);
+	config_dump(&cfg, fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_non_null(strstr(text, "[server]\n"));
+	assert_non_null(strstr(text, "\nsocket = /tmp/s.sock\n"));
+	assert_non_null(strstr(text, "max_frame_bytes = 64K\n"));
+	assert_non_null(strstr(text, "enabled = yes\n"));
+	test_load_ok(text, &back);
+	assert_memory_equal(&cfg, &back, sizeof(cfg));
+	free(text);
+}
+
+static int
+test_setup(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(test_dir, sizeof(test_dir), "%s/test-config.XXXXXX",
+	    tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	if (mkdtemp(test_dir) == NULL)
+		return -1;
+	snprintf(test_file, sizeof(test_file), "%s/sottod.conf", test_dir);
+	return 0;
+}
+
+static int
+test_teardown(void **state)
+{
+	unlink(test_file);
+	rmdir(test_dir);
+	return 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_empty_and_shipped),
+		cmocka_unit_test(test_every_key_set),
+		cmocka_unit_test(test_mic_language),
+		cmocka_unit_test(test_values),
+		cmocka_unit_test(test_unknown),
+		cmocka_unit_test(test_syntax),
+		cmocka_unit_test(test_bad_numbers),
+		cmocka_unit_test(test_bad_sizes),
+		cmocka_unit_test(test_bad_strings),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_dump_round_trip),
+	};
+
+	return cmocka_run_group_tests(tests, test_setup, test_teardown);
+}
