@@ -213,3 +213,32 @@ layer_to_bf16(const float *x, uint16_t *y, size_t n)
 		y[i] = (uint16_t)(u >> 16);
 	}
 }
+
+/* log(sum(exp(x))) of n values; -inf entries count as zero. */
+CLONES float
+layer_logsumexp(const float *x, int n)
+{
+	float max = -INFINITY, sum = 0.0f;
+	int i;
+
+#pragma omp simd reduction(max:max)
+	for (i = 0; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	if (max == -INFINITY)
+		return max;
+#pragma omp simd reduction(+:sum)
+	for (i = 0; i < n; i++)
+		sum += exp_approx(x[i] - max);
+	return max + logf(sum);
+}
+
+/* y = x - c, the second half of a log-softmax. */
+CLONES void
+layer_sub(const float *x, float c, float *y, int n)
+{
+	int i;
+
+#pragma omp simd
+	for (i = 0; i < n; i++)
+		y[i] = x[i] - c;
+}

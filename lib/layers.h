@@ -30,6 +30,12 @@ void	layer_softmax(float *x, int n);
 /* exp of n values into y; about 1 ulp, vectorisable. */
 void	layer_exp(const float *x, float *y, int n);
 
+/* log(sum(exp(x))); -inf entries count as zero. */
+float	layer_logsumexp(const float *x, int n);
+
+/* y = x - c. */
+void	layer_sub(const float *x, float c, float *y, int n);
+
 /* y = x rounded to bf16 (nearest even). */
 void	layer_to_bf16(const float *x, uint16_t *y, size_t n);
 

@@ -64,25 +64,21 @@ timestamp_rules(const struct sampler_rules *r, const struct tok_specials *sp,
 	}
 }
 
-/* Rule 5: if timestamps are likelier in total than any text token. */
+/*
+ * Rule 5: if the timestamps together are likelier than any text token,
+ * sample a timestamp. Compared on logits: log_softmax shifts both sides
+ * by the same log-sum-exp.
+ */
 static void
-timestamp_vs_text(const struct tok_specials *sp, int n_vocab, float *logits,
-    float *logprobs)
+timestamp_vs_text(const struct tok_specials *sp, int n_vocab, float *logits)
 {
 	int tb = sp->timestamp_begin, i;
-	float max_text = -INFINITY, max_ts = -INFINITY;
-	double sum = 0.0;
+	float max_text = -INFINITY, ts;
 
-	sampler_log_softmax(logits, n_vocab, logprobs);
 	for (i = 0; i < tb; i++)
-		max_text = logprobs[i] > max_text ? logprobs[i] : max_text;
-	for (i = tb; i < n_vocab; i++)
-		max_ts = logprobs[i] > max_ts ? logprobs[i] : max_ts;
-	if (max_ts == -INFINITY)
-		return;
-	for (i = tb; i < n_vocab; i++)
-		sum += exp((double)logprobs[i] - max_ts);
-	if ((float)(max_ts + log(sum)) > max_text)
+		max_text = logits[i] > max_text ? logits[i] : max_text;
+	ts = layer_logsumexp(logits + tb, n_vocab - tb);
+	if (ts != -INFINITY && ts > max_text)
 		fill(logits, 0, tb);
 }
 
@@ -100,23 +96,13 @@ sampler_filter(const struct sampler_rules *r, const int32_t *sampled,
 	if (r->without_timestamps)
 		return;
 	timestamp_rules(r, sp, n_vocab, sampled, n_sampled, logits);
-	timestamp_vs_text(sp, n_vocab, logits, logprobs);
+	timestamp_vs_text(sp, n_vocab, logits);
 }
 
 void
 sampler_log_softmax(const float *x, int n, float *out)
 {
-	float max = -INFINITY, lse;
-	double sum = 0.0;
-	int i;
-
-	for (i = 0; i < n; i++)
-		max = x[i] > max ? x[i] : max;
-	for (i = 0; i < n; i++)
-		sum += exp((double)x[i] - max);
-	lse = max + (float)log(sum);
-	for (i = 0; i < n; i++)
-		out[i] = x[i] - lse;
+	layer_sub(x, layer_logsumexp(x, n), out, n);
 }
 
 int
