@@ -67,7 +67,8 @@ test_read_speech(void)
 	    dir : TEST_AUDIO_DIR, TEST_SPEECH);
 	memset(&info, 0, sizeof(info));
 	if ((sf = sf_open(path, SFM_READ, &info)) == NULL) {
-		fprintf(stderr, "%s: %s\n", path, sf_strerror(NULL));
+		fprintf(stderr, "%s: %s (set SOTTO_AUDIO_DIR to the "
+		    "shared audio directory)\n", path, sf_strerror(NULL));
 		return -1;
 	}
 	if (info.samplerate != 16000 || info.channels != 1 ||
