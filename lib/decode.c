@@ -20,7 +20,10 @@
 #define MAX_CTX		448
 #define MAX_FINISHED	(2 * WHISPER_MAX_BEAMS)
 
-/* A member's sampled tokens (those after the prompt). */
+/*
+ * A member's tokens after the SOT sequence: the forced prefix, then the
+ * sampled ones. n counts both.
+ */
 struct seq {
 	int32_t tok[MAX_CTX];
 	int n;
@@ -41,7 +44,7 @@ struct task {
 	struct sampler_rules rules;
 	int n_vocab;
 	int32_t initial[MAX_CTX];
-	int n_initial, sot_index;
+	int n_initial, sot_index, n_prefix;
 	int n_group, beam, max_candidates;
 	struct seq seqs[WHISPER_MAX_BEAMS], next[WHISPER_MAX_BEAMS];
 	struct seq fin[MAX_FINISHED];
@@ -59,6 +62,8 @@ build_initial(struct task *t)
 	if (o->prompt != NULL && o->n_prompt > 0) {
 		keep = o->n_prompt < DECODE_MAX_PROMPT ? o->n_prompt :
 		    DECODE_MAX_PROMPT;
+		if (keep > MAX_CTX - 8 - t->n_prefix)
+			keep = MAX_CTX - 8 - t->n_prefix;
 		t->initial[n++] = t->sp->sot_prev;
 		for (i = o->n_prompt - keep; i < o->n_prompt; i++)
 			t->initial[n++] = o->prompt[i];
@@ -73,6 +78,8 @@ build_initial(struct task *t)
 	}
 	if (o->without_timestamps)
 		t->initial[n++] = t->sp->no_timestamps;
+	for (i = 0; i < t->n_prefix; i++)
+		t->initial[n++] = o->prefix[i];
 	t->n_initial = n;
 }
 
@@ -209,10 +216,13 @@ update_beam(struct task *t, float *logits, int *src)
 	return ret;
 }
 
+/* Sum logprob over the sampled length (the prefix does not count). */
 static float
-rank_score(const struct seq *s)
+rank_score(const struct task *t, const struct seq *s)
 {
-	return s->n > 0 ? s->sum_logprob / (float)s->n : s->sum_logprob;
+	int n = s->n - t->n_prefix;
+
+	return n > 0 ? s->sum_logprob / (float)n : s->sum_logprob;
 }
 
 /* Cut greedy members at eot; top up beams; pick the best by logprob/len. */
@@ -226,7 +236,8 @@ finalize(struct task *t)
 		for (i = 0; i < t->n_group; i++) {
 			struct seq *s = &t->seqs[i];
 
-			for (j = 0; j < s->n && s->tok[j] != t->sp->eot; j++)
+			for (j = t->n_prefix; j < s->n &&
+			    s->tok[j] != t->sp->eot; j++)
 				;
 			s->n = j;
 		}
@@ -244,7 +255,7 @@ finalize(struct task *t)
 	}
 	best = &pool[0];
 	for (i = 1; i < n; i++)
-		if (rank_score(&pool[i]) > rank_score(best))
+		if (rank_score(t, &pool[i]) > rank_score(t, best))
 			best = &pool[i];
 	return best;
 }
@@ -302,6 +313,8 @@ main_loop(struct task *t, char *err)
 static int
 task_init(struct task *t, struct sotto_state *st, const struct decode_opts *o)
 {
+	int b;
+
 	memset(t, 0, sizeof(*t));
 	t->st = st;
 	t->o = o;
@@ -315,6 +328,14 @@ task_init(struct task *t, struct sotto_state *st, const struct decode_opts *o)
 	    (o->temperature > 0.0f && o->best_of > 1 ? o->best_of : 1);
 	if (t->n_group > WHISPER_MAX_BEAMS)
 		return -1;
+	t->n_prefix = o->prefix != NULL ? o->n_prefix : 0;
+	if (t->n_prefix < 0 || t->n_prefix > DECODE_SAMPLE_LEN)
+		return -1;
+	for (b = 0; b < t->n_group; b++) {
+		memcpy(t->seqs[b].tok, o->prefix, t->n_prefix *
+		    sizeof(int32_t));
+		t->seqs[b].n = t->n_prefix;
+	}
 	t->max_candidates = (int)lroundf(t->n_group * o->patience);
 	if (t->max_candidates < 1)
 		t->max_candidates = 1;
@@ -338,17 +359,22 @@ decode_window(struct sotto_state *st, const struct decode_opts *o,
 	if (task_init(t, st, o) != 0) {
 		free(t);
 		return err_set(err, SOTTO_EINVAL, "at most %d beams or "
-		    "samples", WHISPER_MAX_BEAMS);
+		    "samples and %d prefix tokens", WHISPER_MAX_BEAMS,
+		    DECODE_SAMPLE_LEN);
 	}
 	if ((rc = prefill(t, err)) != 0 || (rc = main_loop(t, err)) != 0) {
 		free(t);
 		return rc;
 	}
 	best = finalize(t);
-	memcpy(ret->tokens, best->tok, best->n * sizeof(int32_t));
-	ret->n_tokens = best->n;
+	ret->n_tokens = best->n - t->n_prefix;
+	if (ret->n_tokens > DECODE_SAMPLE_LEN)
+		ret->n_tokens = DECODE_SAMPLE_LEN;
+	memcpy(ret->tokens, best->tok + t->n_prefix, ret->n_tokens *
+	    sizeof(int32_t));
 	ret->sum_logprob = best->sum_logprob;
-	ret->avg_logprob = best->sum_logprob / (float)(best->n + 1);
+	ret->avg_logprob = best->sum_logprob / (float)(best->n -
+	    t->n_prefix + 1);
 	ret->no_speech_prob = t->no_speech_prob;
 	ret->temperature = o->temperature;
 	free(t);

@@ -16,6 +16,10 @@
 struct decode_opts {
 	const int32_t *prompt;		/* previous text, may be NULL */
 	int n_prompt;
+	const int32_t *prefix;		/* forced after the SOT sequence and
+					   ruled as already sampled; may be
+					   NULL */
+	int n_prefix;
 	int language;			/* language index, or -1 (.en) */
 	enum sotto_task task;
 	float temperature;
@@ -28,7 +32,8 @@ struct decode_opts {
 
 /* The chosen sequence of one window. Owns text. */
 struct decode_result {
-	int32_t tokens[DECODE_SAMPLE_LEN + 1];	/* without eot */
+	int32_t tokens[DECODE_SAMPLE_LEN + 1];	/* sampled, without prefix
+						   and eot */
 	int n_tokens;
 	float sum_logprob, avg_logprob, no_speech_prob;
 	float temperature, compression_ratio;

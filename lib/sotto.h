@@ -166,6 +166,7 @@ SOTTO_API void	sotto_stream_params_init(struct sotto_stream_params *);
 struct sotto_stream_update {
 	const struct sotto_segment *finals;	/* newly final, in order */
 	int n_finals;
+	uint64_t first_id;		/* id of finals[0]; ids go up by one */
 	const char *partial;		/* the current tentative text, "" if none */
 	double partial_start, partial_end;	/* stream seconds */
 	double audio_time;		/* seconds of audio received */
@@ -180,7 +181,10 @@ SOTTO_API int	sotto_stream_push(struct sotto_stream *, const float *pcm,
 	    size_t n, char *err);
 /* Non-zero when at least one step of new audio waits. */
 SOTTO_API int	sotto_stream_due(const struct sotto_stream *);
-/* Decode the window once and report finals and the partial. */
+/*
+ * Decode the window once and report finals and the partial. An energy
+ * gate (every 100 ms block under -50 dBFS) skips silent windows.
+ */
 SOTTO_API int	sotto_stream_step(struct sotto_stream *,
 	    struct sotto_stream_update *ret, char *err);
 /* End of stream: decode what is left and make all of it final. */

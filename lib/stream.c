@@ -1,0 +1,410 @@
+/*
+ * Streaming transcription: audio arrives in pieces, and every step (by
+ * default each 1 s of new audio) the current window is decoded again.
+ *
+ * The window is the pending audio from window_start, at most 30 s of it
+ * per step (push never drops audio: a backlog beyond 30 s waits for the
+ * window to slide). A step computes the log-mel of the window as
+ * sotto_transcribe() computes one window's (frames of real audio
+ * normalised by their own maximum, the rest of the 3000 frames zero),
+ * runs the encoder on the full 30 s, and decodes greedily (or with beams)
+ * at temperature 0 with
+ *   prompt: committed tokens that have left the window (<= 223, fewer
+ *           when the prefix is long), as <|startofprev|> context;
+ *   prefix: committed tokens still inside the window, forced after the
+ *           SOT sequence.
+ * stream-commit.c then commits what two consecutive hypotheses agree on
+ * and slides the window past closed segments.
+ *
+ * Silence costs little: a window where no 100 ms block reaches
+ * STREAM_GATE_DBFS (RMS, -50 dBFS: well under speech at -40..-10 and
+ * over a quiet microphone's floor) skips the encoder; a window Whisper
+ * calls no-speech (no_speech_prob > 0.6 with avg_logprob < -1) yields no
+ * text. Either way, with nothing committed in the window it slides
+ * forward keeping the last STREAM_KEEP_MS of audio.
+ *
+ * Progress is forced: past STREAM_FORCE_MS the hypothesis is committed
+ * up to its last closed segment; a full 30 s window commits all of it.
+ * finish() decodes what is left and commits everything.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "mel.h"
+#include "stream.h"
+#include "tokenizer.h"
+
+#define STREAM_STEP_MS		1000
+#define STREAM_MIN_STEP_MS	100
+#define STREAM_GATE_DBFS	(-50.0)
+#define STREAM_GATE_BLOCK	1600		/* 100 ms */
+#define STREAM_KEEP_MS		1000
+#define STREAM_FORCE_MS		25000
+#define STREAM_DETECT_MS	3000		/* language settles after */
+#define STREAM_MAX_PREFIX	160		/* tokens, else force */
+#define STREAM_NO_SPEECH	0.6f
+#define STREAM_LOGPROB		(-1.0f)
+#define STREAM_COMPRESSION	2.4f
+
+#define MS(x)			((size_t)(x) * (SOTTO_SAMPLE_RATE / 1000))
+
+void
+sotto_stream_params_init(struct sotto_stream_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->task = SOTTO_TASK_TRANSCRIBE;
+	p->step_ms = STREAM_STEP_MS;
+	p->beam_size = 1;
+}
+
+static int
+resolve_language(struct sotto_stream *s, char *err)
+{
+	const struct sotto_model *m = s->model;
+	const char *lang = s->p.language;
+	int auto_lang = lang == NULL || strcmp(lang, "auto") == 0;
+
+	s->language = -1;
+	s->p.language = NULL;
+	if (!m->multilingual) {
+		if (!auto_lang && strcmp(lang, "en") != 0)
+			return err_set(err, SOTTO_EINVAL, "model %s is "
+			    "English-only; it cannot transcribe \"%s\"",
+			    m->name, lang);
+		if (s->p.task == SOTTO_TASK_TRANSLATE)
+			return err_set(err, SOTTO_EINVAL, "model %s is "
+			    "English-only; it cannot translate", m->name);
+		return 0;
+	}
+	if (auto_lang) {
+		s->detect = 1;
+		return 0;
+	}
+	if ((s->language = tok_language_index(m->tok, lang)) < 0)
+		return err_set(err, SOTTO_EINVAL, "unknown language \"%s\"",
+		    lang);
+	return 0;
+}
+
+static int
+check_params(const struct sotto_stream_params *p, char *err)
+{
+	if (p->step_ms < STREAM_MIN_STEP_MS || p->step_ms > 30000)
+		return err_set(err, SOTTO_EINVAL, "step of %d ms: use %d to "
+		    "30000", p->step_ms, STREAM_MIN_STEP_MS);
+	if (p->beam_size < 1 || p->beam_size > WHISPER_MAX_BEAMS)
+		return err_set(err, SOTTO_EINVAL, "beam size %d: use 1 to %d",
+		    p->beam_size, WHISPER_MAX_BEAMS);
+	if (p->task != SOTTO_TASK_TRANSCRIBE &&
+	    p->task != SOTTO_TASK_TRANSLATE)
+		return err_set(err, SOTTO_EINVAL, "unknown task");
+	return 0;
+}
+
+int
+sotto_stream_new(const struct sotto_model *m,
+    const struct sotto_stream_params *params, struct sotto_stream **ret,
+    char *err)
+{
+	struct sotto_stream_params defaults;
+	struct sotto_stream *s;
+	int rc;
+
+	*ret = NULL;
+	if (params == NULL) {
+		sotto_stream_params_init(&defaults);
+		params = &defaults;
+	}
+	if ((rc = check_params(params, err)) != 0)
+		return rc;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	s->model = m;
+	s->p = *params;
+	s->tb = tok_specials(m->tok)->timestamp_begin;
+	s->rng = 0x5eed5eed5eedULL;
+	if ((rc = resolve_language(s, err)) != 0) {
+		free(s);
+		return rc;
+	}
+	s->cap_pcm = 2 * WHISPER_N_SAMPLES;
+	if ((s->pcm = malloc(s->cap_pcm * sizeof(float))) == NULL ||
+	    (s->st = sotto_state_new(m)) == NULL) {
+		sotto_stream_free(s);
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	}
+	*ret = s;
+	return 0;
+}
+
+void
+sotto_stream_free(struct sotto_stream *s)
+{
+	if (s == NULL)
+		return;
+	stream_commit_reset(s);
+	free(s->finals);
+	free(s->pcm);
+	sotto_state_free(s->st);
+	free(s);
+}
+
+int
+sotto_stream_push(struct sotto_stream *s, const float *pcm, size_t n,
+    char *err)
+{
+	size_t cap;
+	float *p;
+
+	if (s->finished)
+		return err_set(err, SOTTO_EINVAL, "the stream is finished");
+	if (n > 0 && pcm == NULL)
+		return err_set(err, SOTTO_EINVAL, "no samples");
+	if (s->n_pcm + n > s->cap_pcm) {
+		for (cap = s->cap_pcm; cap < s->n_pcm + n; cap *= 2)
+			;
+		if ((p = realloc(s->pcm, cap * sizeof(float))) == NULL)
+			return err_set(err, SOTTO_ENOMEM, "out of memory");
+		s->pcm = p;
+		s->cap_pcm = cap;
+	}
+	memcpy(s->pcm + s->n_pcm, pcm, n * sizeof(float));
+	s->n_pcm += n;
+	s->received += n;
+	return 0;
+}
+
+int
+sotto_stream_due(const struct sotto_stream *s)
+{
+	return !s->finished && s->received - s->stepped >= MS(s->p.step_ms);
+}
+
+/* Every 100 ms block of pcm[n] is quieter than the gate. */
+static int
+silent(const float *pcm, size_t n)
+{
+	double thr = pow(10.0, STREAM_GATE_DBFS / 10.0), sum;
+	size_t i, j, len;
+
+	for (i = 0; i < n; i += STREAM_GATE_BLOCK) {
+		len = n - i < STREAM_GATE_BLOCK ? n - i : STREAM_GATE_BLOCK;
+		for (j = 0, sum = 0.0; j < len; j++)
+			sum += (double)pcm[i + j] * pcm[i + j];
+		if (sum / len >= thr)
+			return 0;
+	}
+	return 1;
+}
+
+/* Log-mel of the window into st->mel_window, then the encoder. */
+static int
+encode(struct sotto_stream *s, size_t n, char *err)
+{
+	struct sotto_state *st = s->st;
+	int n_mels = s->model->hp.n_mels, i, rc;
+	size_t cols = n / WHISPER_HOP;
+	float max;
+
+	if ((rc = mel_log(st->mel, s->pcm, n, WHISPER_N_SAMPLES, 0, cols,
+	    st->mel_window, WHISPER_N_FRAMES, &max, err)) != 0)
+		return rc;
+	mel_normalize(st->mel_window, n_mels, cols, WHISPER_N_FRAMES, max);
+	for (i = 0; i < n_mels; i++)
+		memset(st->mel_window + (size_t)i * WHISPER_N_FRAMES + cols, 0,
+		    (WHISPER_N_FRAMES - cols) * sizeof(float));
+	return encoder_forward(st, st->mel_window, err);
+}
+
+/* Detect the language until the window is long enough to trust it. */
+static int
+detect(struct sotto_stream *s, size_t n, int final, char *err)
+{
+	float prob;
+	int rc;
+
+	if (!s->detect)
+		return 0;
+	if ((rc = decode_detect_language(s->st, &s->language, &prob,
+	    err)) != 0)
+		return rc;
+	if (final || n >= MS(STREAM_DETECT_MS))
+		s->detect = 0;
+	return 0;
+}
+
+static int
+decode(struct sotto_stream *s, struct decode_result *res, char *err)
+{
+	struct decode_opts o = { 0 };
+	int keep = DECODE_MAX_PROMPT - s->n_prefix, rc;
+
+	if (keep > s->n_history)
+		keep = s->n_history;
+	if (keep < 0)
+		keep = 0;
+	o.prompt = s->history + s->n_history - keep;
+	o.n_prompt = keep;
+	o.prefix = s->prefix;
+	o.n_prefix = s->n_prefix;
+	o.language = s->language;
+	o.task = s->p.task;
+	o.beam_size = s->p.beam_size;
+	o.best_of = 1;
+	o.patience = 1.0f;
+	o.rng = &s->rng;
+	if ((rc = decode_window(s->st, &o, res, err)) != 0)
+		return rc;
+	if (res->compression_ratio <= STREAM_COMPRESSION || keep == 0)
+		return 0;
+	/* A repetition loop: try once without the previous text. */
+	decode_result_clear(res);
+	o.n_prompt = 0;
+	return decode_window(s->st, &o, res, err);
+}
+
+/* Nothing was said: slide over the silence, keeping a little. */
+static void
+skip_silence(struct sotto_stream *s, size_t n)
+{
+	s->n_hyp = 0;
+	s->hyp_valid = 0;
+	if (s->n_prefix == 0 && n > MS(STREAM_KEEP_MS))
+		stream_commit_drop(s, n - MS(STREAM_KEEP_MS));
+}
+
+/* Slide, and force progress on a window that grew too long. */
+static int
+advance(struct sotto_stream *s, size_t n, int final, char *err)
+{
+	int full = n >= WHISPER_N_SAMPLES, rc;
+
+	if (final && !full) {
+		stream_commit_drop(s, n);
+		return 0;
+	}
+	if (stream_commit_slide(s))
+		return 0;
+	if (!full && n < MS(STREAM_FORCE_MS) &&
+	    s->n_prefix < STREAM_MAX_PREFIX)
+		return 0;
+	if ((rc = stream_commit_force(s, 0, err)) != 0)
+		return rc;
+	if (stream_commit_slide(s) || (!full &&
+	    s->n_prefix < STREAM_MAX_PREFIX))
+		return 0;
+	if ((rc = stream_commit_force(s, 1, err)) != 0)
+		return rc;
+	if (!stream_commit_slide(s))
+		stream_commit_drop(s, n);
+	return 0;
+}
+
+/*
+ * Decode the first (at most 30 s) of the pending audio and commit: the
+ * agreed part, or with final all of it.
+ */
+static int
+run_window(struct sotto_stream *s, int final, char *err)
+{
+	struct decode_result res = { 0 };
+	size_t n = s->n_pcm < WHISPER_N_SAMPLES ? s->n_pcm : WHISPER_N_SAMPLES;
+	int rc;
+
+	s->n_win = n;
+	if (n == 0)
+		return 0;
+	if (silent(s->pcm, n)) {
+		skip_silence(s, n);
+		if (final)
+			stream_commit_drop(s, n);
+		return 0;
+	}
+	if ((rc = encode(s, n, err)) != 0 ||
+	    (rc = detect(s, n, final, err)) != 0 ||
+	    (rc = decode(s, &res, err)) != 0)
+		goto out;
+	if (res.no_speech_prob > STREAM_NO_SPEECH &&
+	    res.avg_logprob < STREAM_LOGPROB) {
+		skip_silence(s, n);
+		res.n_tokens = 0;
+		if (s->n_prefix == 0 && !final)
+			goto out;
+	}
+	if ((rc = stream_commit(s, res.tokens, res.n_tokens, final,
+	    err)) != 0)
+		goto out;
+	rc = advance(s, n, final, err);
+out:
+	decode_result_clear(&res);
+	return rc;
+}
+
+static void
+fill_update(struct sotto_stream *s, struct sotto_stream_update *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->finals = s->finals;
+	u->n_finals = s->n_finals;
+	u->first_id = s->n_finals > 0 ? s->first_id : s->next_id;
+	u->partial = s->partial != NULL ? s->partial : "";
+	u->partial_start = s->partial_start;
+	u->partial_end = s->partial_end;
+	u->audio_time = (double)s->received / SOTTO_SAMPLE_RATE;
+}
+
+int
+sotto_stream_step(struct sotto_stream *s, struct sotto_stream_update *ret,
+    char *err)
+{
+	int rc;
+
+	stream_commit_reset(s);
+	if (s->finished)
+		rc = err_set(err, SOTTO_EINVAL, "the stream is finished");
+	else if (s->received == s->stepped && s->hyp_valid)
+		rc = stream_commit_partial(s, err);
+	else {
+		s->stepped = s->received;
+		if ((rc = run_window(s, 0, err)) == 0)
+			rc = stream_commit_partial(s, err);
+	}
+	fill_update(s, ret);
+	return rc;
+}
+
+/*
+ * End of stream. The last step's hypothesis is committed as it is when
+ * no audio came since; otherwise each remaining window is decoded once.
+ */
+int
+sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
+    char *err)
+{
+	size_t before;
+	int rc = 0;
+
+	stream_commit_reset(s);
+	if (s->finished)
+		rc = err_set(err, SOTTO_EINVAL, "the stream is finished");
+	else if (s->received == s->stepped && s->hyp_valid &&
+	    s->n_pcm <= WHISPER_N_SAMPLES) {
+		rc = stream_commit(s, s->hyp, s->n_hyp, 1, err);
+		if (rc == 0)
+			stream_commit_drop(s, s->n_pcm);
+	} else
+		while (rc == 0 && s->n_pcm > 0) {
+			before = s->n_pcm;
+			rc = run_window(s, 1, err);
+			if (rc == 0 && s->n_pcm == before)
+				stream_commit_drop(s, s->n_pcm);
+		}
+	s->finished = 1;
+	s->stepped = s->received;
+	if (rc == 0)
+		rc = stream_commit_partial(s, err);
+	fill_update(s, ret);
+	return rc;
+}

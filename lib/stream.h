@@ -1,0 +1,70 @@
+/*
+ * Streaming internals shared by stream.c (audio, window decoding, the
+ * public API) and stream-commit.c (local agreement, finals, sliding).
+ */
+#ifndef SOTTO_STREAM_H
+#define SOTTO_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode.h"
+#include "internal.h"
+
+#define STREAM_MAX_TOKENS	448	/* decoder context */
+#define STREAM_TS_SAMPLES	320	/* samples per timestamp step (20 ms) */
+
+/*
+ * One live stream. Owns the state, the audio from window_start on, the
+ * token arrays and the results of the last call.
+ */
+struct sotto_stream {
+	const struct sotto_model *model;	/* borrowed */
+	struct sotto_state *st;			/* owned */
+	struct sotto_stream_params p;
+	int32_t tb;			/* timestamp_begin */
+	int language;			/* index, or -1 (.en or undetected) */
+	int detect;			/* language still to be settled */
+
+	float *pcm;			/* pending audio from window_start */
+	size_t n_pcm, cap_pcm;
+	uint64_t window_start;		/* stream sample index of pcm[0] */
+	uint64_t received;		/* samples pushed so far */
+	uint64_t stepped;		/* received at the last step */
+	size_t n_win;			/* samples of the last decoded window */
+	int finished;
+
+	/* committed tokens that scrolled out of the window: the prompt */
+	int32_t history[DECODE_MAX_PROMPT];
+	int n_history;
+	/* committed tokens still inside the window (relative timestamps) */
+	int32_t prefix[STREAM_MAX_TOKENS];
+	int n_prefix;
+	/* the uncommitted rest of the last hypothesis */
+	int32_t hyp[STREAM_MAX_TOKENS];
+	int n_hyp;
+	int hyp_valid;			/* hyp came from a decode */
+	int32_t seq[2 * STREAM_MAX_TOKENS];	/* scratch: prefix + new */
+
+	double last_end;		/* stream seconds: end of the last final */
+	uint64_t next_id;
+	uint64_t rng;
+
+	/* results of the last call, borrowed by the caller until the next */
+	struct sotto_segment *finals;
+	int n_finals, cap_finals;
+	uint64_t first_id;
+	char *partial;
+	double partial_start, partial_end;
+};
+
+/* stream-commit.c */
+void	stream_commit_reset(struct sotto_stream *);
+int	stream_commit(struct sotto_stream *, const int32_t *hyp, int n,
+	    int all, char *err);
+int	stream_commit_force(struct sotto_stream *, int full, char *err);
+int	stream_commit_slide(struct sotto_stream *);
+void	stream_commit_drop(struct sotto_stream *, size_t n_samples);
+int	stream_commit_partial(struct sotto_stream *, char *err);
+
+#endif

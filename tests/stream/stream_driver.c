@@ -1,0 +1,211 @@
+/*
+ * stream-driver: feed an audio file through the sotto_stream_* API as a
+ * live source would, and print what the stream reports as JSON lines.
+ *
+ *	stream-driver [-s step_ms] [-c chunk_ms] [-l lang] [-b beams]
+ *	    [-t threads] [-r] MODEL.gguf FILE|-
+ *
+ * FILE is anything libsndfile reads (resampled to 16 kHz mono), or "-"
+ * for raw s16le 16 kHz mono on standard input. Audio goes in chunk_ms
+ * pieces (default 100); whenever sotto_stream_due() says so the driver
+ * steps, and at the end it finishes. With -r it sleeps to pace the
+ * audio as live. Lines:
+ *	{"type":"final","id":N,"start":S,"end":E,"text":T,"audio_time":A}
+ *	{"type":"partial","text":T,"start":S,"end":E,"audio_time":A}
+ *	{"type":"step","audio_time":A,"compute_ms":M,"finish":0|1}
+ * audio_time is the seconds of audio pushed when the event was made.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "audio.h"
+#include "sotto.h"
+
+struct opts {
+	struct sotto_stream_params sp;
+	struct sotto_model_params mp;
+	int chunk_ms, realtime;
+};
+
+static double
+now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+print_event(json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+}
+
+static void
+print_update(const struct sotto_stream_update *u, double ms, int fin)
+{
+	json_object *o;
+	int i;
+
+	for (i = 0; i < u->n_finals; i++) {
+		o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string("final"));
+		json_object_object_add(o, "id",
+		    json_object_new_int64((int64_t)(u->first_id + i)));
+		json_object_object_add(o, "start",
+		    json_object_new_double(u->finals[i].start));
+		json_object_object_add(o, "end",
+		    json_object_new_double(u->finals[i].end));
+		json_object_object_add(o, "text",
+		    json_object_new_string(u->finals[i].text));
+		json_object_object_add(o, "audio_time",
+		    json_object_new_double(u->audio_time));
+		print_event(o);
+	}
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("partial"));
+	json_object_object_add(o, "text", json_object_new_string(u->partial));
+	json_object_object_add(o, "start",
+	    json_object_new_double(u->partial_start));
+	json_object_object_add(o, "end", json_object_new_double(u->partial_end));
+	json_object_object_add(o, "audio_time",
+	    json_object_new_double(u->audio_time));
+	print_event(o);
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("step"));
+	json_object_object_add(o, "audio_time",
+	    json_object_new_double(u->audio_time));
+	json_object_object_add(o, "compute_ms", json_object_new_double(ms));
+	json_object_object_add(o, "finish", json_object_new_int(fin));
+	print_event(o);
+	fflush(stdout);
+}
+
+static int
+read_raw(float **ret, size_t *ret_n)
+{
+	size_t cap = 1 << 16, n = 0, got, i;
+	int16_t buf[4096];
+	float *p = malloc(cap * sizeof(float)), *q;
+
+	if (p == NULL)
+		return -1;
+	while ((got = fread(buf, 2, 4096, stdin)) > 0) {
+		if (n + got > cap) {
+			cap *= 2;
+			if ((q = realloc(p, cap * sizeof(float))) == NULL) {
+				free(p);
+				return -1;
+			}
+			p = q;
+		}
+		for (i = 0; i < got; i++)
+			p[n++] = buf[i] / 32768.0f;
+	}
+	*ret = p;
+	*ret_n = n;
+	return 0;
+}
+
+static int
+run(struct sotto_stream *s, const float *pcm, size_t n, const struct opts *o)
+{
+	struct sotto_stream_update u;
+	char err[SOTTO_ERR_MAX];
+	size_t chunk = (size_t)o->chunk_ms * 16, off, k;
+	double t0 = now(), t;
+
+	for (off = 0; off < n; off += k) {
+		k = n - off < chunk ? n - off : chunk;
+		if (o->realtime && (t = t0 + (off + k) / 16000.0 - now()) > 0)
+			usleep((useconds_t)(t * 1e6));
+		if (sotto_stream_push(s, pcm + off, k, err) != 0)
+			goto fail;
+		if (!sotto_stream_due(s))
+			continue;
+		t = now();
+		if (sotto_stream_step(s, &u, err) != 0)
+			goto fail;
+		print_update(&u, (now() - t) * 1e3, 0);
+	}
+	t = now();
+	if (sotto_stream_finish(s, &u, err) != 0)
+		goto fail;
+	print_update(&u, (now() - t) * 1e3, 1);
+	return 0;
+fail:
+	fprintf(stderr, "stream-driver: %s\n", err);
+	return 1;
+}
+
+static int
+parse(int argc, char **argv, struct opts *o)
+{
+	int c;
+
+	sotto_stream_params_init(&o->sp);
+	sotto_model_params_init(&o->mp);
+	o->chunk_ms = 100;
+	o->realtime = 0;
+	while ((c = getopt(argc, argv, "s:c:l:b:t:r")) != -1) {
+		switch (c) {
+		case 's': o->sp.step_ms = atoi(optarg); break;
+		case 'c': o->chunk_ms = atoi(optarg); break;
+		case 'l': o->sp.language = optarg; break;
+		case 'b': o->sp.beam_size = atoi(optarg); break;
+		case 't': o->mp.threads = atoi(optarg); break;
+		case 'r': o->realtime = 1; break;
+		default: return -1;
+		}
+	}
+	if (argc - optind != 2 || o->chunk_ms < 1)
+		return -1;
+	return optind;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sotto_model *m;
+	struct sotto_stream *s;
+	struct opts o;
+	char err[SOTTO_ERR_MAX];
+	float *pcm;
+	size_t n;
+	int i, rc;
+
+	if ((i = parse(argc, argv, &o)) < 0) {
+		fprintf(stderr, "usage: stream-driver [-s step_ms] [-c chunk_ms]"
+		    " [-l lang] [-b beams] [-t threads] [-r] MODEL FILE|-\n");
+		return 2;
+	}
+	snprintf(err, sizeof(err), "out of memory");
+	if (strcmp(argv[i + 1], "-") == 0 ? read_raw(&pcm, &n) != 0 :
+	    audio_read_file(argv[i + 1], &pcm, &n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "stream-driver: %s\n", err);
+		return 1;
+	}
+	if (sotto_model_load(argv[i], &o.mp, &m, err) != 0) {
+		fprintf(stderr, "stream-driver: %s\n", err);
+		free(pcm);
+		return 3;
+	}
+	if (sotto_stream_new(m, &o.sp, &s, err) != 0) {
+		fprintf(stderr, "stream-driver: %s\n", err);
+		rc = 1;
+	} else {
+		rc = run(s, pcm, n, &o);
+		sotto_stream_free(s);
+	}
+	sotto_model_free(m);
+	free(pcm);
+	return rc;
+}
