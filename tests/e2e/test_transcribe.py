@@ -268,9 +268,11 @@ def test_bad_inputs_together(tiny_model, tmp_path):
     assert cp.returncode == 1, cp.stderr
     for b in bads:
         assert b.name in cp.stderr, f"{b.name} not named on stderr:\n{cp.stderr}"
-    norm = normalise(cp.stdout)
-    assert "ask not what your country" in norm, cp.stdout
-    assert "forward" in norm, cp.stdout
+    # not normalise(): Whisper's normaliser drops "<...>" spans, and the
+    # "==> file <==" headers of several files form one
+    text = " ".join(cp.stdout.lower().split())
+    assert "ask not what your country" in text, cp.stdout
+    assert "forward" in text, cp.stdout
 
 
 def _corrupt_models(model: Path, tmp_path: Path) -> dict[str, Path]:
