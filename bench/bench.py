@@ -128,7 +128,7 @@ class Bench:
             if not (build / "build.ninja").is_file():
                 subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
             log(f"meson compile -C {build}")
-            subprocess.run(["meson", "compile", "-C", str(build), "sotto-bench", "sotto"],
+            subprocess.run(["meson", "compile", "-C", str(build), "bench/sotto-bench", "client/sotto:executable"],
                            cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         self.sotto_bench = build / "bench" / "sotto-bench"
         self.sotto = build / "client" / "sotto"
@@ -236,6 +236,9 @@ class Bench:
                 for i, f in enumerate(files):
                     texts[Path(f).name] = " ".join(Path(f"{td}/{i}.txt").read_text().split())
                 cmd = [c if not c.startswith(td) else "OUT/" + c[len(td) + 1:] for c in cmd]
+                if len(files) > 2:  # -of OUT/0 ... -of OUT/N-1, one per input
+                    i = cmd.index("-of")
+                    cmd = cmd[:i + 2] + ["...", "-of", f"OUT/{len(files) - 1}"] + cmd[i + 2 * len(files):]
             t = wcpp_timings(err)
             if which == "long" and "encode" in t:
                 extra = {"cli_encode_ms": t["encode"]["per_run_ms"], "cli_decode_ms": t["decode"]["per_run_ms"]}
@@ -306,7 +309,7 @@ class Bench:
             gf = encoder_gflop(model)
             L.append(f"### {model}\n")
             L.append("| tool | load s | encoder s / 30 s window | encoder GFLOP/s | decode ms / token | "
-                     "ms / step, 5 beams | short set wall s | long-form wall s | peak RSS MB (long) | "
+                     f"ms / step, 5 beams | {len(self.short)} short files: wall s | long-form file: wall s | peak RSS MB (long-form) | "
                      "WER short | WER long |")
             L.append("|---|" + "---:|" * 10)
             for tool in MICRO_TOOLS:
@@ -335,7 +338,7 @@ class Bench:
                     rows.append(f"| {LABEL[mine]} vs {LABEL[peer]} | " + " | ".join(cells) + " |")
             if rows:
                 L.append("Ratios, peer / sotto (above 1: sotto is faster or smaller):\n")
-                L.append("| | encoder | decode / token | 5-beam step | short set wall | long-form wall | peak RSS |")
+                L.append("| | encoder | decode / token | 5-beam step | short files wall | long-form wall | peak RSS |")
                 L.append("|---|" + "---:|" * 6)
                 L += rows
                 L.append("")
@@ -433,7 +436,9 @@ def main() -> int:
                     help="build whisper.cpp from this source checkout instead of the PyPI sdist")
     ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
                     help="directory with manifest.tsv and the wav files [../shared/audio]")
-    ap.add_argument("--build-dir", default=str(REPO / "build"))
+    ap.add_argument("--build-dir", default=str(REPO / "build-bench"),
+                    help="meson build directory, set up as a release build if missing [build-bench: "
+                         "its own, so that a debug or sanitizer build/ cannot skew the numbers]")
     ap.add_argument("--no-build", action="store_true", help="do not run meson compile first")
     ap.add_argument("--docs", action=argparse.BooleanOptionalAction,
                     help="append the report to docs/benchmarks.md [yes, except with --quick]")
