@@ -45,6 +45,9 @@ static const char usage_text[] =
 "      --prompt TEXT         text to condition the first window on\n"
 "      --no-condition        do not condition windows on earlier text\n"
 "      --no-timestamps       decode without timestamp tokens\n"
+"      --silence-threshold DB  skip 30 s windows whose RMS level is below\n"
+"                            DB dBFS without decoding them (Whisper invents\n"
+"                            text on digital silence); -200 = off [-60]\n"
 "      --precision auto|fp32|bf16    compute precision [auto: bf16 on\n"
 "                            CPUs with AMX or AVX512-BF16, else fp32]\n"
 "  -t, --threads N           compute threads [all cores]\n"
@@ -62,7 +65,7 @@ static const char usage_text[] =
 enum {
 	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
 	OPT_INC, OPT_NO_FALLBACK, OPT_PROMPT, OPT_NO_COND, OPT_NO_TS,
-	OPT_PRECISION,
+	OPT_PRECISION, OPT_SILENCE,
 };
 
 static const struct option long_options[] = {
@@ -81,6 +84,7 @@ static const struct option long_options[] = {
 	{ "no-condition", no_argument, NULL, OPT_NO_COND },
 	{ "no-timestamps", no_argument, NULL, OPT_NO_TS },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
+	{ "silence-threshold", required_argument, NULL, OPT_SILENCE },
 	{ "threads", required_argument, NULL, 't' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -171,6 +175,10 @@ parse_number(struct options *o, int c, const char *arg)
 	case 't':
 		bad = parse_int(arg, 1, 1024, &o->mp.threads);
 		break;
+	case OPT_SILENCE:
+		bad = parse_float(arg, -200.0f, 0.0f,
+		    &o->tp.silence_threshold_db);
+		break;
 	}
 	if (bad)
 		return bad_usage("bad number '%s' (see --help for ranges)",
@@ -193,7 +201,7 @@ parse_option(struct options *o, int c, const char *arg)
 	case OPT_TASK: case OPT_PRECISION: case 'f':
 		return parse_enum(o, c, arg);
 	case OPT_BEAM: case OPT_BEST_OF: case OPT_PATIENCE: case OPT_TEMP:
-	case OPT_INC: case 't':
+	case OPT_INC: case 't': case OPT_SILENCE:
 		return parse_number(o, c, arg);
 	default:
 		return bad_usage("%s", "unknown option");

@@ -110,6 +110,9 @@ struct sotto_transcribe_params {
 	int condition_on_previous_text;	/* default 1 */
 	const char *initial_prompt;	/* NULL or text for <|startofprev|> */
 	int without_timestamps;		/* default 0 */
+	float silence_threshold_db;	/* skip windows quieter than this
+					   RMS (dBFS) unseen; -60; <= -200
+					   decodes every window */
 	uint64_t seed;			/* for sampling at T > 0 */
 	sotto_progress_fn progress;
 	void *progress_user;

@@ -36,6 +36,7 @@ sotto_transcribe_params_init(struct sotto_transcribe_params *p)
 	p->logprob_threshold = -1.0f;
 	p->no_speech_threshold = 0.6f;
 	p->condition_on_previous_text = 1;
+	p->silence_threshold_db = -60.0f;
 	p->seed = 0x5eed5eed5eedULL;
 }
 
@@ -139,6 +140,43 @@ detect_language(struct sotto_state *st, struct run *r, char *err)
 	    err);
 }
 
+/* Tell the caller how far we are and which segments are new. */
+static int
+report_progress(const struct run *r, int first, char *err)
+{
+	const struct sotto_transcribe_params *p = r->params;
+	size_t done = r->seek * WHISPER_HOP < r->n ? r->seek * WHISPER_HOP :
+	    r->n;
+
+	if (p->progress != NULL && p->progress(p->progress_user, done, r->n,
+	    r->res->segments + first, r->res->n_segments - first) != 0)
+		return err_set(err, SOTTO_ECANCELED, "canceled");
+	return 0;
+}
+
+/*
+ * Whether samples [from, from + n) are all quieter than the threshold
+ * (RMS in dBFS). Whisper hallucinates on digital silence ("You You You"),
+ * and a window with no audible signal has no speech to lose.
+ */
+static int
+window_silent(const struct run *r, size_t from, size_t n)
+{
+	double sum = 0.0, rms;
+	size_t i;
+
+	if (r->params->silence_threshold_db <= -200.0f)
+		return 0;
+	if (from >= r->n)
+		return 1;
+	if (n > r->n - from)
+		n = r->n - from;
+	for (i = 0; i < n; i++)
+		sum += (double)r->pcm[from + i] * r->pcm[from + i];
+	rms = n > 0 ? sqrt(sum / n) : 0.0;
+	return rms <= 0.0 || 20.0 * log10(rms) < r->params->silence_threshold_db;
+}
+
 /* One window at r->seek: encode, decode, cut segments, advance. */
 static int
 transcribe_window(struct sotto_state *st, struct run *r, char *err)
@@ -149,6 +187,10 @@ transcribe_window(struct sotto_state *st, struct run *r, char *err)
 	    r->content - r->seek : WHISPER_N_FRAMES;
 	int rc, skip, first = r->res->n_segments;
 
+	if (window_silent(r, r->seek * WHISPER_HOP, size * WHISPER_HOP)) {
+		r->seek += size;
+		return report_progress(r, first, err);
+	}
 	if ((rc = window_mel(st, r, r->seek, size, 1, err)) != 0 ||
 	    (rc = encoder_forward(st, st->mel_window, err)) != 0 ||
 	    (rc = decode_with_fallback(st, r, &res, err)) != 0)
@@ -161,10 +203,7 @@ transcribe_window(struct sotto_state *st, struct run *r, char *err)
 		goto out;
 	else if (!p->condition_on_previous_text || res.temperature > 0.5f)
 		r->prompt_from = r->n_tokens;
-	if (p->progress != NULL && p->progress(p->progress_user,
-	    r->seek * WHISPER_HOP < r->n ? r->seek * WHISPER_HOP : r->n, r->n,
-	    r->res->segments + first, r->res->n_segments - first) != 0)
-		rc = err_set(err, SOTTO_ECANCELED, "canceled");
+	rc = report_progress(r, first, err);
 out:
 	decode_result_clear(&res);
 	return rc;
