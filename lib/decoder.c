@@ -118,33 +118,6 @@ embed(const struct sotto_state *st, const int32_t *tokens, int n, int pos0,
 	}
 }
 
-/* One query against n keys of one head: out[c * ldo] = softmax(qK) V. */
-static void
-attend_one(const float *q, int ldq, const float *k, const float *v, int ldk,
-    int n, int dh, float scale, float *out, int ldo, float *p)
-{
-	int c, t;
-
-	for (t = 0; t < n; t++)
-		p[t] = 0.0f;
-	for (c = 0; c < dh; c++) {
-		float qc = q[(size_t)c * ldq] * scale;
-		const float *kr = k + (size_t)c * ldk;
-
-		for (t = 0; t < n; t++)
-			p[t] += qc * kr[t];
-	}
-	layer_softmax(p, n);
-	for (c = 0; c < dh; c++) {
-		const float *vr = v + (size_t)c * ldk;
-		float acc = 0.0f;
-
-		for (t = 0; t < n; t++)
-			acc += p[t] * vr[t];
-		out[(size_t)c * ldo] = acc;
-	}
-}
-
 /* Prefill self-attention: T queries, causal, over beam 0's cache. */
 static int
 self_attn_prefill(struct sotto_state *st, int layer, int t_n, char *err)
@@ -200,7 +173,7 @@ self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
 			    st->dqkv[((size_t)2 * d + c) * n_beams + b];
 		}
 		for (h = 0; h < m->hp.n_text_head; h++)
-			attend_one(st->dqkv + (size_t)h * dh * n_beams + b,
+			layer_attend(st->dqkv + (size_t)h * dh * n_beams + b,
 			    n_beams, kc + (size_t)h * dh * ctx,
 			    vc + (size_t)h * dh * ctx, ctx, pos + 1, dh, scale,
 			    st->dattn + (size_t)h * dh * n_beams + b, n_beams,
@@ -208,7 +181,11 @@ self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
 	}
 }
 
-/* Cross-attention of n columns (tokens or beams) over the window. */
+/*
+ * Cross-attention of n columns (tokens or beams) over the window. A few
+ * columns (a cached step) go one by one through a vector kernel: small
+ * sgemm calls cost more in dispatch than in arithmetic.
+ */
 static int
 cross_attn(struct sotto_state *st, int layer, int n, char *err)
 {
@@ -217,6 +194,16 @@ cross_attn(struct sotto_state *st, int layer, int n, char *err)
 	float scale = 1.0f / sqrtf((float)dh);
 	const float *k = cross_at(st, layer, 0), *v = cross_at(st, layer, 1);
 
+	if (n <= WHISPER_MAX_BEAMS) {
+		for (i = 0; i < n; i++)
+			for (h = 0; h < m->hp.n_text_head; h++)
+				layer_attend(st->dqkv + (size_t)h * dh * n + i,
+				    n, k + (size_t)h * dh * NA,
+				    v + (size_t)h * dh * NA, NA, NA, dh, scale,
+				    st->dattn + (size_t)h * dh * n + i, n,
+				    st->dscores);
+		return 0;
+	}
 	for (h = 0; h < m->hp.n_text_head; h++) {
 		if ((rc = gemm_f32('T', 'N', n, NA, dh, scale,
 		    st->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh * NA,

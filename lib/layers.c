@@ -242,3 +242,36 @@ layer_sub(const float *x, float c, float *y, int n)
 	for (i = 0; i < n; i++)
 		y[i] = x[i] - c;
 }
+
+/*
+ * One query against n keys of one head, channels-first:
+ * p = softmax(scale * q.K), out[c * ldo] = sum_t p[t] V[c][t].
+ * q has stride ldq; K and V are [dh][ldk]; p is n floats of scratch.
+ */
+CLONES void
+layer_attend(const float *q, int ldq, const float *k, const float *v,
+    int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
+{
+	int c, t;
+
+	for (t = 0; t < n; t++)
+		p[t] = 0.0f;
+	for (c = 0; c < dh; c++) {
+		float qc = q[(size_t)c * ldq] * scale;
+		const float *kr = k + (size_t)c * ldk;
+
+#pragma omp simd
+		for (t = 0; t < n; t++)
+			p[t] += qc * kr[t];
+	}
+	layer_softmax(p, n);
+	for (c = 0; c < dh; c++) {
+		const float *vr = v + (size_t)c * ldk;
+		float acc = 0.0f;
+
+#pragma omp simd reduction(+:acc)
+		for (t = 0; t < n; t++)
+			acc += p[t] * vr[t];
+		out[(size_t)c * ldo] = acc;
+	}
+}
