@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "decode.h"
+#include "gemm.h"
 #include "internal.h"
 #include "tokenizer.h"
 
@@ -70,6 +71,61 @@ bench_encoder(struct sotto_state *st, int runs, double *ret)
 	return 0;
 }
 
+/* FLOPs of one encoder pass (multiply-adds count 2). */
+static double
+encoder_flops(const struct hparams *hp)
+{
+	double d = hp->n_audio_state, s = WHISPER_N_AUDIO_CTX;
+	double f = 2.0 * d * 3 * hp->n_mels * WHISPER_N_FRAMES +
+	    2.0 * d * 3 * d * s;
+
+	f += hp->n_audio_layer * (2.0 * 4 * d * d * s +	/* q k v o */
+	    2.0 * 2 * s * s * d +			/* scores, values */
+	    2.0 * 2 * 4 * d * d * s);			/* mlp */
+	return f;
+}
+
+/*
+ * The bf16 matmul ceiling on encoder-shaped products, measured with the
+ * same oneDNN primitives the encoder uses: best TFLOP/s over the shapes.
+ */
+static double
+matmul_ceiling(struct gemm *g, int d)
+{
+	int shapes[3][3] = { { 3 * d, d, 1500 }, { 4 * d, d, 1500 },
+	    { d, 4 * d, 1500 } };
+	double best = 0.0, t[16];
+	uint16_t *a, *b;
+	float *c;
+	char err[SOTTO_ERR_MAX];
+	int i, r;
+
+	a = calloc((size_t)4 * d * 4 * d, 2);
+	b = calloc((size_t)4 * d * 1500, 2);
+	c = calloc((size_t)4 * d * 1500, 4);
+	for (i = 0; a != NULL && b != NULL && c != NULL && i < 3; i++) {
+		int m = shapes[i][0], k = shapes[i][1], n = shapes[i][2];
+
+		for (r = 0; r < 11; r++) {
+			double t0 = now();
+
+			if (gemm_bf16(g, m, n, k, a, k, 1, b, n, 1, c, n,
+			    err) != 0)
+				break;
+			t[r] = now() - t0;
+		}
+		if (r == 11) {
+			double tf = 2.0 * m * n * k / median(t + 1, 10) / 1e12;
+
+			best = tf > best ? tf : best;
+		}
+	}
+	free(a);
+	free(b);
+	free(c);
+	return best;
+}
+
 /* Median time of one cached-token step with n_beams beams. */
 static int
 bench_steps(struct sotto_state *st, int n_beams, int steps, double *ret)
@@ -109,7 +165,7 @@ main(int argc, char **argv)
 	struct sotto_model *m;
 	struct sotto_state *st;
 	char err[SOTTO_ERR_MAX];
-	double t0, load, enc, step1, step5;
+	double t0, load, enc, step1, step5, ceiling = 0.0;
 	int i, runs = 5;
 
 	if (getenv("OMP_WAIT_POLICY") == NULL) {
@@ -147,11 +203,16 @@ main(int argc, char **argv)
 	    bench_steps(st, 1, 100, &step1) != 0 ||
 	    bench_steps(st, 5, 100, &step5) != 0)
 		return 1;
+	if (m->precision == SOTTO_PRECISION_BF16)
+		ceiling = matmul_ceiling(m->gemm, m->hp.n_audio_state);
 	printf("{\"model\":\"%s\",\"precision\":\"%s\",\"threads\":%d,"
 	    "\"load_s\":%.4f,\"encoder_s\":%.4f,\"step1_ms\":%.3f,"
-	    "\"step5_ms\":%.3f}\n", m->name,
-	    m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
-	    m->threads, load, enc, step1 * 1e3, step5 * 1e3);
+	    "\"step5_ms\":%.3f,\"encoder_gflop\":%.2f,"
+	    "\"encoder_tflops\":%.3f,\"matmul_ceiling_tflops\":%.3f}\n",
+	    m->name, m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+	    m->threads, load, enc, step1 * 1e3, step5 * 1e3,
+	    encoder_flops(&m->hp) / 1e9, encoder_flops(&m->hp) / enc / 1e12,
+	    ceiling);
 	sotto_state_free(st);
 	sotto_model_free(m);
 	return 0;
