@@ -8,9 +8,9 @@
  * whose bytes start with a space, on both sides), so a word is final only
  * when two consecutive decodes agree on all of it. Agreed timestamps are
  * committed too: once a Whisper segment is closed (text, then its end
- * timestamp) the window slides to that timestamp, its tokens move to the
- * prompt history, and the remaining prefix and hypothesis are shifted to
- * the new window.
+ * timestamp) and another one after it, the window slides to the end of
+ * the older one, its tokens move to the prompt history, and the
+ * remaining prefix and hypothesis are shifted to the new window.
  *
  * Finals carry stream times: a timestamp token gives its time exactly;
  * a cut inside a segment is estimated by interpolating between the
@@ -321,15 +321,22 @@ drop_samples(struct sotto_stream *s, size_t n)
 }
 
 /*
- * Slide past the last closed segment of the prefix. Returns 1 if the
- * window moved.
+ * Slide past the closed segments of the prefix but the last keep of them
+ * (0 or 1). Returns 1 if the window moved.
+ *
+ * Keeping the newest closed segment in the window (its tokens stay in
+ * the forced prefix, so it is not transcribed again) matters: an end
+ * timestamp is often late by a few hundred ms, and sliding right to it
+ * would cut the first word of what follows.
  */
 int
-stream_commit_slide(struct sotto_stream *s)
+stream_commit_slide(struct sotto_stream *s, int keep)
 {
 	int i = last_close(s, s->prefix, s->n_prefix);
 	int32_t by;
 
+	if (keep && i > 0)
+		i = last_close(s, s->prefix, i - 1);
 	if (i == 0 || (by = s->prefix[i - 1] - s->tb) <= 0)
 		return 0;
 	history_add(s, s->prefix, i);

@@ -14,7 +14,7 @@
  *   prefix: committed tokens still inside the window, forced after the
  *           SOT sequence.
  * stream-commit.c then commits what two consecutive hypotheses agree on
- * and slides the window past closed segments.
+ * and slides the window past closed segments (all but the newest).
  *
  * Silence costs little: a window where no 100 ms block reaches
  * STREAM_GATE_DBFS (RMS, -50 dBFS: well under speech at -40..-10 and
@@ -41,6 +41,7 @@
 #define STREAM_GATE_DBFS	(-50.0)
 #define STREAM_GATE_BLOCK	1600		/* 100 ms */
 #define STREAM_KEEP_MS		1000
+#define STREAM_SLIDE_MS		15000		/* window kept for context */
 #define STREAM_FORCE_MS		25000
 #define STREAM_DETECT_MS	3000		/* language settles after */
 #define STREAM_MAX_PREFIX	160		/* tokens, else force */
@@ -285,19 +286,19 @@ advance(struct sotto_stream *s, size_t n, int final, char *err)
 		stream_commit_drop(s, n);
 		return 0;
 	}
-	if (stream_commit_slide(s))
+	if (n >= MS(STREAM_SLIDE_MS) && stream_commit_slide(s, 1))
 		return 0;
 	if (!full && n < MS(STREAM_FORCE_MS) &&
 	    s->n_prefix < STREAM_MAX_PREFIX)
 		return 0;
 	if ((rc = stream_commit_force(s, 0, err)) != 0)
 		return rc;
-	if (stream_commit_slide(s) || (!full &&
+	if (stream_commit_slide(s, 0) || (!full &&
 	    s->n_prefix < STREAM_MAX_PREFIX))
 		return 0;
 	if ((rc = stream_commit_force(s, 1, err)) != 0)
 		return rc;
-	if (!stream_commit_slide(s))
+	if (!stream_commit_slide(s, 0))
 		stream_commit_drop(s, n);
 	return 0;
 }

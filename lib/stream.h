@@ -63,7 +63,7 @@ void	stream_commit_reset(struct sotto_stream *);
 int	stream_commit(struct sotto_stream *, const int32_t *hyp, int n,
 	    int all, char *err);
 int	stream_commit_force(struct sotto_stream *, int full, char *err);
-int	stream_commit_slide(struct sotto_stream *);
+int	stream_commit_slide(struct sotto_stream *, int keep);
 void	stream_commit_drop(struct sotto_stream *, size_t n_samples);
 int	stream_commit_partial(struct sotto_stream *, char *err);
 
