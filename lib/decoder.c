@@ -174,7 +174,7 @@ self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
 		}
 		for (h = 0; h < m->hp.n_text_head; h++)
 			layer_attend(st->dqkv + (size_t)h * dh * n_beams + b,
-			    n_beams, kc + (size_t)h * dh * ctx,
+			    n_beams, 1, kc + (size_t)h * dh * ctx,
 			    vc + (size_t)h * dh * ctx, ctx, pos + 1, dh, scale,
 			    st->dattn + (size_t)h * dh * n_beams + b, n_beams,
 			    st->dscores);
@@ -195,13 +195,11 @@ cross_attn(struct sotto_state *st, int layer, int n, char *err)
 	const float *k = cross_at(st, layer, 0), *v = cross_at(st, layer, 1);
 
 	if (n <= WHISPER_MAX_BEAMS) {
-		for (i = 0; i < n; i++)
-			for (h = 0; h < m->hp.n_text_head; h++)
-				layer_attend(st->dqkv + (size_t)h * dh * n + i,
-				    n, k + (size_t)h * dh * NA,
-				    v + (size_t)h * dh * NA, NA, NA, dh, scale,
-				    st->dattn + (size_t)h * dh * n + i, n,
-				    st->dscores);
+		for (h = 0; h < m->hp.n_text_head; h++)
+			layer_attend(st->dqkv + (size_t)h * dh * n, n, n,
+			    k + (size_t)h * dh * NA, v + (size_t)h * dh * NA,
+			    NA, NA, dh, scale, st->dattn + (size_t)h * dh * n, n,
+			    st->dscores);
 		return 0;
 	}
 	for (h = 0; h < m->hp.n_text_head; h++) {

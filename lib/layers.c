@@ -244,34 +244,45 @@ layer_sub(const float *x, float c, float *y, int n)
 }
 
 /*
- * One query against n keys of one head, channels-first:
- * p = softmax(scale * q.K), out[c * ldo] = sum_t p[t] V[c][t].
- * q has stride ldq; K and V are [dh][ldk]; p is n floats of scratch.
+ * nq queries (consecutive columns of q, channel stride ldq) against the
+ * same n keys of one head, channels-first: p = softmax(scale q.K),
+ * out[c * ldo + j] = sum_t p[j][t] V[c][t]. K and V are [dh][ldk] and are
+ * read once for all queries (they do not fit in cache for long windows).
+ * p is nq * n floats of scratch.
  */
 CLONES void
-layer_attend(const float *q, int ldq, const float *k, const float *v,
+layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
     int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
 {
-	int c, t;
+	int c, t, j;
 
-	for (t = 0; t < n; t++)
+	for (t = 0; t < nq * n; t++)
 		p[t] = 0.0f;
 	for (c = 0; c < dh; c++) {
-		float qc = q[(size_t)c * ldq] * scale;
 		const float *kr = k + (size_t)c * ldk;
 
+		for (j = 0; j < nq; j++) {
+			float qc = q[(size_t)c * ldq + j] * scale, *pj = p +
+			    (size_t)j * n;
+
 #pragma omp simd
-		for (t = 0; t < n; t++)
-			p[t] += qc * kr[t];
+			for (t = 0; t < n; t++)
+				pj[t] += qc * kr[t];
+		}
 	}
-	layer_softmax(p, n);
+	for (j = 0; j < nq; j++)
+		layer_softmax(p + (size_t)j * n, n);
 	for (c = 0; c < dh; c++) {
 		const float *vr = v + (size_t)c * ldk;
-		float acc = 0.0f;
+
+		for (j = 0; j < nq; j++) {
+			const float *pj = p + (size_t)j * n;
+			float acc = 0.0f;
 
 #pragma omp simd reduction(+:acc)
-		for (t = 0; t < n; t++)
-			acc += p[t] * vr[t];
-		out[(size_t)c * ldo] = acc;
+			for (t = 0; t < n; t++)
+				acc += pj[t] * vr[t];
+			out[(size_t)c * ldo + j] = acc;
+		}
 	}
 }

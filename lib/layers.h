@@ -31,11 +31,13 @@ void	layer_softmax(float *x, int n);
 void	layer_exp(const float *x, float *y, int n);
 
 /*
- * One query against n keys of one head: out[c * ldo] = softmax(scale q.K) V
- * with K and V [dh][ldk] (positions contiguous); p is n floats of scratch.
+ * nq queries (consecutive columns, channel stride ldq) against n keys of
+ * one head: out[c * ldo + j] = softmax(scale q_j.K) V, K and V [dh][ldk]
+ * read once for all queries; p is nq * n floats of scratch.
  */
-void	layer_attend(const float *q, int ldq, const float *k, const float *v,
-	    int ldk, int n, int dh, float scale, float *out, int ldo, float *p);
+void	layer_attend(const float *q, int ldq, int nq, const float *k,
+	    const float *v, int ldk, int n, int dh, float scale, float *out,
+	    int ldo, float *p);
 
 /* log(sum(exp(x))); -inf entries count as zero. */
 float	layer_logsumexp(const float *x, int n);
