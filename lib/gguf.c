@@ -34,37 +34,15 @@
 #include "err.h"
 #include "gguf.h"
 
-#define GGUF_MAGIC		0x46554747u	/* "GGUF" read little-endian */
-#define GGUF_KV_MIN_BYTES	13	/* key length, type, 1-byte value */
-#define GGUF_TENSOR_MIN_BYTES	32	/* name length, n_dims, ne, type, off */
-#define GGUF_ALIGN_DEFAULT	32
-#define GGUF_ALIGN_MAX		4096
-#define GGUF_KEY_MAX_BYTES	65535
-#define GGUF_NAME_MAX_BYTES	64
-#define GGUF_DIMS_MAX		4
+#include "gguf-private.h"
 
-/* At most 64 bytes of a name from the file go into a message. */
-#define GGUF_PR(s)	(int)((s).len < 64 ? (s).len : 64), (s).ptr
-
-struct gguf_kv {
-	struct gguf_str	 key;
-	enum gguf_type	 type;
-	enum gguf_type	 atype;		/* element type of an array */
-	uint64_t	 n;		/* element count of an array */
-	const unsigned char *val;	/* the value, or an array's elements */
+const uint8_t gguf_type_bytes[] = {
+	1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8
 };
 
-struct gguf {
-	char		*path;		/* for messages, owned */
-	const unsigned char *base;	/* the mapping, or a borrowed buffer */
-	size_t		 size;
-	int		 mapped;
-	size_t		 alignment;
-	struct gguf_kv	*kv;		/* sorted by key, owned */
-	size_t		 n_kv;
-	struct gguf_tensor *tensors;	/* file order, owned */
-	const struct gguf_tensor **by_name; /* sorted by name, owned */
-	size_t		 n_tensors;
+const char *const gguf_type_names[] = {
+	"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string",
+	"array", "u64", "i64", "f64"
 };
 
 /* A cursor over the file; ctx names what is being read, for messages. */
@@ -74,15 +52,6 @@ struct gguf_rd {
 	const char	*what;
 	struct gguf_str	 ctx;
 	char		*err;
-};
-
-static const uint8_t gguf_type_bytes[] = {
-	1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8
-};
-
-static const char *const gguf_type_names[] = {
-	"u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string",
-	"array", "u64", "i64", "f64"
 };
 
 const char *
@@ -102,7 +71,7 @@ gguf_path(const struct gguf *g)
  * bytes land at the low addresses of a zeroed u64, which le64toh() reads
  * as little-endian on any host.
  */
-static uint64_t
+uint64_t
 gguf_le(const unsigned char *p, size_t n)
 {
 	uint64_t v = 0;
@@ -278,14 +247,14 @@ gguf_str_cmp(struct gguf_str a, struct gguf_str b)
 	return (a.len > b.len) - (a.len < b.len);
 }
 
-static int
+int
 gguf_kv_cmp(const void *a, const void *b)
 {
 	return gguf_str_cmp(((const struct gguf_kv *)a)->key,
 	    ((const struct gguf_kv *)b)->key);
 }
 
-static int
+int
 gguf_tensor_name_cmp(const void *a, const void *b)
 {
 	return gguf_str_cmp((*(const struct gguf_tensor *const *)a)->name,
@@ -489,7 +458,7 @@ static int
 gguf_parse(struct gguf *g, char *err)
 {
 	struct gguf_rd rd = { .g = g, .err = err };
-	uint64_t n_tensors, n_kv;
+	uint64_t n_tensors = 0, n_kv = 0;
 	int rv;
 
 	if (g->size == 0)
@@ -577,254 +546,3 @@ gguf_close(struct gguf *g)
 	free(g);
 }
 
-static const struct gguf_kv *
-gguf_find_kv(const struct gguf *g, const char *key)
-{
-	struct gguf_kv k = { .key = { key, strlen(key) } };
-
-	if (g->n_kv == 0)
-		return NULL;
-	return bsearch(&k, g->kv, g->n_kv, sizeof(*g->kv), gguf_kv_cmp);
-}
-
-int
-gguf_has_key(const struct gguf *g, const char *key)
-{
-	return gguf_find_kv(g, key) != NULL;
-}
-
-/* "string", "u32", "array of u8" for messages. */
-static const char *
-gguf_kv_type_name(const struct gguf_kv *kv, char *buf, size_t size)
-{
-	if (kv->type != GGUF_TYPE_ARRAY)
-		return gguf_type_names[kv->type];
-	snprintf(buf, size, "array of %s", gguf_type_names[kv->atype]);
-	return buf;
-}
-
-/* Find key; ok() checks its type, or its element type when array. */
-static int
-gguf_lookup(const struct gguf *g, const char *key, int array,
-    int (*ok)(enum gguf_type), const char *want,
-    const struct gguf_kv **ret, char *err)
-{
-	const struct gguf_kv *kv;
-	char buf[32];
-
-	if ((kv = gguf_find_kv(g, key)) == NULL)
-		return err_set(err, SOTTO_EFORMAT, "%s: key %s is missing; "
-		    "re-convert the model with tools/convert.py", g->path, key);
-	if (array ? kv->type != GGUF_TYPE_ARRAY || !ok(kv->atype) :
-	    !ok(kv->type))
-		return err_set(err, SOTTO_EFORMAT, "%s: key %s: expected %s, "
-		    "found %s", g->path, key, want,
-		    gguf_kv_type_name(kv, buf, sizeof(buf)));
-	*ret = kv;
-	return 0;
-}
-
-static int
-gguf_is_int(enum gguf_type t)
-{
-	return t <= GGUF_TYPE_INT32 || t == GGUF_TYPE_UINT64 ||
-	    t == GGUF_TYPE_INT64;
-}
-
-static int
-gguf_is_str(enum gguf_type t)
-{
-	return t == GGUF_TYPE_STRING;
-}
-
-/* An integer of type t at p; u64 values past INT64_MAX clamp to it. */
-static int64_t
-gguf_int_at(const unsigned char *p, enum gguf_type t)
-{
-	uint64_t v = gguf_le(p, gguf_type_bytes[t]);
-
-	switch (t) {
-	case GGUF_TYPE_INT8:
-		return (int8_t)v;
-	case GGUF_TYPE_INT16:
-		return (int16_t)v;
-	case GGUF_TYPE_INT32:
-		return (int32_t)v;
-	case GGUF_TYPE_INT64:
-		return (int64_t)v;
-	default:
-		return v > INT64_MAX ? INT64_MAX : (int64_t)v;
-	}
-}
-
-int
-gguf_get_u32(const struct gguf *g, const char *key, uint32_t *ret, char *err)
-{
-	const struct gguf_kv *kv = NULL;
-	int64_t v;
-	int rv;
-
-	if ((rv = gguf_lookup(g, key, 0, gguf_is_int, "an integer", &kv,
-	    err)) != 0)
-		return rv;
-	v = gguf_int_at(kv->val, kv->type);
-	if (v < 0 || v > UINT32_MAX)
-		return err_set(err, SOTTO_EFORMAT, "%s: key %s: value %" PRId64
-		    " does not fit in u32", g->path, key, v);
-	*ret = (uint32_t)v;
-	return 0;
-}
-
-int
-gguf_get_str(const struct gguf *g, const char *key, struct gguf_str *ret,
-    char *err)
-{
-	const struct gguf_kv *kv = NULL;
-	int rv;
-
-	if ((rv = gguf_lookup(g, key, 0, gguf_is_str, "a string",
-	    &kv, err)) != 0)
-		return rv;
-	ret->len = gguf_le(kv->val, 8);
-	ret->ptr = (const char *)kv->val + 8;
-	return 0;
-}
-
-/* An array of n elements (never NULL on success, even for n = 0). */
-static void *
-gguf_array_alloc(const struct gguf *g, const char *key, uint64_t n,
-    size_t size, char *err)
-{
-	void *a = NULL;
-
-	if (n <= SIZE_MAX / size)
-		a = malloc(n > 0 ? n * size : 1);
-	if (a == NULL)
-		err_set(err, SOTTO_ENOMEM, "%s: key %s: out of memory",
-		    g->path, key);
-	return a;
-}
-
-int
-gguf_get_i32_array(const struct gguf *g, const char *key, int32_t **ret,
-    size_t *ret_n, char *err)
-{
-	const struct gguf_kv *kv = NULL;
-	size_t i, esize;
-	int32_t *a;
-	int64_t v;
-	int rv;
-
-	if ((rv = gguf_lookup(g, key, 1, gguf_is_int,
-	    "an integer array", &kv, err)) != 0)
-		return rv;
-	if ((a = gguf_array_alloc(g, key, kv->n, sizeof(*a), err)) == NULL)
-		return SOTTO_ENOMEM;
-	esize = gguf_type_bytes[kv->atype];
-	for (i = 0; i < kv->n; i++) {
-		v = gguf_int_at(kv->val + i * esize, kv->atype);
-		if (v < INT32_MIN || v > INT32_MAX) {
-			free(a);
-			return err_set(err, SOTTO_EFORMAT,
-			    "%s: key %s: element %zu (%" PRId64 ") does not "
-			    "fit in i32", g->path,
-			    key, i, v);
-		}
-		a[i] = (int32_t)v;
-	}
-	*ret = a;
-	*ret_n = kv->n;
-	return 0;
-}
-
-int
-gguf_get_str_array(const struct gguf *g, const char *key,
-    struct gguf_str **ret, size_t *ret_n, char *err)
-{
-	const struct gguf_kv *kv = NULL;
-	const unsigned char *p;
-	struct gguf_str *a;
-	size_t i;
-	int rv;
-
-	if ((rv = gguf_lookup(g, key, 1, gguf_is_str,
-	    "a string array", &kv, err)) != 0)
-		return rv;
-	if ((a = gguf_array_alloc(g, key, kv->n, sizeof(*a), err)) == NULL)
-		return SOTTO_ENOMEM;
-	/* Checked while parsing: each string fits in the file. */
-	for (p = kv->val, i = 0; i < kv->n; i++) {
-		a[i].len = gguf_le(p, 8);
-		a[i].ptr = (const char *)p + 8;
-		p += 8 + a[i].len;
-	}
-	*ret = a;
-	*ret_n = kv->n;
-	return 0;
-}
-
-size_t
-gguf_n_tensors(const struct gguf *g)
-{
-	return g->n_tensors;
-}
-
-const struct gguf_tensor *
-gguf_tensor_at(const struct gguf *g, size_t i)
-{
-	return i < g->n_tensors ? &g->tensors[i] : NULL;
-}
-
-const struct gguf_tensor *
-gguf_find_tensor(const struct gguf *g, const char *name)
-{
-	struct gguf_tensor k = { .name = { name, strlen(name) } };
-	const struct gguf_tensor *kp = &k, *const *t;
-
-	if (g->n_tensors == 0)
-		return NULL;
-	t = bsearch(&kp, g->by_name, g->n_tensors, sizeof(*g->by_name),
-	    gguf_tensor_name_cmp);
-	return t != NULL ? *t : NULL;
-}
-
-/* "F16 [384][1536]" */
-static void
-gguf_shape_fmt(char *buf, size_t size, enum gguf_dtype type, int n_dims,
-    const int64_t *dims)
-{
-	size_t len;
-	int i;
-
-	len = (size_t)snprintf(buf, size, "%s ", gguf_dtype_name(type));
-	for (i = 0; i < n_dims && len < size; i++)
-		len += (size_t)snprintf(buf + len, size - len, "[%" PRId64 "]",
-		    dims[i]);
-}
-
-int
-gguf_expect_tensor(const struct gguf *g, const char *name,
-    enum gguf_dtype type, int n_dims, const int64_t *dims,
-    const struct gguf_tensor **ret, char *err)
-{
-	const struct gguf_tensor *t;
-	char want[96], have[96];
-	int i, ok;
-
-	gguf_shape_fmt(want, sizeof(want), type, n_dims, dims);
-	if ((t = gguf_find_tensor(g, name)) == NULL)
-		return err_set(err, SOTTO_EFORMAT, "%s: tensor %s: missing "
-		    "(expected %s)", g->path, name, want);
-	ok = t->type == type && t->n_dims == n_dims;
-	for (i = 0; ok && i < n_dims; i++)
-		ok = t->dims[i] == dims[i];
-	if (!ok) {
-		gguf_shape_fmt(have, sizeof(have), t->type, t->n_dims,
-		    t->dims);
-		return err_set(err, SOTTO_EFORMAT, "%s: tensor %s: expected %s,"
-		    " found %s", g->path, name, want, have);
-	}
-	if (ret != NULL)
-		*ret = t;
-	return 0;
-}
