@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "stream.h"
 
 struct command {
 	const char *name;
@@ -17,6 +18,10 @@ struct command {
 static const struct command commands[] = {
 	{ "transcribe", cmd_transcribe, "transcribe audio files to text, "
 	    "SRT, WebVTT or JSON" },
+	{ "stream", cmd_stream, "stream audio to sottod, print the live "
+	    "transcript" },
+	{ "listen", cmd_listen, "live captions of sottod's microphone" },
+	{ "status", cmd_status, "sottod's sessions, clients, lag and speed" },
 };
 
 static void

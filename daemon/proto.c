@@ -310,7 +310,7 @@ proto_parse_subscribe(const uint8_t *p, size_t len, struct msg_subscribe *m,
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	m->since = -1;
+	m->since = PROTO_SINCE_NONE;
 	if ((o = proto_json_object(p, len, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_get_str(o, "source", m->source, sizeof(m->source), msg);
@@ -573,6 +573,19 @@ proto_event_end(const char *session, int64_t last_final)
 	if (o != NULL)
 		json_object_object_add(o, "last_final",
 		    json_object_new_int64(last_final));
+	return proto_event_done(o);
+}
+
+char *
+proto_event_overload(const char *session, double dropped_s, double total_s)
+{
+	struct json_object *o = proto_event_new("overload", session);
+
+	if (o == NULL)
+		return NULL;
+	json_object_object_add(o, "dropped_s", proto_json_seconds(dropped_s));
+	json_object_object_add(o, "total_dropped_s",
+	    proto_json_seconds(total_s));
 	return proto_event_done(o);
 }
 

@@ -22,6 +22,7 @@
 #define PROTO_RATE_MIN			1000
 #define PROTO_RATE_MAX			384000
 #define PROTO_CHANNELS_MAX		32
+#define PROTO_SINCE_NONE		(-2)	/* "since" absent */
 
 /* Frame types: client to server below 0x80, server to client from 0x80. */
 enum msg_type {
@@ -87,7 +88,8 @@ struct msg_open {
 
 struct msg_subscribe {
 	char		 source[PROTO_NAME_MAX];
-	int64_t		 since;			/* replay finals after; -1 */
+	int64_t		 since;			/* replay finals after it, -1
+						   all kept; absent: none */
 };
 
 /*
@@ -152,6 +154,9 @@ char	*proto_event_final(const char *session, int64_t id,
 	    const struct proto_segment *, int n);
 char	*proto_event_error(enum proto_error, const char *message);
 char	*proto_event_end(const char *session, int64_t last_final);
+/* Not an error: a shared source skipped audio the engine could not take. */
+char	*proto_event_overload(const char *session, double dropped_s,
+	    double total_s);
 
 struct proto_status {
 	int		 sessions, clients, subscribers;

@@ -238,7 +238,7 @@ test_subscribe_and_empty(void **state)
 	assert_int_equal(proto_parse_subscribe(S("{\"source\":\"mic\"}"), &m,
 	    msg), PROTO_OK);
 	assert_string_equal(m.source, "mic");
-	assert_int_equal(m.since, -1);
+	assert_int_equal(m.since, PROTO_SINCE_NONE);
 	assert_int_equal(proto_parse_subscribe(S("{\"source\":\"mic\","
 	    "\"since\":0}"), &m, msg), PROTO_OK);
 	assert_int_equal(m.since, 0);

@@ -1,0 +1,143 @@
+/*
+ * sotto listen: live captions of a shared source (the microphone) that
+ * sottod captures; any number of listeners get the same events.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "proto.h"
+#include "stream.h"
+
+static const char usage_text[] =
+"usage: sotto listen [OPTIONS]\n"
+"\n"
+"Print the live transcript of the daemon's microphone ([mic] in\n"
+"sottod.conf) until Ctrl-C or until the daemon stops.\n"
+"\n"
+"  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
+"                            " CONN_SOCKET_DEFAULT "]\n"
+"  -f, --format text|jsonl|srt|vtt   output [text]\n"
+"      --since ID            first replay the kept finals after ID\n"
+"                            (-1: all kept) [none: live only]\n"
+"  -h, --help                show this help\n"
+"\n"
+"Exit status: 0 the daemon ended the stream or Ctrl-C; 2 bad usage;\n"
+"1 or 4 as for sotto stream.\n";
+
+static const struct option long_options[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "since", required_argument, NULL, 'S' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static volatile sig_atomic_t listen_interrupted;
+
+static void
+listen_sigint(int sig)
+{
+	listen_interrupted = 1;
+}
+
+static int
+listen_usage(const char *msg)
+{
+	fprintf(stderr, "sotto listen: %s\nRun 'sotto listen --help' for "
+	    "usage.\n", msg);
+	return EXIT_USAGE;
+}
+
+static int
+listen_loop(struct conn *c, struct stream_output *out)
+{
+	const char *ev;
+	char err[512];
+	size_t len;
+	int bad;
+
+	while (!listen_interrupted) {
+		if (conn_poll(c, -1, -1, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sotto listen: %s\n", err);
+			return EXIT_DAEMON;
+		}
+		while ((ev = conn_next_event(c, &len, &bad)) != NULL) {
+			stream_output_event(out, ev, len);
+			if (out->failed)
+				return EXIT_INPUT;
+			if (out->ended)
+				return 0;
+		}
+		if (bad)
+			return EXIT_DAEMON;
+		if (c->eof) {
+			fprintf(stderr, "sotto listen: sottod closed the "
+			    "connection\n");
+			return EXIT_DAEMON;
+		}
+	}
+	return 0;
+}
+
+int
+cmd_listen(int argc, char **argv)
+{
+	const char *socket = NULL;
+	enum stream_format fmt = STREAM_TEXT;
+	struct stream_output out;
+	struct sigaction sa;
+	struct conn c;
+	char err[512], json[128], *end;
+	long long since = PROTO_SINCE_NONE;
+	int ch, n, code;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:f:h", long_options, NULL)) !=
+	    -1) {
+		switch (ch) {
+		case 's':
+			socket = optarg;
+			break;
+		case 'f':
+			if (stream_output_format(optarg, &fmt) != 0)
+				return listen_usage("--format must be text, "
+				    "jsonl, srt or vtt");
+			break;
+		case 'S':
+			since = strtoll(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || since < -1)
+				return listen_usage("bad --since");
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return 0;
+		default:
+			return listen_usage("bad option");
+		}
+	}
+	if (optind != argc)
+		return listen_usage("unexpected argument");
+	if (conn_open(&c, conn_socket_path(socket), err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto listen: %s\n", err);
+		return EXIT_DAEMON;
+	}
+	if (since == PROTO_SINCE_NONE)
+		n = snprintf(json, sizeof(json), "{\"source\":\"mic\"}");
+	else
+		n = snprintf(json, sizeof(json), "{\"source\":\"mic\","
+		    "\"since\":%lld}", since);
+	conn_queue(&c, MSG_SUBSCRIBE, json, (size_t)n);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = listen_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	stream_output_init(&out, stdout, fmt);
+	code = listen_loop(&c, &out);
+	stream_output_done(&out);
+	conn_close(&c);
+	return code;
+}

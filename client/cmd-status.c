@@ -1,0 +1,118 @@
+/*
+ * sotto status: what sottod is doing (sessions, clients, lag, real-time
+ * factor), as text or as the daemon's JSON.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "client.h"
+#include "proto.h"
+#include "stream.h"
+
+#define STATUS_TIMEOUT_MS	10000
+
+static const char usage_text[] =
+"usage: sotto status [OPTIONS]\n"
+"\n"
+"  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
+"                            " CONN_SOCKET_DEFAULT "]\n"
+"      --json                print the daemon's status event as is\n"
+"  -h, --help                show this help\n"
+"\n"
+"Exit status: 0 ok; 2 bad usage; 4 sottod cannot be reached.\n";
+
+static const struct option long_options[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* Print every field but "type" as "key: value". */
+static void
+status_print(const char *json)
+{
+	struct json_object *o;
+
+	if ((o = json_tokener_parse(json)) == NULL)
+		return;
+	json_object_object_foreach(o, key, val) {
+		if (strcmp(key, "type") != 0)
+			printf("%-17s %s\n", key, json_object_get_string(val));
+	}
+	json_object_put(o);
+}
+
+/* Wait for the status event; 0 or an exit code. */
+static int
+status_wait(struct conn *c, int as_json)
+{
+	char err[512], type[PROTO_NAME_MAX], msg[PROTO_MSG_MAX];
+	const char *ev;
+	size_t len;
+	int bad;
+
+	while (!c->eof) {
+		if (conn_poll(c, -1, STATUS_TIMEOUT_MS, err, sizeof(err)) < 0) {
+			fprintf(stderr, "sotto status: %s\n", err);
+			return EXIT_DAEMON;
+		}
+		while ((ev = conn_next_event(c, &len, &bad)) != NULL) {
+			if (proto_parse_event((const uint8_t *)ev, len, type,
+			    msg) != PROTO_OK)
+				continue;
+			if (strcmp(type, "error") == 0) {
+				fprintf(stderr, "sotto status: %s\n", ev);
+				return EXIT_DAEMON;
+			}
+			if (strcmp(type, "status") != 0)
+				continue;
+			if (as_json)
+				printf("%s\n", ev);
+			else
+				status_print(ev);
+			return 0;
+		}
+		if (bad)
+			break;
+	}
+	fprintf(stderr, "sotto status: no answer from sottod\n");
+	return EXIT_DAEMON;
+}
+
+int
+cmd_status(int argc, char **argv)
+{
+	const char *socket = NULL;
+	struct conn c;
+	char err[512];
+	int ch, as_json = 0, code;
+
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "s:h", long_options, NULL)) !=
+	    -1) {
+		if (ch == 's')
+			socket = optarg;
+		else if (ch == 'j')
+			as_json = 1;
+		else if (ch == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		} else {
+			fprintf(stderr, "Run 'sotto status --help' for "
+			    "usage.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (conn_open(&c, conn_socket_path(socket), err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto status: %s\n", err);
+		return EXIT_DAEMON;
+	}
+	conn_queue(&c, MSG_STATUS, "{}", 2);
+	code = status_wait(&c, as_json);
+	conn_close(&c);
+	return code;
+}

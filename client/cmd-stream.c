@@ -1,0 +1,405 @@
+/*
+ * sotto stream: send a file (paced as live, or as fast as the daemon
+ * takes it) or raw audio from standard input to sottod, print the
+ * transcript as it comes.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <opus.h>
+
+#include "audio.h"
+#include "client.h"
+#include "proto.h"
+#include "stream.h"
+
+#define STREAM_QUEUE_MAX_BYTES	(256 * 1024)	/* --fast: unsent audio */
+#define STREAM_OPUS_FRAME	320		/* 20 ms at 16 kHz */
+
+struct stream_opts {
+	const char *socket, *file, *language, *task;
+	enum stream_format format;
+	enum proto_format raw_format, send_format;
+	int fast, rate, channels, chunk_ms, quiet;
+};
+
+struct stream_src {
+	float *pcm;			/* file: 16 kHz mono */
+	size_t n, off;
+	OpusEncoder *enc;
+	int stdin_eof;
+};
+
+static volatile sig_atomic_t stream_interrupted;
+
+static const char usage_text[] =
+"usage: sotto stream [OPTIONS] FILE|-\n"
+"\n"
+"Stream audio to sottod and print the live transcript. FILE is anything\n"
+"libsndfile reads, sent paced as if live unless --fast; '-' reads raw\n"
+"PCM from standard input (e.g. arecord -t raw -f S16_LE -r 16000 -c 1).\n"
+"\n"
+"  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
+"                            " CONN_SOCKET_DEFAULT "]\n"
+"  -f, --format text|jsonl|srt|vtt   output [text]; jsonl prints each\n"
+"                            event exactly as the daemon sent it\n"
+"      --fast                send as fast as the daemon decodes\n"
+"      --realtime            pace a file as live audio [default]\n"
+"  -l, --language CODE|auto  spoken language [the daemon's]\n"
+"      --task transcribe|translate\n"
+"      --opus                send the file Opus-encoded\n"
+"      --raw-format s16le|f32le  standard input's samples [s16le]\n"
+"      --rate N              standard input's rate [16000]\n"
+"      --channels N          standard input's channels [1]\n"
+"      --chunk-ms N          audio per frame [100]\n"
+"  -h, --help                show this help\n"
+"\n"
+"Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
+"exits. Exit status: 0 done; 1 bad input or the daemon reported an\n"
+"error; 2 bad usage; 4 cannot reach sottod or it closed the stream.\n";
+
+enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
+	OPT_CHANNELS, OPT_CHUNK };
+
+static const struct option long_options[] = {
+	{ "socket", required_argument, NULL, 's' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "fast", no_argument, NULL, OPT_FAST },
+	{ "realtime", no_argument, NULL, OPT_REALTIME },
+	{ "language", required_argument, NULL, 'l' },
+	{ "task", required_argument, NULL, OPT_TASK },
+	{ "opus", no_argument, NULL, OPT_OPUS },
+	{ "raw-format", required_argument, NULL, OPT_RAW },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "channels", required_argument, NULL, OPT_CHANNELS },
+	{ "chunk-ms", required_argument, NULL, OPT_CHUNK },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+stream_usage(const char *msg, const char *arg)
+{
+	fprintf(stderr, "sotto stream: %s%s\nRun 'sotto stream --help' for "
+	    "usage.\n", msg, arg ? arg : "");
+	return EXIT_USAGE;
+}
+
+static int
+stream_int(const char *s, int lo, int hi, int *ret)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*ret = (int)v;
+	return 0;
+}
+
+static int
+stream_option(struct stream_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 's': o->socket = arg; return 0;
+	case 'l': o->language = arg; return 0;
+	case OPT_TASK: o->task = arg; return 0;
+	case OPT_FAST: o->fast = 1; return 0;
+	case OPT_REALTIME: o->fast = 0; return 0;
+	case OPT_OPUS: o->send_format = PROTO_FORMAT_OPUS; return 0;
+	case 'f':
+		return stream_output_format(arg, &o->format) ? stream_usage(
+		    "--format must be text, jsonl, srt or vtt: ", arg) : 0;
+	case OPT_RAW:
+		if (strcmp(arg, "s16le") == 0)
+			o->raw_format = PROTO_FORMAT_S16LE;
+		else if (strcmp(arg, "f32le") == 0)
+			o->raw_format = PROTO_FORMAT_F32LE;
+		else
+			return stream_usage("--raw-format must be s16le or "
+			    "f32le: ", arg);
+		return 0;
+	case OPT_RATE:
+		return stream_int(arg, PROTO_RATE_MIN, PROTO_RATE_MAX,
+		    &o->rate) ? stream_usage("bad --rate ", arg) : 0;
+	case OPT_CHANNELS:
+		return stream_int(arg, 1, PROTO_CHANNELS_MAX, &o->channels) ?
+		    stream_usage("bad --channels ", arg) : 0;
+	case OPT_CHUNK:
+		return stream_int(arg, 20, 10000, &o->chunk_ms) ?
+		    stream_usage("bad --chunk-ms ", arg) : 0;
+	}
+	return stream_usage("bad option", NULL);
+}
+
+static int
+stream_parse(struct stream_opts *o, int argc, char **argv)
+{
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->rate = 16000;
+	o->channels = 1;
+	o->chunk_ms = 100;
+	o->send_format = PROTO_FORMAT_F32LE;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "s:f:l:h", long_options,
+	    NULL)) != -1) {
+		if (c == 'h') {
+			fputs(usage_text, stdout);
+			exit(0);
+		}
+		if (stream_option(o, c, optarg) != 0)
+			return -1;
+	}
+	if (optind != argc - 1)
+		return stream_usage("give one FILE, or - for standard input",
+		    NULL);
+	o->file = argv[optind];
+	return 0;
+}
+
+static double
+stream_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+stream_sigint(int sig)
+{
+	stream_interrupted++;
+}
+
+static int
+stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
+{
+	char json[512], lang[64] = "", task[64] = "";
+	enum proto_format fmt = is_stdin ? o->raw_format : o->send_format;
+	int rate = is_stdin ? o->rate : 16000;
+	int ch = is_stdin ? o->channels : 1;
+	int n;
+
+	if (o->language != NULL)
+		snprintf(lang, sizeof(lang), ",\"language\":\"%.16s\"",
+		    o->language);
+	if (o->task != NULL)
+		snprintf(task, sizeof(task), ",\"task\":\"%.16s\"", o->task);
+	if (strpbrk(lang + 1, "\\") || strpbrk(task + 1, "\\"))
+		return -1;
+	n = snprintf(json, sizeof(json), "{\"format\":\"%s\",\"rate\":%d,"
+	    "\"channels\":%d%s%s}", proto_format_name(fmt), rate, ch, lang,
+	    task);
+	return conn_queue(c, MSG_OPEN, json, (size_t)n);
+}
+
+/* Queue the next chunk of the file; 0 when all of it is queued. */
+static int
+stream_file_chunk(struct conn *c, struct stream_src *s,
+    const struct stream_opts *o)
+{
+	size_t n = (size_t)o->chunk_ms * 16, i;
+	unsigned char pkt[1500];
+	float frame[STREAM_OPUS_FRAME];
+	opus_int32 len;
+
+	if (s->off >= s->n)
+		return 0;
+	if (n > s->n - s->off)
+		n = s->n - s->off;
+	if (s->enc == NULL) {
+		conn_queue(c, MSG_AUDIO, s->pcm + s->off, n * sizeof(float));
+		s->off += n;
+		return 1;
+	}
+	for (i = 0; i < n; i += STREAM_OPUS_FRAME) {
+		memset(frame, 0, sizeof(frame));
+		memcpy(frame, s->pcm + s->off + i, (n - i < STREAM_OPUS_FRAME ?
+		    n - i : STREAM_OPUS_FRAME) * sizeof(float));
+		len = opus_encode_float(s->enc, frame, STREAM_OPUS_FRAME, pkt,
+		    sizeof(pkt));
+		if (len > 0)
+			conn_queue(c, MSG_AUDIO, pkt, (size_t)len);
+	}
+	s->off += n;
+	return 1;
+}
+
+static int
+stream_stdin_chunk(struct conn *c, struct stream_src *s)
+{
+	unsigned char buf[16384];
+	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (n <= 0) {
+		s->stdin_eof = 1;
+		return 0;
+	}
+	return conn_queue(c, MSG_AUDIO, buf, (size_t)n);
+}
+
+static int
+stream_load(struct stream_src *s, const struct stream_opts *o)
+{
+	char err[512];
+	int e;
+
+	memset(s, 0, sizeof(*s));
+	if (strcmp(o->file, "-") == 0)
+		return 0;
+	if (audio_read_file(o->file, &s->pcm, &s->n, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto stream: %s\n", err);
+		return -1;
+	}
+	if (o->send_format == PROTO_FORMAT_OPUS) {
+		s->enc = opus_encoder_create(16000, 1, OPUS_APPLICATION_VOIP,
+		    &e);
+		if (s->enc == NULL) {
+			fprintf(stderr, "sotto stream: opus: %s\n",
+			    opus_strerror(e));
+			return -1;
+		}
+		opus_encoder_ctl(s->enc, OPUS_SET_BITRATE(32000));
+	}
+	return 0;
+}
+
+struct stream_run {
+	struct conn c;
+	struct stream_output out;
+	struct stream_src src;
+	double t0;
+	size_t sent;
+	int is_stdin, end_sent;
+};
+
+/* Queue the audio that is due and END after it; the poll timeout. */
+static int
+stream_feed(struct stream_run *r, const struct stream_opts *o)
+{
+	double chunk_s = o->chunk_ms / 1000.0, next;
+
+	if (r->end_sent)
+		return -1;
+	if (!stream_interrupted && r->is_stdin && !r->src.stdin_eof)
+		return -1;
+	while (!stream_interrupted && !r->is_stdin) {
+		if (o->fast && conn_pending(&r->c) > STREAM_QUEUE_MAX_BYTES)
+			return -1;
+		next = r->t0 + (r->sent + 1) * chunk_s;
+		if (!o->fast && stream_now() < next)
+			return (int)((next - stream_now()) * 1000) + 1;
+		if (!stream_file_chunk(&r->c, &r->src, o))
+			break;
+		r->sent++;
+	}
+	conn_queue(&r->c, MSG_END, NULL, 0);
+	r->end_sent = 1;
+	return -1;
+}
+
+/* Print what arrived; 1 when the stream is over, with *ret_code. */
+static int
+stream_events(struct stream_run *r, int *ret_code)
+{
+	const char *ev;
+	size_t len;
+	int bad;
+
+	while ((ev = conn_next_event(&r->c, &len, &bad)) != NULL) {
+		stream_output_event(&r->out, ev, len);
+		if (r->out.failed) {
+			*ret_code = EXIT_INPUT;
+			return 1;
+		}
+		if (r->out.ended) {
+			*ret_code = 0;
+			return 1;
+		}
+	}
+	if (bad || r->c.eof) {
+		if (!bad)
+			fprintf(stderr, "sotto stream: sottod closed the "
+			    "connection before the end of the stream\n");
+		*ret_code = EXIT_DAEMON;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+stream_loop(struct stream_run *r, const struct stream_opts *o)
+{
+	char err[512];
+	int timeout, extra, rc, code;
+
+	for (;;) {
+		timeout = stream_feed(r, o);
+		extra = r->is_stdin && !r->src.stdin_eof && !r->end_sent &&
+		    conn_pending(&r->c) < STREAM_QUEUE_MAX_BYTES ?
+		    STDIN_FILENO : -1;
+		if ((rc = conn_poll(&r->c, extra, timeout, err,
+		    sizeof(err))) < 0) {
+			fprintf(stderr, "sotto stream: %s\n", err);
+			return EXIT_DAEMON;
+		}
+		if (rc == 1 && stream_stdin_chunk(&r->c, &r->src) != 0) {
+			fprintf(stderr, "sotto stream: out of memory\n");
+			return EXIT_INPUT;
+		}
+		if (stream_events(r, &code))
+			return code;
+		if (stream_interrupted > 1)
+			return 130;
+	}
+}
+
+int
+cmd_stream(int argc, char **argv)
+{
+	struct stream_opts o;
+	struct stream_run r;
+	struct sigaction sa;
+	char err[512];
+	int code;
+
+	if (stream_parse(&o, argc, argv) != 0)
+		return EXIT_USAGE;
+	memset(&r, 0, sizeof(r));
+	r.is_stdin = strcmp(o.file, "-") == 0;
+	if (stream_load(&r.src, &o) != 0)
+		return EXIT_INPUT;
+	if (conn_open(&r.c, conn_socket_path(o.socket), err,
+	    sizeof(err)) != 0) {
+		fprintf(stderr, "sotto stream: %s\n", err);
+		free(r.src.pcm);
+		return EXIT_DAEMON;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = stream_sigint;
+	sigaction(SIGINT, &sa, NULL);
+	if (stream_open_frame(&r.c, &o, r.is_stdin) != 0) {
+		conn_close(&r.c);
+		return stream_usage("bad --language or --task", NULL);
+	}
+	stream_output_init(&r.out, stdout, o.format);
+	r.t0 = stream_now();
+	code = stream_loop(&r, &o);
+	stream_output_done(&r.out);
+	conn_close(&r.c);
+	if (r.src.enc != NULL)
+		opus_encoder_destroy(r.src.enc);
+	free(r.src.pcm);
+	return code;
+}

@@ -1,0 +1,203 @@
+/*
+ * Printing daemon events: text (on a terminal the partial is redrawn in
+ * place, dimmed, and finals scroll above it), jsonl (each event exactly
+ * as received), SRT and WebVTT (one cue per final segment).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "stream.h"
+
+int
+stream_output_format(const char *s, enum stream_format *ret)
+{
+	static const char *const names[] = { "text", "jsonl", "srt", "vtt" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*ret = (enum stream_format)i;
+			return 0;
+		}
+	if (strcmp(s, "txt") == 0) {
+		*ret = STREAM_TEXT;
+		return 0;
+	}
+	return -1;
+}
+
+void
+stream_output_init(struct stream_output *o, FILE *f, enum stream_format fmt)
+{
+	memset(o, 0, sizeof(*o));
+	o->f = f;
+	o->format = fmt;
+	o->tty = isatty(fileno(f));
+	if (fmt == STREAM_VTT)
+		fputs("WEBVTT\n\n", f);
+}
+
+static const char *
+stream_output_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return "";
+	return json_object_get_string(v);
+}
+
+static double
+stream_output_num(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	return json_object_get_double(v);
+}
+
+static void
+stream_output_clear(struct stream_output *o)
+{
+	if (o->partial_shown) {
+		fputs("\r\033[K", o->f);
+		o->partial_shown = 0;
+	}
+}
+
+/* Text without its leading blank (Whisper words start with one). */
+static const char *
+stream_output_trim(const char *s)
+{
+	while (*s == ' ')
+		s++;
+	return s;
+}
+
+static void
+stream_output_time(FILE *f, double t, char sep)
+{
+	long ms = (long)(t * 1000 + 0.5);
+
+	if (ms < 0)
+		ms = 0;
+	fprintf(f, "%02ld:%02ld:%02ld%c%03ld", ms / 3600000, ms / 60000 % 60,
+	    ms / 1000 % 60, sep, ms % 1000);
+}
+
+static void
+stream_output_cue(struct stream_output *o, struct json_object *seg)
+{
+	char sep = o->format == STREAM_SRT ? ',' : '.';
+
+	o->cue++;
+	if (o->format == STREAM_SRT)
+		fprintf(o->f, "%d\n", o->cue);
+	stream_output_time(o->f, stream_output_num(seg, "start"), sep);
+	fputs(" --> ", o->f);
+	stream_output_time(o->f, stream_output_num(seg, "end"), sep);
+	fprintf(o->f, "\n%s\n\n", stream_output_trim(stream_output_str(seg,
+	    "text")));
+}
+
+static void
+stream_output_final(struct stream_output *o, struct json_object *ev)
+{
+	struct json_object *segs, *seg;
+	size_t i, n;
+	int any = 0;
+
+	if (!json_object_object_get_ex(ev, "segments", &segs) ||
+	    !json_object_is_type(segs, json_type_array))
+		return;
+	n = json_object_array_length(segs);
+	stream_output_clear(o);
+	for (i = 0; i < n; i++) {
+		seg = json_object_array_get_idx(segs, i);
+		if (o->format != STREAM_TEXT) {
+			stream_output_cue(o, seg);
+			continue;
+		}
+		fprintf(o->f, "%s%s", any ? " " : "", stream_output_trim(
+		    stream_output_str(seg, "text")));
+		any = 1;
+	}
+	if (o->format == STREAM_TEXT && any)
+		fputc('\n', o->f);
+}
+
+static void
+stream_output_partial(struct stream_output *o, struct json_object *ev)
+{
+	const char *text = stream_output_trim(stream_output_str(ev, "text"));
+
+	if (o->format != STREAM_TEXT || !o->tty)
+		return;
+	stream_output_clear(o);
+	if (*text != '\0') {
+		/* Dimmed, and cut to one line so \r can redraw it. */
+		fprintf(o->f, "\033[2m%.*s\033[0m", 200, text);
+		o->partial_shown = 1;
+	}
+}
+
+static void
+stream_output_other(struct stream_output *o, const char *type,
+    struct json_object *ev)
+{
+	if (strcmp(type, "end") == 0)
+		o->ended = 1;
+	else if (strcmp(type, "error") == 0) {
+		stream_output_clear(o);
+		fprintf(stderr, "sotto: sottod: %s: %s\n",
+		    stream_output_str(ev, "code"),
+		    stream_output_str(ev, "message"));
+		o->failed = 1;
+	} else if (strcmp(type, "overload") == 0) {
+		stream_output_clear(o);
+		fprintf(stderr, "sotto: sottod fell behind and skipped %s s "
+		    "of audio\n", stream_output_str(ev, "dropped_s"));
+	} else if (strcmp(type, "opened") == 0 ||
+	    strcmp(type, "subscribed") == 0)
+		snprintf(o->session, sizeof(o->session), "%s",
+		    stream_output_str(ev, "session"));
+}
+
+void
+stream_output_event(struct stream_output *o, const char *json, size_t len)
+{
+	struct json_object *ev;
+	const char *type;
+
+	if (o->format == STREAM_JSONL) {
+		fwrite(json, 1, len, o->f);
+		fputc('\n', o->f);
+	}
+	if ((ev = json_tokener_parse(json)) == NULL) {
+		fprintf(stderr, "sotto: sottod sent an event that is not "
+		    "JSON\n");
+		o->failed = 1;
+		return;
+	}
+	type = stream_output_str(ev, "type");
+	if (o->format != STREAM_JSONL) {
+		if (strcmp(type, "final") == 0)
+			stream_output_final(o, ev);
+		else if (strcmp(type, "partial") == 0)
+			stream_output_partial(o, ev);
+	}
+	stream_output_other(o, type, ev);
+	json_object_put(ev);
+	fflush(o->f);
+}
+
+void
+stream_output_done(struct stream_output *o)
+{
+	stream_output_clear(o);
+	fflush(o->f);
+}

@@ -1,0 +1,77 @@
+/*
+ * The daemon's clients in the sotto CLI (stream, listen, status): the
+ * connection (daemon-conn.c) and how events are printed (stream-output.c).
+ */
+#ifndef SOTTO_CLIENT_STREAM_H
+#define SOTTO_CLIENT_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define EXIT_DAEMON	4	/* cannot connect, or the daemon failed us */
+#define CONN_SOCKET_DEFAULT	"/run/sotto/sottod.sock"
+
+/* cmd-stream.c, cmd-listen.c, cmd-status.c */
+int	cmd_stream(int argc, char **argv);
+int	cmd_listen(int argc, char **argv);
+int	cmd_status(int argc, char **argv);
+
+/* daemon-conn.c: a non-blocking connection with frame buffers. */
+struct conn {
+	int		 fd;
+	uint8_t		*in, *out;
+	size_t		 in_len, in_cap, out_off, out_len, out_cap;
+	size_t		 consumed;	/* of in, by the last event */
+	int		 eof;
+};
+
+/* --socket, else $SOTTO_SOCKET, else CONN_SOCKET_DEFAULT. */
+const char *conn_socket_path(const char *opt);
+/* Connect and queue HELLO. Returns 0 or -1 with err. */
+int	conn_open(struct conn *, const char *path, char *err, size_t errlen);
+void	conn_close(struct conn *);
+int	conn_queue(struct conn *, uint8_t type, const void *, size_t);
+size_t	conn_pending(const struct conn *);
+/*
+ * Wait up to timeout_ms for the socket (and extra_fd, if >= 0, for
+ * reading), write what is queued, read what arrived. Returns 1 when
+ * extra_fd is readable, 0 otherwise, -1 with err on a connection error.
+ */
+int	conn_poll(struct conn *, int extra_fd, int timeout_ms, char *err,
+	    size_t errlen);
+/*
+ * The next EVENT payload (NUL-terminated, valid until the next call) or
+ * NULL; -1 in *ret_bad for a malformed frame.
+ */
+const char *conn_next_event(struct conn *, size_t *ret_len, int *ret_bad);
+
+/* stream-output.c */
+enum stream_format {
+	STREAM_TEXT,
+	STREAM_JSONL,
+	STREAM_SRT,
+	STREAM_VTT,
+};
+
+struct stream_output {
+	FILE		*f;
+	enum stream_format format;
+	int		 tty;		/* text: redraw the partial in place */
+	int		 partial_shown;
+	int		 cue;		/* srt/vtt cue number */
+	int		 ended, failed;
+	char		 session[64];
+};
+
+int	stream_output_format(const char *, enum stream_format *);
+void	stream_output_init(struct stream_output *, FILE *, enum stream_format);
+/*
+ * Print one event (json, len bytes). Sets ->ended on "end", ->failed on
+ * an error event (its message goes to stderr).
+ */
+void	stream_output_event(struct stream_output *, const char *json,
+	    size_t len);
+void	stream_output_done(struct stream_output *);
+
+#endif

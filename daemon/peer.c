@@ -1,0 +1,466 @@
+/*
+ * One client connection: a bufferevent, frames decoded with proto.c and
+ * handed to peer_dispatch_<msg>, events written back with limits.
+ *
+ * Output: a partial is dropped while more than PEER_PARTIAL_MAX_BYTES wait
+ * to be written (the next one replaces it anyway); finals and control
+ * events are never dropped, but a peer whose unwritten output would pass
+ * max_client_buffer_bytes is disconnected (slow_reader). Its session then
+ * waits for a resume like any other lost connection.
+ *
+ * Any malformed or out-of-order frame gets an error event, then the
+ * connection is closed once that event is written (or after
+ * PEER_CLOSE_TIMEOUT_S); other connections never notice.
+ *
+ * A peer is freed from a zero-timeout event_base_once(), never inside one
+ * of its own callbacks, so a callback may close it and return safely.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "log.h"
+#include "sottod.h"
+
+#define PEER_PARTIAL_MAX_BYTES	(64 * 1024)
+#define PEER_CLOSE_TIMEOUT_S	5
+
+struct peer_list peers = TAILQ_HEAD_INITIALIZER(peers);
+static uint64_t peer_next_id = 1;
+static uint64_t peer_dropped_total;
+
+static void	peer_read_cb(struct bufferevent *, void *);
+static void	peer_write_cb(struct bufferevent *, void *);
+static void	peer_event_cb(struct bufferevent *, short, void *);
+static void	peer_dispatch(struct peer *, const struct proto_frame *);
+
+uint64_t
+peer_dropped_partials(void)
+{
+	return peer_dropped_total;
+}
+
+struct peer *
+peer_new(int fd)
+{
+	struct peer *p;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		log_warnx("accept: out of memory");
+		evutil_closesocket(fd);
+		return NULL;
+	}
+	evutil_make_socket_nonblocking(fd);
+	p->bev = bufferevent_socket_new(sottod.base, fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (p->bev == NULL) {
+		log_warnx("accept: cannot make a bufferevent");
+		evutil_closesocket(fd);
+		free(p);
+		return NULL;
+	}
+	p->id = peer_next_id++;
+	p->state = PEER_NEW;
+	bufferevent_setcb(p->bev, peer_read_cb, peer_write_cb, peer_event_cb,
+	    p);
+	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
+	TAILQ_INSERT_TAIL(&peers, p, entry);
+	log_debug("peer %llu: connected", (unsigned long long)p->id);
+	return p;
+}
+
+static void
+peer_free_cb(int fd, short ev, void *arg)
+{
+	free(arg);
+	server_drain_check();
+}
+
+/* Close now: detach from the session, free on the next loop turn. */
+void
+peer_close(struct peer *p)
+{
+	struct timeval zero = { 0, 0 };
+
+	if (p->flags & PEER_DEAD)
+		return;
+	p->flags |= PEER_DEAD;
+	if (p->session != NULL)
+		session_detach(p->session, p);
+	TAILQ_REMOVE(&peers, p, entry);
+	bufferevent_free(p->bev);
+	p->bev = NULL;
+	log_debug("peer %llu: closed", (unsigned long long)p->id);
+	if (event_base_once(sottod.base, -1, EV_TIMEOUT, peer_free_cb, p,
+	    &zero) != 0)
+		log_warnx("peer %llu: leaked (event_base_once failed)",
+		    (unsigned long long)p->id);
+}
+
+/* Stop reading; close once what is queued has been written. */
+static void
+peer_close_after_flush(struct peer *p)
+{
+	struct timeval tv = { PEER_CLOSE_TIMEOUT_S, 0 };
+
+	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+		return;
+	p->flags |= PEER_CLOSING;
+	if (p->session != NULL)
+		session_detach(p->session, p);
+	bufferevent_disable(p->bev, EV_READ);
+	bufferevent_set_timeouts(p->bev, NULL, &tv);
+	if (evbuffer_get_length(bufferevent_get_output(p->bev)) == 0)
+		peer_close(p);
+}
+
+static void
+peer_write(struct peer *p, const char *json)
+{
+	uint8_t hdr[PROTO_HEADER_BYTES];
+	size_t n = strlen(json);
+	struct evbuffer *out = bufferevent_get_output(p->bev);
+
+	proto_frame_header(hdr, MSG_EVENT, n);
+	if (evbuffer_add(out, hdr, sizeof(hdr)) != 0 ||
+	    evbuffer_add(out, json, n) != 0) {
+		log_warnx("peer %llu: out of memory", (unsigned long long)p->id);
+		peer_close(p);
+	}
+}
+
+void
+peer_send(struct peer *p, enum peer_event kind, const char *json)
+{
+	size_t queued;
+
+	if (json == NULL || (p->flags & (PEER_DEAD | PEER_CLOSING)))
+		return;
+	queued = evbuffer_get_length(bufferevent_get_output(p->bev));
+	if (kind == PEER_EVENT_PARTIAL && queued > PEER_PARTIAL_MAX_BYTES) {
+		p->dropped_partials++;
+		peer_dropped_total++;
+		return;
+	}
+	if (queued + strlen(json) > sottod.cfg.max_client_buffer_bytes) {
+		log_warnx("peer %llu: slow reader: %zu bytes of events not "
+		    "read; disconnected", (unsigned long long)p->id, queued);
+		peer_close(p);
+		return;
+	}
+	peer_write(p, json);
+}
+
+void
+peer_fail(struct peer *p, enum proto_error code, const char *fmt, ...)
+{
+	char msg[PROTO_MSG_MAX], *ev;
+	va_list ap;
+
+	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_info("peer %llu: %s: %s", (unsigned long long)p->id,
+	    proto_error_name(code), msg);
+	if ((ev = proto_event_error(code, msg)) != NULL) {
+		peer_write(p, ev);
+		free(ev);
+	}
+	peer_close_after_flush(p);
+}
+
+void
+peer_pause(struct peer *p, int on)
+{
+	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+		return;
+	if (on) {
+		p->flags |= PEER_PAUSED;
+		bufferevent_disable(p->bev, EV_READ);
+		return;
+	}
+	p->flags &= ~PEER_PAUSED;
+	bufferevent_enable(p->bev, EV_READ);
+	/* Frames already buffered are handled from the loop, not here. */
+	bufferevent_trigger(p->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
+	    BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* The peer's session sent "end" (or the resume found it ended). */
+void
+peer_session_ended(struct peer *p)
+{
+	if (p->session != NULL)
+		session_detach(p->session, p);
+	if (sottod.draining || (p->flags & PEER_EOF))
+		peer_close_after_flush(p);
+	else if (p->state != PEER_SUBSCRIBED || p->session == NULL)
+		p->state = PEER_READY;
+}
+
+static void
+peer_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct peer *p = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct proto_frame f;
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX];
+	size_t used, avail;
+	uint8_t *buf;
+	int rc;
+
+	while (!(p->flags & (PEER_DEAD | PEER_CLOSING | PEER_PAUSED))) {
+		avail = evbuffer_get_length(in);
+		if (avail < PROTO_HEADER_BYTES)
+			break;
+		buf = evbuffer_pullup(in, PROTO_HEADER_BYTES);
+		rc = proto_frame_parse(buf, PROTO_HEADER_BYTES,
+		    sottod.cfg.max_frame_bytes, &f, &used, &e, msg);
+		if (rc < 0) {
+			peer_fail(p, e, "%s", msg);
+			break;
+		}
+		used = 4 + ((size_t)buf[0] | (size_t)buf[1] << 8 |
+		    (size_t)buf[2] << 16 | (size_t)buf[3] << 24);
+		if (avail < used)
+			break;
+		buf = evbuffer_pullup(in, (ssize_t)used);
+		if (proto_frame_parse(buf, used, sottod.cfg.max_frame_bytes,
+		    &f, &used, &e, msg) != 1) {
+			peer_fail(p, PROTO_E_INTERNAL, "frame decode");
+			break;
+		}
+		peer_dispatch(p, &f);
+		if (p->flags & PEER_DEAD)
+			break;
+		evbuffer_drain(in, used);
+	}
+}
+
+static void
+peer_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct peer *p = arg;
+
+	if ((p->flags & PEER_CLOSING) &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		peer_close(p);
+}
+
+static void
+peer_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct peer *p = arg;
+
+	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
+	    p->state == PEER_ENDING && !(p->flags & PEER_CLOSING)) {
+		/* Half-closed after END: still send it the last finals. */
+		p->flags |= PEER_EOF;
+		bufferevent_disable(bev, EV_READ);
+		return;
+	}
+	if (what & BEV_EVENT_ERROR)
+		log_debug("peer %llu: %s", (unsigned long long)p->id,
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	else if (what & BEV_EVENT_TIMEOUT)
+		log_info("peer %llu: not reading; closed",
+		    (unsigned long long)p->id);
+	peer_close(p);
+}
+
+static void
+peer_dispatch_hello(struct peer *p, const struct proto_frame *f)
+{
+	struct msg_hello m;
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX], *ev;
+
+	if ((e = proto_parse_hello(f->payload, f->len, &m, msg)) != PROTO_OK)
+		return peer_fail(p, e, "HELLO: %s", msg);
+	if (m.protocol != SOTTO_PROTO_VERSION)
+		return peer_fail(p, PROTO_E_VERSION, "protocol %d is not "
+		    "supported; this server speaks %d", m.protocol,
+		    SOTTO_PROTO_VERSION);
+	if (sottod.draining)
+		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
+	log_debug("peer %llu: hello from %s", (unsigned long long)p->id,
+	    m.client[0] ? m.client : "?");
+	ev = proto_event_hello(SOTTOD_SERVER_NAME, sottod.model_name);
+	peer_send(p, PEER_EVENT_CONTROL, ev);
+	free(ev);
+	p->state = PEER_READY;
+}
+
+static void
+peer_dispatch_resume(struct peer *p, const struct msg_open *m)
+{
+	struct session *s;
+
+	if ((s = session_find(m->session)) == NULL)
+		return peer_fail(p, PROTO_E_NO_SESSION, "no session %s (it "
+		    "ended more than %d s ago, or never was)", m->session,
+		    sottod.cfg.reconnect_grace_s);
+	if (session_in_use(s))
+		return peer_fail(p, PROTO_E_BAD_ORDER, "session %s is in use "
+		    "by another connection", m->session);
+	session_attach(s, p, m->since);
+}
+
+static void
+peer_dispatch_open(struct peer *p, const struct proto_frame *f)
+{
+	struct msg_open m;
+	struct session *s;
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX], *ev;
+
+	if ((e = proto_parse_open(f->payload, f->len, &m, msg)) != PROTO_OK)
+		return peer_fail(p, e, "OPEN: %s", msg);
+	if (m.session[0] != '\0')
+		return peer_dispatch_resume(p, &m);
+	if (sottod.draining)
+		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
+	if (session_count() >= sottod.cfg.max_sessions)
+		return peer_fail(p, PROTO_E_BUSY, "all %d sessions are in use",
+		    sottod.cfg.max_sessions);
+	if ((s = session_open(p, &m, msg)) == NULL)
+		return peer_fail(p, PROTO_E_BAD_VALUE, "OPEN: %s", msg);
+	ev = proto_event_opened(session_name(s), -1);
+	peer_send(p, PEER_EVENT_CONTROL, ev);
+	free(ev);
+	p->state = PEER_STREAMING;
+}
+
+static void
+peer_dispatch_subscribe(struct peer *p, const struct proto_frame *f)
+{
+	struct msg_subscribe m;
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX];
+
+	if ((e = proto_parse_subscribe(f->payload, f->len, &m, msg)) !=
+	    PROTO_OK)
+		return peer_fail(p, e, "SUBSCRIBE: %s", msg);
+	if (strcmp(m.source, "mic") != 0)
+		return peer_fail(p, PROTO_E_BAD_VALUE, "unknown source '%s' "
+		    "(sources: mic)", m.source);
+	if (session_mic() == NULL || session_done(session_mic()))
+		return peer_fail(p, PROTO_E_UNAVAILABLE, "the microphone is "
+		    "not enabled (set enabled = yes in [mic])");
+	session_subscribe(session_mic(), p, m.since);
+}
+
+static void
+peer_dispatch_audio(struct peer *p, const struct proto_frame *f)
+{
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX];
+
+	session_audio(p->session, f->payload, f->len, msg, &e);
+	if (e != PROTO_OK)
+		peer_fail(p, e, "AUDIO: %s", msg);
+}
+
+static void
+peer_dispatch_end(struct peer *p, const struct proto_frame *f)
+{
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX];
+
+	if ((e = proto_parse_empty(f->payload, f->len, msg)) != PROTO_OK)
+		return peer_fail(p, e, "END: %s", msg);
+	p->state = PEER_ENDING;
+	session_end(p->session);
+}
+
+static void
+peer_dispatch_status(struct peer *p, const struct proto_frame *f)
+{
+	struct proto_status st;
+	struct session *mic = session_mic();
+	struct peer *q;
+	enum proto_error e;
+	char msg[PROTO_MSG_MAX], *ev;
+
+	if ((e = proto_parse_empty(f->payload, f->len, msg)) != PROTO_OK)
+		return peer_fail(p, e, "STATUS: %s", msg);
+	memset(&st, 0, sizeof(st));
+	st.sessions = session_count();
+	TAILQ_FOREACH(q, &peers, entry) {
+		st.clients++;
+		if (q->state == PEER_SUBSCRIBED)
+			st.subscribers++;
+	}
+	st.model = sottod.model_name;
+	st.rtf = worker_step_seconds() * 1000.0 / sottod.cfg.step_ms;
+	st.lag_s = session_max_lag();
+	st.uptime_s = sottod_now() - sottod.started;
+	st.mic = session_mic_state();
+	st.dropped_partials = peer_dropped_partials();
+	st.overload_s = mic != NULL ? (uint64_t)session_overload_s(mic) : 0;
+	ev = proto_event_status(&st);
+	peer_send(p, PEER_EVENT_CONTROL, ev);
+	free(ev);
+}
+
+/* Which frames each state accepts; the rest are bad_order. */
+static int
+peer_allowed(const struct peer *p, uint8_t type)
+{
+	switch (p->state) {
+	case PEER_NEW:
+		return type == MSG_HELLO;
+	case PEER_READY:
+		return type == MSG_OPEN || type == MSG_SUBSCRIBE ||
+		    type == MSG_STATUS;
+	case PEER_STREAMING:
+		return type == MSG_AUDIO || type == MSG_END ||
+		    type == MSG_STATUS;
+	case PEER_ENDING:
+	case PEER_SUBSCRIBED:
+		return type == MSG_STATUS;
+	}
+	return 0;
+}
+
+static void
+peer_dispatch(struct peer *p, const struct proto_frame *f)
+{
+	static const char *const states[] = { "before HELLO", "before OPEN",
+	    "while streaming", "after END", "while subscribed" };
+
+	if (f->type == MSG_EVENT)
+		return peer_fail(p, PROTO_E_BAD_FRAME, "EVENT frames go from "
+		    "the server to clients");
+	if (!peer_allowed(p, f->type))
+		return peer_fail(p, PROTO_E_BAD_ORDER, "%s %s",
+		    proto_type_name(f->type), states[p->state]);
+	switch (f->type) {
+	case MSG_HELLO:
+		peer_dispatch_hello(p, f);
+		break;
+	case MSG_OPEN:
+		peer_dispatch_open(p, f);
+		break;
+	case MSG_SUBSCRIBE:
+		peer_dispatch_subscribe(p, f);
+		break;
+	case MSG_AUDIO:
+		peer_dispatch_audio(p, f);
+		break;
+	case MSG_END:
+		peer_dispatch_end(p, f);
+		break;
+	case MSG_STATUS:
+		peer_dispatch_status(p, f);
+		break;
+	}
+}

@@ -1,0 +1,246 @@
+/*
+ * The server: accepts connections on the listening socket (our own or
+ * systemd's), turns signals into a graceful drain, brings worker results
+ * back onto the loop, and keeps systemd informed (STATUS, WATCHDOG).
+ *
+ * Drain (SIGTERM, SIGINT): stop accepting; every stream with a connected
+ * client is finished, its last finals and "end" are sent, and then its
+ * connection is closed; idle connections are closed at once. The loop
+ * ends when no session is decoding and no connection is left, or after
+ * SERVER_DRAIN_MAX_S. A second signal ends it at once.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "log.h"
+#include "systemd.h"
+#include "sottod.h"
+
+#define SERVER_DRAIN_MAX_S	60
+#define SERVER_STATUS_S		5
+#define SERVER_CLIENTS_EXTRA	64	/* connections beyond max_sessions */
+
+static struct {
+	struct evconnlistener	*listener;
+	struct event		*sig[3];
+	struct event		*wake;
+	struct event		*status;
+	struct event		*watchdog;
+	struct event		*drain_timer;
+	struct timeval		 watchdog_tv;
+} server;
+
+int
+server_clients(void)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		n++;
+	return n;
+}
+
+static void
+server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int len, void *arg)
+{
+	static const char busy[] = "{\"type\":\"error\",\"code\":\"busy\","
+	    "\"message\":\"too many connections\"}";
+	uint8_t hdr[PROTO_HEADER_BYTES];
+	ssize_t n;
+
+	if (server_clients() >= sottod.cfg.max_sessions * 2 +
+	    SERVER_CLIENTS_EXTRA) {
+		log_warnx("accept: too many connections");
+		proto_frame_header(hdr, MSG_EVENT, sizeof(busy) - 1);
+		n = send(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n == (ssize_t)sizeof(hdr))
+			(void)send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT |
+			    MSG_NOSIGNAL);
+		evutil_closesocket(fd);
+		return;
+	}
+	peer_new(fd);
+}
+
+static void
+server_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	log_warn("accept");
+}
+
+static void
+server_worker_cb(int fd, short ev, void *arg)
+{
+	struct worker_result *r;
+
+	while ((r = worker_next_result()) != NULL) {
+		session_result(r);
+		worker_result_free(r);
+	}
+}
+
+static void
+server_status_cb(int fd, short ev, void *arg)
+{
+	systemd_notify_status("%d sessions, %d clients, lag %.1f s, "
+	    "RTF %.2f", session_count(), server_clients(), session_max_lag(),
+	    worker_step_seconds() * 1000.0 / sottod.cfg.step_ms);
+}
+
+static void
+server_watchdog_cb(int fd, short ev, void *arg)
+{
+	systemd_notify_watchdog();
+}
+
+static void
+server_drain_timeout_cb(int fd, short ev, void *arg)
+{
+	log_warnx("drain: still busy after %d s; exiting",
+	    SERVER_DRAIN_MAX_S);
+	event_base_loopexit(sottod.base, NULL);
+}
+
+/* Exit the loop once a drain has nothing left to wait for. */
+void
+server_drain_check(void)
+{
+	if (sottod.draining && session_busy() == 0 && TAILQ_EMPTY(&peers))
+		event_base_loopexit(sottod.base, NULL);
+}
+
+static void
+server_drain(void)
+{
+	struct timeval tv = { SERVER_DRAIN_MAX_S, 0 };
+	struct peer *p, *next;
+
+	log_info("draining: finishing %d streams", session_busy());
+	sottod.draining = 1;
+	systemd_notify_stopping();
+	if (server.listener != NULL)
+		evconnlistener_disable(server.listener);
+	session_mic_stop();
+	session_drain_all();
+	TAILQ_FOREACH_SAFE(p, &peers, entry, next)
+		if (p->session == NULL)
+			peer_close(p);
+	server.drain_timer = evtimer_new(sottod.base, server_drain_timeout_cb,
+	    NULL);
+	if (server.drain_timer != NULL)
+		evtimer_add(server.drain_timer, &tv);
+	server_drain_check();
+}
+
+static void
+server_signal_cb(int sig, short ev, void *arg)
+{
+	if (sig == SIGHUP) {
+		log_info("SIGHUP: configuration reload is not supported; "
+		    "restart sottod to apply changes");
+		return;
+	}
+	if (sottod.draining) {
+		log_info("second signal: exiting now");
+		event_base_loopexit(sottod.base, NULL);
+		return;
+	}
+	server_drain();
+}
+
+static int
+server_timers(char *err, size_t errlen)
+{
+	struct timeval tv = { SERVER_STATUS_S, 0 };
+	uint64_t usec;
+
+	server.status = event_new(sottod.base, -1, EV_PERSIST,
+	    server_status_cb, NULL);
+	if (server.status == NULL || event_add(server.status, &tv) != 0)
+		goto fail;
+	if (!systemd_watchdog_interval_usec(&usec))
+		return 0;
+	server.watchdog_tv.tv_sec = (time_t)(usec / 2 / 1000000);
+	server.watchdog_tv.tv_usec = (suseconds_t)(usec / 2 % 1000000);
+	server.watchdog = event_new(sottod.base, -1, EV_PERSIST,
+	    server_watchdog_cb, NULL);
+	if (server.watchdog == NULL ||
+	    event_add(server.watchdog, &server.watchdog_tv) != 0)
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "cannot set up timers");
+	return -1;
+}
+
+/*
+ * Set up the loop's events on the listening fd and start the compute
+ * thread. Returns 0 or -1 with err.
+ */
+int
+server_start(int listen_fd, char *err, size_t errlen)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		server.sig[i] = evsignal_new(sottod.base, sigs[i],
+		    server_signal_cb, NULL);
+		if (server.sig[i] == NULL || event_add(server.sig[i], NULL)) {
+			snprintf(err, errlen, "cannot handle signals");
+			return -1;
+		}
+	}
+	server.wake = event_new(sottod.base, -1, 0, server_worker_cb, NULL);
+	if (server.wake == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (worker_start(sottod.model, server.wake, err, errlen) != 0)
+		return -1;
+	if (server_timers(err, errlen) != 0)
+		return -1;
+	evutil_make_socket_nonblocking(listen_fd);
+	server.listener = evconnlistener_new(sottod.base, server_accept_cb,
+	    NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1,
+	    listen_fd);
+	if (server.listener == NULL) {
+		snprintf(err, errlen, "cannot listen on fd %d", listen_fd);
+		return -1;
+	}
+	evconnlistener_set_error_cb(server.listener, server_accept_error_cb);
+	return 0;
+}
+
+/* Close everything; the loop has ended. */
+void
+server_stop(void)
+{
+	struct peer *p;
+	size_t i;
+
+	while ((p = TAILQ_FIRST(&peers)) != NULL)
+		peer_close(p);
+	session_mic_stop();
+	session_free_all();
+	worker_stop();
+	if (server.listener != NULL)
+		evconnlistener_free(server.listener);
+	for (i = 0; i < 3; i++)
+		if (server.sig[i] != NULL)
+			event_free(server.sig[i]);
+	if (server.status != NULL)
+		event_free(server.status);
+	if (server.watchdog != NULL)
+		event_free(server.watchdog);
+	if (server.drain_timer != NULL)
+		event_free(server.drain_timer);
+	if (server.wake != NULL)
+		event_free(server.wake);
+}

@@ -1,0 +1,169 @@
+/*
+ * The microphone: ALSA capture (source-alsa.c) feeding the shared session
+ * "mic", whose events go to every SUBSCRIBE {"source":"mic"} client.
+ *
+ * The PCM's poll fds are libevent events on the loop. When the device
+ * fails (unplugged, or cannot be opened at all) it is closed and opened
+ * again every SESSION_MIC_RETRY_S seconds; the session and its
+ * subscribers stay, they just get no audio meanwhile.
+ */
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "source-alsa.h"
+#include "sottod.h"
+
+#define SESSION_MIC_RETRY_S	2
+#define SESSION_MIC_CHUNK	4096	/* frames per read */
+
+static struct {
+	struct session		*session;
+	struct source_alsa	*alsa;
+	struct event		*ev[SOURCE_ALSA_MAX_POLLFDS];
+	int			 n_ev;
+	struct event		*retry;
+	int			 warned;	/* open failure logged */
+	int16_t			*buf;
+} mic;
+
+static void	session_mic_read_cb(int, short, void *);
+
+struct session *
+session_mic(void)
+{
+	return mic.session;
+}
+
+int
+session_mic_state(void)
+{
+	if (mic.session == NULL)
+		return -1;
+	return mic.alsa != NULL;
+}
+
+static void
+session_mic_close(void)
+{
+	int i;
+
+	for (i = 0; i < mic.n_ev; i++)
+		event_free(mic.ev[i]);
+	mic.n_ev = 0;
+	source_alsa_close(mic.alsa);
+	mic.alsa = NULL;
+}
+
+static void
+session_mic_retry(void)
+{
+	struct timeval tv = { SESSION_MIC_RETRY_S, 0 };
+
+	if (!sottod.draining)
+		evtimer_add(mic.retry, &tv);
+}
+
+/* Open the device and watch its poll fds; 0 or -1 (retry later). */
+static int
+session_mic_open(void)
+{
+	struct pollfd pfd[SOURCE_ALSA_MAX_POLLFDS];
+	char err[256];
+	short what;
+	int i, n;
+
+	if (source_alsa_open(sottod.cfg.mic_device, sottod.cfg.mic_rate,
+	    sottod.cfg.mic_channels, &mic.alsa, err, sizeof(err)) != 0) {
+		if (!mic.warned)
+			log_warnx("mic: %s; retrying every %d s", err,
+			    SESSION_MIC_RETRY_S);
+		mic.warned = 1;
+		return -1;
+	}
+	n = source_alsa_pollfds(mic.alsa, pfd, SOURCE_ALSA_MAX_POLLFDS);
+	for (i = 0; i < n; i++) {
+		what = EV_PERSIST;
+		if (pfd[i].events & POLLIN)
+			what |= EV_READ;
+		if (pfd[i].events & POLLOUT)
+			what |= EV_WRITE;
+		mic.ev[i] = event_new(sottod.base, pfd[i].fd, what,
+		    session_mic_read_cb, NULL);
+		if (mic.ev[i] == NULL || event_add(mic.ev[i], NULL) != 0) {
+			log_warnx("mic: cannot watch the device");
+			mic.n_ev = i + (mic.ev[i] != NULL);
+			session_mic_close();
+			return -1;
+		}
+		mic.n_ev = i + 1;
+	}
+	log_info("mic: capturing from %s (%d Hz, %d channels)%s",
+	    sottod.cfg.mic_device, sottod.cfg.mic_rate,
+	    sottod.cfg.mic_channels, mic.warned ? " again" : "");
+	mic.warned = 0;
+	return 0;
+}
+
+static void
+session_mic_retry_cb(int fd, short ev, void *arg)
+{
+	if (session_mic_open() != 0)
+		session_mic_retry();
+}
+
+static void
+session_mic_read_cb(int fd, short ev, void *arg)
+{
+	char err[256];
+	long n;
+	int i;
+
+	for (i = 0; i < 64 && mic.alsa != NULL; i++) {
+		n = source_alsa_read(mic.alsa, mic.buf, SESSION_MIC_CHUNK, err,
+		    sizeof(err));
+		if (n < 0) {
+			log_warnx("mic: %s; reopening every %d s", err,
+			    SESSION_MIC_RETRY_S);
+			mic.warned = 1;
+			session_mic_close();
+			session_mic_retry();
+			return;
+		}
+		if (n == 0)
+			return;
+		session_shared_audio(mic.session, mic.buf, (size_t)n);
+	}
+}
+
+/* With [mic] enabled: the shared session, and capture (now or later). */
+int
+session_mic_start(char *err, size_t errlen)
+{
+	if (!sottod.cfg.mic_enabled)
+		return 0;
+	mic.buf = malloc((size_t)SESSION_MIC_CHUNK * sottod.cfg.mic_channels *
+	    sizeof(*mic.buf));
+	mic.retry = evtimer_new(sottod.base, session_mic_retry_cb, NULL);
+	mic.session = session_shared_new("mic", sottod.cfg.mic_rate,
+	    sottod.cfg.mic_channels, sottod.cfg.mic_language);
+	if (mic.buf == NULL || mic.retry == NULL || mic.session == NULL) {
+		snprintf(err, errlen, "mic: cannot set up the session");
+		return -1;
+	}
+	if (session_mic_open() != 0)
+		session_mic_retry();
+	return 0;
+}
+
+/* Stop capturing (drain or exit); the session itself ends elsewhere. */
+void
+session_mic_stop(void)
+{
+	session_mic_close();
+	if (mic.retry != NULL)
+		evtimer_del(mic.retry);
+}

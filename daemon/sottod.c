@@ -1,0 +1,313 @@
+/*
+ * sottod: the live captioning daemon. Reads the config (flags override
+ * it), loads the model, listens on the socket systemd passed or on its
+ * own, tells systemd it is ready and runs the event loop.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <event2/thread.h>
+
+#include "client.h"
+#include "log.h"
+#include "systemd.h"
+#include "sottod.h"
+
+#define SOTTOD_SOCKET_MODE	0666
+#define SOTTOD_BACKLOG		64
+
+struct sottod sottod;
+
+static const char usage_text[] =
+"usage: sottod [OPTIONS]\n"
+"\n"
+"The sotto live captioning daemon: streams of audio in over a Unix\n"
+"socket (or the microphone), partial and final transcripts out.\n"
+"\n"
+"  -f, --config PATH         config file [" CONFIG_PATH_DEFAULT "]\n"
+"  -s, --socket PATH         listen on PATH (ignored when systemd passes\n"
+"                            a socket)\n"
+"  -m, --model NAME|PATH     model name (see scripts/fetch-model) or\n"
+"                            .gguf path\n"
+"  -t, --threads N           compute threads (0: all cores)\n"
+"      --precision auto|fp32|bf16\n"
+"  -d, --debug               debug logging\n"
+"      --check-config        print the configuration and exit\n"
+"  -h, --help                show this help\n"
+"      --version             print the version\n"
+"\n"
+"Flags override the config file. SIGTERM finishes every stream (clients\n"
+"get their last finals), then exits.\n";
+
+enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION };
+
+static const struct option long_options[] = {
+	{ "config", required_argument, NULL, 'f' },
+	{ "socket", required_argument, NULL, 's' },
+	{ "model", required_argument, NULL, 'm' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "precision", required_argument, NULL, OPT_PRECISION },
+	{ "debug", no_argument, NULL, 'd' },
+	{ "check-config", no_argument, NULL, OPT_CHECK },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct sottod_flags {
+	const char *config, *socket, *model, *threads, *precision;
+	int debug, check;
+};
+
+double
+sottod_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static __attribute__((noreturn)) void
+sottod_usage(const char *msg)
+{
+	fprintf(stderr, "sottod: %s\nRun 'sottod --help' for usage.\n", msg);
+	exit(2);
+}
+
+static void
+sottod_parse_args(int argc, char **argv, struct sottod_flags *f)
+{
+	int c;
+
+	memset(f, 0, sizeof(*f));
+	while ((c = getopt_long(argc, argv, "f:s:m:t:dh", long_options,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'f': f->config = optarg; break;
+		case 's': f->socket = optarg; break;
+		case 'm': f->model = optarg; break;
+		case 't': f->threads = optarg; break;
+		case 'd': f->debug = 1; break;
+		case OPT_PRECISION: f->precision = optarg; break;
+		case OPT_CHECK: f->check = 1; break;
+		case OPT_VERSION:
+			printf("sottod %s (protocol %d)\n", SOTTO_VERSION,
+			    SOTTO_PROTO_VERSION);
+			exit(0);
+		case 'h':
+			fputs(usage_text, stdout);
+			exit(0);
+		default:
+			sottod_usage("bad option");
+		}
+	}
+	if (optind != argc)
+		sottod_usage("unexpected argument");
+}
+
+/* Config file, then flags on top. */
+static void
+sottod_configure(const struct sottod_flags *f)
+{
+	struct config *cfg = &sottod.cfg;
+	char err[512], *end;
+	long v;
+
+	config_defaults(cfg);
+	if ((f->config != NULL || access(CONFIG_PATH_DEFAULT, F_OK) == 0) &&
+	    config_load(cfg, f->config ? f->config : CONFIG_PATH_DEFAULT, err,
+	    sizeof(err)) != 0)
+		fatalx("%s", err);
+	if (f->socket != NULL && snprintf(cfg->socket_path,
+	    sizeof(cfg->socket_path), "%s", f->socket) >=
+	    (int)sizeof(cfg->socket_path))
+		fatalx("socket path too long: %s", f->socket);
+	if (f->model != NULL)
+		snprintf(cfg->model, sizeof(cfg->model), "%s", f->model);
+	if (f->threads != NULL) {
+		v = strtol(f->threads, &end, 10);
+		if (*f->threads == '\0' || *end != '\0' || v < 0 || v > 1024)
+			fatalx("bad --threads '%s' (0 to 1024)", f->threads);
+		cfg->threads = (int)v;
+	}
+	if (f->precision != NULL) {
+		if (strcmp(f->precision, "auto") && strcmp(f->precision,
+		    "fp32") && strcmp(f->precision, "bf16"))
+			fatalx("--precision must be auto, fp32 or bf16");
+		snprintf(cfg->precision, sizeof(cfg->precision), "%s",
+		    f->precision);
+	}
+}
+
+static void
+sottod_load_model(void)
+{
+	struct sotto_model_params mp;
+	struct sotto_model_info info;
+	char path[PATH_MAX], err[SOTTO_ERR_MAX];
+	double t0 = sottod_now();
+
+	sotto_model_params_init(&mp);
+	mp.threads = sottod.cfg.threads;
+	if (strcmp(sottod.cfg.precision, "fp32") == 0)
+		mp.precision = SOTTO_PRECISION_FP32;
+	else if (strcmp(sottod.cfg.precision, "bf16") == 0)
+		mp.precision = SOTTO_PRECISION_BF16;
+	if (model_path_resolve(sottod.cfg.model, path, sizeof(path), err,
+	    sizeof(err)) != 0 || sotto_model_load(path, &mp, &sottod.model,
+	    err) != 0)
+		fatalx("%s", err);
+	sotto_model_info(sottod.model, &info);
+	snprintf(sottod.model_name, sizeof(sottod.model_name), "%.*s",
+	    (int)sizeof(sottod.model_name) - 1, info.name ? info.name :
+	    sottod.cfg.model);
+	sottod.multilingual = info.multilingual;
+	log_info("model %s loaded from %s in %.1f s (%s, %d threads)",
+	    sottod.model_name, path, sottod_now() - t0,
+	    info.precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+	    info.threads);
+}
+
+/*
+ * Remove a stale socket at path: only a socket, and only when nobody
+ * answers on it. Returns 0, or -1 with err.
+ */
+static int
+sottod_unlink_stale(const char *path, const struct sockaddr_un *sun,
+    char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		snprintf(err, errlen, "%s exists and is not a socket", path);
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	rc = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
+	close(fd);
+	if (rc == 0) {
+		snprintf(err, errlen, "%s: another sottod is listening", path);
+		return -1;
+	}
+	if (unlink(path) != 0) {
+		snprintf(err, errlen, "%s: cannot remove the stale socket: %s",
+		    path, strerror(errno));
+		return -1;
+	}
+	log_info("removed stale socket %s", path);
+	return 0;
+}
+
+static int
+sottod_listen(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sun;
+	mode_t old;
+	int fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path) >=
+	    (int)sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "socket path too long: %s", path);
+		return -1;
+	}
+	err[0] = '\0';
+	if (sottod_unlink_stale(path, &sun, err, errlen) != 0) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	old = umask(0777 & ~SOTTOD_SOCKET_MODE);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
+	    chmod(path, SOTTOD_SOCKET_MODE) != 0 ||
+	    listen(fd, SOTTOD_BACKLOG) != 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		umask(old);
+		close(fd);
+		return -1;
+	}
+	umask(old);
+	return fd;
+}
+
+/*
+ * libgomp reads OMP_WAIT_POLICY when it loads, before main(); its default
+ * stalls decoder steps on 2 cores (see client/main.c). Set it and re-exec.
+ */
+static void
+sottod_omp_policy(char **argv)
+{
+	if (getenv("OMP_WAIT_POLICY") != NULL)
+		return;
+	setenv("OMP_WAIT_POLICY", "passive", 1);
+	execv("/proc/self/exe", argv);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sottod_flags f;
+	char err[512];
+	int own = 0;
+
+	sottod_omp_policy(argv);
+	sottod_parse_args(argc, argv, &f);
+	log_init("sottod", f.debug);
+	sottod_configure(&f);
+	if (f.check) {
+		config_dump(&sottod.cfg, stdout);
+		return 0;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sottod.started = sottod_now();
+	if ((sottod.listen_fd = systemd_listen_fd(err, sizeof(err))) == -2)
+		fatalx("%s", err);
+	sottod_load_model();
+	if (evthread_use_pthreads() != 0 ||
+	    (sottod.base = event_base_new()) == NULL)
+		fatalx("cannot set up the event loop");
+	if (sottod.listen_fd == -1) {
+		sottod.listen_fd = sottod_listen(sottod.cfg.socket_path, err,
+		    sizeof(err));
+		if (sottod.listen_fd == -1)
+			fatalx("%s", err);
+		own = 1;
+	}
+	if (server_start(sottod.listen_fd, err, sizeof(err)) != 0 ||
+	    session_mic_start(err, sizeof(err)) != 0)
+		fatalx("%s", err);
+	log_info("listening on %s%s", own ? sottod.cfg.socket_path :
+	    "the socket from systemd", own ? "" : " (socket activation)");
+	systemd_notify_ready("ready");
+	event_base_dispatch(sottod.base);
+	log_info("stopping");
+	server_stop();
+	event_base_loop(sottod.base, EVLOOP_NONBLOCK);
+	if (own)
+		unlink(sottod.cfg.socket_path);
+	sotto_model_free(sottod.model);
+	event_base_free(sottod.base);
+	return 0;
+}

@@ -1,0 +1,192 @@
+/*
+ * sottod: shared structures and every prototype of the daemon core, under
+ * a heading per file. Everything here runs on the loop thread except
+ * worker.c's compute thread (see its design note).
+ */
+#ifndef SOTTOD_H
+#define SOTTOD_H
+
+#include <sys/queue.h>
+
+#ifndef TAILQ_FOREACH_SAFE
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)			\
+	for ((var) = TAILQ_FIRST(head);					\
+	    (var) != NULL && ((tvar) = TAILQ_NEXT(var, field), 1);	\
+	    (var) = (tvar))
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "proto.h"
+#include "sotto.h"
+
+#ifndef SOTTO_VERSION
+#define SOTTO_VERSION	"0"
+#endif
+#define SOTTOD_SERVER_NAME	"sottod/" SOTTO_VERSION
+
+struct event;
+struct event_base;
+struct bufferevent;
+struct peer;
+struct session;
+struct worker_result;
+
+/* The daemon: one per process, set up by sottod.c. */
+struct sottod {
+	struct config		 cfg;
+	struct event_base	*base;
+	struct sotto_model	*model;		/* read-only, shared */
+	char			 model_name[PROTO_NAME_MAX];
+	int			 multilingual;
+	double			 started;	/* monotonic seconds */
+	int			 draining;	/* SIGTERM: finishing streams */
+	int			 listen_fd;
+};
+extern struct sottod sottod;
+
+double	sottod_now(void);
+
+/* server.c */
+int	server_start(int listen_fd, char *err, size_t errlen);
+void	server_stop(void);
+void	server_drain_check(void);
+int	server_clients(void);
+
+/* peer.c */
+enum peer_state {
+	PEER_NEW,		/* waiting for HELLO */
+	PEER_READY,		/* may OPEN, SUBSCRIBE or ask STATUS */
+	PEER_STREAMING,		/* owns an open session: AUDIO, END */
+	PEER_ENDING,		/* sent END; waiting for the end event */
+	PEER_SUBSCRIBED,	/* receives a shared source's events */
+};
+
+enum peer_event {
+	PEER_EVENT_PARTIAL,	/* dropped when the peer lags */
+	PEER_EVENT_FINAL,	/* never dropped; over the cap: disconnect */
+	PEER_EVENT_CONTROL,
+};
+
+struct peer {
+	uint64_t		 id;
+	struct bufferevent	*bev;
+	int			 flags;
+#define PEER_CLOSING	0x1	/* flush the output, then free */
+#define PEER_DEAD	0x2	/* freed once the last reference goes */
+#define PEER_PAUSED	0x4	/* reading stopped: its session lags */
+#define PEER_EOF	0x8	/* half-closed after END */
+	enum peer_state		 state;
+	struct session		*session;	/* streamed or subscribed */
+	uint64_t		 dropped_partials;
+	TAILQ_ENTRY(peer)	 entry;		/* all peers */
+	TAILQ_ENTRY(peer)	 sub_entry;	/* session->subs */
+};
+TAILQ_HEAD(peer_list, peer);
+extern struct peer_list peers;
+
+struct peer *peer_new(int fd);
+void	peer_send(struct peer *, enum peer_event, const char *json);
+void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+void	peer_close(struct peer *);
+void	peer_pause(struct peer *, int);
+void	peer_session_ended(struct peer *);
+uint64_t peer_dropped_partials(void);
+
+/* session.c */
+#define SESSION_HISTORY_MAX	256	/* finals kept for resume */
+
+struct session;
+struct worker_result;
+TAILQ_HEAD(session_list, session);
+extern struct session_list sessions;
+
+struct session *session_open(struct peer *, const struct msg_open *,
+	    char *msg);
+struct session *session_find(const char *name);
+int	session_count(void);
+void	session_attach(struct session *, struct peer *, int64_t since);
+void	session_detach(struct session *, struct peer *);
+void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
+	    enum proto_error *ret_error);
+void	session_end(struct session *);
+void	session_result(struct worker_result *);
+void	session_drain_all(void);
+int	session_busy(void);
+double	session_max_lag(void);
+const char *session_name(const struct session *);
+int	session_done(const struct session *);
+int	session_in_use(const struct session *);
+int64_t	session_last_final(const struct session *);
+void	session_free_all(void);
+
+struct session *session_shared_new(const char *name, int rate,
+	    int channels, const char *language);
+void	session_shared_audio(struct session *, const int16_t *, size_t frames);
+void	session_subscribe(struct session *, struct peer *, int64_t since);
+double	session_overload_s(const struct session *);
+
+/* session-mic.c: the microphone as a shared session "mic" */
+int	session_mic_start(char *err, size_t errlen);
+void	session_mic_stop(void);
+int	session_mic_state(void);		/* -1 off, 0 down, 1 up */
+struct session *session_mic(void);
+
+/* source-client.c: client audio to 16 kHz mono float */
+struct source_client;
+struct source_client *source_client_new(enum proto_format, int rate,
+	    int channels, char *msg);
+void	source_client_free(struct source_client *);
+/*
+ * Decode len bytes; *ret (owned by the source, valid until the next call)
+ * holds *ret_n samples. Returns PROTO_OK or an error with msg.
+ */
+enum proto_error source_client_decode(struct source_client *,
+	    const uint8_t *, size_t, const float **ret, size_t *ret_n,
+	    char *msg);
+/* The resampler's tail at the end of the stream. */
+enum proto_error source_client_flush(struct source_client *,
+	    const float **ret, size_t *ret_n, char *msg);
+
+/* worker.c */
+enum worker_kind {
+	WORKER_STEP,
+	WORKER_FINISH,
+	WORKER_FREE,
+};
+
+struct worker_segment {
+	double			 start, end;
+	char			*text;
+};
+
+struct worker_result {
+	uint64_t		 id;		/* session */
+	enum worker_kind	 kind;
+	int			 error, stepped, due;
+	char			 err[SOTTO_ERR_MAX];
+	struct worker_segment	*finals;
+	int			 n_finals;
+	char			*partial;
+	double			 partial_start, partial_end, audio_time;
+	double			 compute_s;
+	TAILQ_ENTRY(worker_result) entry;
+};
+
+struct worker_stream;
+struct worker_stream *worker_stream_new(uint64_t id,
+	    const struct sotto_stream_params *);
+int	worker_stream_push(struct worker_stream *, const float *, size_t);
+size_t	worker_stream_pending(struct worker_stream *);
+int	worker_queue(struct worker_stream *, enum worker_kind);
+struct worker_result *worker_next_result(void);
+void	worker_result_free(struct worker_result *);
+double	worker_step_seconds(void);
+int	worker_start(const struct sotto_model *, struct event *wake,
+	    char *err, size_t errlen);
+void	worker_stop(void);
+
+#endif

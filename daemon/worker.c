@@ -1,0 +1,392 @@
+/*
+ * The compute thread: the only thread that calls the engine.
+ *
+ * DESIGN
+ * A session owns a struct worker_stream, shared with this thread: the loop
+ * appends 16 kHz mono audio to its pending buffer (under the stream's
+ * lock) and queues jobs; the worker alone creates, steps, finishes and
+ * frees the sotto_stream inside it. Jobs run one at a time in FIFO order,
+ * so jobs of one stream never overlap, and a FREE queued after a STEP
+ * runs after it. Each job leaves a result (copies, keyed by the session's
+ * numeric id, never a pointer) on the done list and wakes the loop with
+ * event_active(); the loop looks the session up by id and drops results
+ * of sessions that are gone. Peers are never touched here.
+ *
+ * A STEP job feeds the engine at most one step of pending audio beyond
+ * what it already holds, then steps once if a step is due; the rest stays
+ * pending, so "pending + undecoded" is the session's lag and one busy
+ * session cannot starve the others (the loop requeues it at the back).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "sottod.h"
+
+struct worker_stream {
+	uint64_t		 id;
+	pthread_mutex_t		 lock;		/* guards pending */
+	float			*pending;
+	size_t			 n_pending, cap_pending;
+	struct sotto_stream_params params;
+	char			 language[PROTO_LANGUAGE_MAX];
+	struct sotto_stream	*stream;	/* worker thread only */
+	int			 failed;	/* worker thread only */
+};
+
+struct worker_job {
+	struct worker_stream	*ws;
+	enum worker_kind	 kind;
+	TAILQ_ENTRY(worker_job)	 entry;
+};
+
+static struct {
+	pthread_t		 thread;
+	pthread_mutex_t		 lock;
+	pthread_cond_t		 cond;
+	TAILQ_HEAD(, worker_job) jobs;
+	TAILQ_HEAD(, worker_result) done;
+	int			 stop, running;
+	const struct sotto_model *model;
+	struct event		*wake;
+	double			 compute_s;	/* seconds per step, averaged */
+} worker = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+};
+
+static double
+worker_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct worker_stream *
+worker_stream_new(uint64_t id, const struct sotto_stream_params *p)
+{
+	struct worker_stream *ws;
+
+	if ((ws = calloc(1, sizeof(*ws))) == NULL)
+		return NULL;
+	ws->id = id;
+	pthread_mutex_init(&ws->lock, NULL);
+	ws->params = *p;
+	if (p->language != NULL) {
+		snprintf(ws->language, sizeof(ws->language), "%s",
+		    p->language);
+		ws->params.language = ws->language;
+	}
+	return ws;
+}
+
+/* Append n samples; returns 0 or -1 when out of memory. */
+int
+worker_stream_push(struct worker_stream *ws, const float *pcm, size_t n)
+{
+	size_t cap;
+	float *p;
+	int rc = 0;
+
+	pthread_mutex_lock(&ws->lock);
+	if (ws->n_pending + n > ws->cap_pending) {
+		cap = (ws->n_pending + n) * 3 / 2 + 4096;
+		if ((p = realloc(ws->pending, cap * sizeof(*p))) == NULL)
+			rc = -1;
+		else {
+			ws->pending = p;
+			ws->cap_pending = cap;
+		}
+	}
+	if (rc == 0) {
+		memcpy(ws->pending + ws->n_pending, pcm, n * sizeof(*pcm));
+		ws->n_pending += n;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return rc;
+}
+
+size_t
+worker_stream_pending(struct worker_stream *ws)
+{
+	size_t n;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->n_pending;
+	pthread_mutex_unlock(&ws->lock);
+	return n;
+}
+
+/* Queue a job; after WORKER_FREE the caller must forget ws. */
+int
+worker_queue(struct worker_stream *ws, enum worker_kind kind)
+{
+	struct worker_job *j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return -1;
+	j->ws = ws;
+	j->kind = kind;
+	pthread_mutex_lock(&worker.lock);
+	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
+	pthread_cond_signal(&worker.cond);
+	pthread_mutex_unlock(&worker.lock);
+	return 0;
+}
+
+void
+worker_result_free(struct worker_result *r)
+{
+	int i;
+
+	if (r == NULL)
+		return;
+	for (i = 0; i < r->n_finals; i++)
+		free(r->finals[i].text);
+	free(r->finals);
+	free(r->partial);
+	free(r);
+}
+
+/* Append copies of an update's finals and take its partial. */
+static int
+worker_copy(struct worker_result *r, const struct sotto_stream_update *u)
+{
+	struct worker_segment *f;
+	int i;
+
+	if (u->n_finals > 0) {
+		f = realloc(r->finals, (r->n_finals + u->n_finals) *
+		    sizeof(*f));
+		if (f == NULL)
+			return -1;
+		r->finals = f;
+		for (i = 0; i < u->n_finals; i++) {
+			f = &r->finals[r->n_finals];
+			f->start = u->finals[i].start;
+			f->end = u->finals[i].end;
+			if ((f->text = strdup(u->finals[i].text ?
+			    u->finals[i].text : "")) == NULL)
+				return -1;
+			r->n_finals++;
+		}
+	}
+	free(r->partial);
+	r->partial = strdup(u->partial ? u->partial : "");
+	r->partial_start = u->partial_start;
+	r->partial_end = u->partial_end;
+	r->audio_time = u->audio_time;
+	return r->partial == NULL ? -1 : 0;
+}
+
+/* Move up to max pending samples into the engine. */
+static int
+worker_feed(struct worker_stream *ws, size_t max, char *err)
+{
+	size_t n;
+	int rc;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->n_pending < max ? ws->n_pending : max;
+	rc = n ? sotto_stream_push(ws->stream, ws->pending, n, err) : 0;
+	if (rc == 0) {
+		memmove(ws->pending, ws->pending + n,
+		    (ws->n_pending - n) * sizeof(float));
+		ws->n_pending -= n;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return rc;
+}
+
+static int
+worker_step(struct worker_stream *ws, struct worker_result *r, char *err)
+{
+	struct sotto_stream_update u;
+	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
+	int rc;
+
+	if (!sotto_stream_due(ws->stream) &&
+	    (rc = worker_feed(ws, step, err)) != 0)
+		return rc;
+	if (sotto_stream_due(ws->stream)) {
+		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
+			return rc;
+		r->stepped = 1;
+		if (worker_copy(r, &u) != 0)
+			return SOTTO_ENOMEM;
+	}
+	return 0;
+}
+
+/* Everything pending, every due step, then the end of the stream. */
+static int
+worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
+{
+	struct sotto_stream_update u;
+	int rc;
+
+	if ((rc = worker_feed(ws, SIZE_MAX, err)) != 0)
+		return rc;
+	while (sotto_stream_due(ws->stream)) {
+		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
+			return rc;
+		if (worker_copy(r, &u) != 0)
+			return SOTTO_ENOMEM;
+	}
+	if ((rc = sotto_stream_finish(ws->stream, &u, err)) != 0)
+		return rc;
+	r->stepped = 1;
+	return worker_copy(r, &u) != 0 ? SOTTO_ENOMEM : 0;
+}
+
+static void
+worker_stream_free(struct worker_stream *ws)
+{
+	sotto_stream_free(ws->stream);
+	pthread_mutex_destroy(&ws->lock);
+	free(ws->pending);
+	free(ws);
+}
+
+/* Run one job; returns its result, or NULL for FREE. */
+static struct worker_result *
+worker_run(struct worker_stream *ws, enum worker_kind kind)
+{
+	struct worker_result *r;
+	double t0 = worker_now();
+	int rc = 0;
+
+	if (kind == WORKER_FREE) {
+		worker_stream_free(ws);
+		return NULL;
+	}
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->id = ws->id;
+	r->kind = kind;
+	if (ws->stream == NULL && !ws->failed)
+		rc = sotto_stream_new(worker.model, &ws->params, &ws->stream,
+		    r->err);
+	if (ws->failed || rc != 0) {
+		ws->failed = 1;
+		r->error = 1;
+		if (r->err[0] == '\0')
+			snprintf(r->err, sizeof(r->err), "stream failed");
+		return r;
+	}
+	rc = kind == WORKER_STEP ? worker_step(ws, r, r->err) :
+	    worker_finish(ws, r, r->err);
+	if (rc != 0) {
+		ws->failed = 1;
+		r->error = 1;
+	}
+	r->due = !ws->failed && sotto_stream_due(ws->stream);
+	r->compute_s = worker_now() - t0;
+	return r;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker_job *j;
+	struct worker_result *r;
+
+	(void)arg;
+	pthread_mutex_lock(&worker.lock);
+	for (;;) {
+		while (!worker.stop && TAILQ_EMPTY(&worker.jobs))
+			pthread_cond_wait(&worker.cond, &worker.lock);
+		if ((j = TAILQ_FIRST(&worker.jobs)) == NULL)
+			break;
+		TAILQ_REMOVE(&worker.jobs, j, entry);
+		pthread_mutex_unlock(&worker.lock);
+		r = worker_run(j->ws, j->kind);
+		free(j);
+		pthread_mutex_lock(&worker.lock);
+		if (r != NULL) {
+			if (r->stepped)
+				worker.compute_s = worker.compute_s * 0.9 +
+				    r->compute_s * 0.1;
+			TAILQ_INSERT_TAIL(&worker.done, r, entry);
+			event_active(worker.wake, EV_READ, 0);
+		}
+	}
+	pthread_mutex_unlock(&worker.lock);
+	return NULL;
+}
+
+/*
+ * Take every finished result, oldest first; the caller frees each with
+ * worker_result_free. Loop thread only.
+ */
+struct worker_result *
+worker_next_result(void)
+{
+	struct worker_result *r;
+
+	pthread_mutex_lock(&worker.lock);
+	if ((r = TAILQ_FIRST(&worker.done)) != NULL)
+		TAILQ_REMOVE(&worker.done, r, entry);
+	pthread_mutex_unlock(&worker.lock);
+	return r;
+}
+
+/* Recent compute seconds per step (moving average). */
+double
+worker_step_seconds(void)
+{
+	double s;
+
+	pthread_mutex_lock(&worker.lock);
+	s = worker.compute_s;
+	pthread_mutex_unlock(&worker.lock);
+	return s;
+}
+
+/*
+ * Start the compute thread; wake (an event on the loop's base) is made
+ * active whenever results are ready. Returns 0 or -1 with err.
+ */
+int
+worker_start(const struct sotto_model *model, struct event *wake, char *err,
+    size_t errlen)
+{
+	int rc;
+
+	TAILQ_INIT(&worker.jobs);
+	TAILQ_INIT(&worker.done);
+	worker.model = model;
+	worker.wake = wake;
+	if ((rc = pthread_create(&worker.thread, NULL, worker_main,
+	    NULL)) != 0) {
+		snprintf(err, errlen, "cannot start the compute thread: %s",
+		    strerror(rc));
+		return -1;
+	}
+	worker.running = 1;
+	return 0;
+}
+
+/* Finish the queued jobs and join the thread; drops unread results. */
+void
+worker_stop(void)
+{
+	struct worker_result *r;
+
+	if (!worker.running)
+		return;
+	pthread_mutex_lock(&worker.lock);
+	worker.stop = 1;
+	pthread_cond_signal(&worker.cond);
+	pthread_mutex_unlock(&worker.lock);
+	pthread_join(worker.thread, NULL);
+	worker.running = 0;
+	while ((r = worker_next_result()) != NULL)
+		worker_result_free(r);
+}
