@@ -332,8 +332,9 @@ task_init(struct task *t, struct sotto_state *st, const struct decode_opts *o)
 	if (t->n_prefix < 0 || t->n_prefix > DECODE_SAMPLE_LEN)
 		return -1;
 	for (b = 0; b < t->n_group; b++) {
-		memcpy(t->seqs[b].tok, o->prefix, t->n_prefix *
-		    sizeof(int32_t));
+		if (t->n_prefix > 0)
+			memcpy(t->seqs[b].tok, o->prefix, t->n_prefix *
+			    sizeof(int32_t));
 		t->seqs[b].n = t->n_prefix;
 	}
 	t->max_candidates = (int)lroundf(t->n_group * o->patience);
