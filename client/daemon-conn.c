@@ -37,6 +37,8 @@ conn_queue(struct conn *c, uint8_t type, const void *p, size_t n)
 	size_t need = c->out_len + PROTO_HEADER_BYTES + n, cap;
 	uint8_t *q;
 
+	if (c->wclosed)
+		return 0;
 	if (c->out_off > 0 && c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
 	need = c->out_len + PROTO_HEADER_BYTES + n;
@@ -110,6 +112,12 @@ conn_write(struct conn *c, char *err, size_t errlen)
 		    MSG_NOSIGNAL);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return 0;
+		if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			/* It stopped reading; its last events may follow. */
+			c->wclosed = 1;
+			c->out_off = c->out_len = 0;
+			return 0;
+		}
 		if (n < 0) {
 			snprintf(err, errlen, "sending to sottod: %s",
 			    strerror(errno));

@@ -24,6 +24,7 @@ struct conn {
 	size_t		 in_len, in_cap, out_off, out_len, out_cap;
 	size_t		 consumed;	/* of in, by the last event */
 	int		 eof;
+	int		 wclosed;	/* the daemon stopped reading */
 };
 
 /* --socket, else $SOTTO_SOCKET, else CONN_SOCKET_DEFAULT. */

@@ -179,7 +179,7 @@ peer_fail(struct peer *p, enum proto_error code, const char *fmt, ...)
 void
 peer_pause(struct peer *p, int on)
 {
-	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) || (!on && sottod.draining))
 		return;
 	if (on) {
 		p->flags |= PEER_PAUSED;
@@ -265,6 +265,13 @@ peer_event_cb(struct bufferevent *bev, short what, void *arg)
 		/* Half-closed after END: still send it the last finals. */
 		p->flags |= PEER_EOF;
 		bufferevent_disable(bev, EV_READ);
+		return;
+	}
+	if ((what & BEV_EVENT_EOF) && evbuffer_get_length(
+	    bufferevent_get_input(bev)) > 0 && !(p->flags & PEER_CLOSING)) {
+		peer_fail(p, PROTO_E_BAD_FRAME, "connection closed inside a "
+		    "frame (%zu bytes of it came)", evbuffer_get_length(
+		    bufferevent_get_input(bev)));
 		return;
 	}
 	if (what & BEV_EVENT_ERROR)

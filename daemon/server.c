@@ -127,10 +127,13 @@ server_drain(void)
 	if (server.listener != NULL)
 		evconnlistener_disable(server.listener);
 	session_mic_stop();
-	session_drain_all();
-	TAILQ_FOREACH_SAFE(p, &peers, entry, next)
+	TAILQ_FOREACH_SAFE(p, &peers, entry, next) {
 		if (p->session == NULL)
 			peer_close(p);
+		else
+			peer_pause(p, 1);	/* no audio after the signal */
+	}
+	session_drain_all();
 	server.drain_timer = evtimer_new(sottod.base, server_drain_timeout_cb,
 	    NULL);
 	if (server.drain_timer != NULL)

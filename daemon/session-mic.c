@@ -2,7 +2,10 @@
  * The microphone: ALSA capture (source-alsa.c) feeding the shared session
  * "mic", whose events go to every SUBSCRIBE {"source":"mic"} client.
  *
- * The PCM's poll fds are libevent events on the loop. When the device
+ * The PCM's poll fds are libevent events on the loop. A PCM whose fds
+ * epoll refuses (a plain file, as ALSA's file plugin over a null slave
+ * gives) is read from a timer instead, paced at its nominal rate the way
+ * a sound card would deliver it. When the device
  * fails (unplugged, or cannot be opened at all) it is closed and opened
  * again every SESSION_MIC_RETRY_S seconds; the session and its
  * subscribers stay, they just get no audio meanwhile.
@@ -19,6 +22,7 @@
 
 #define SESSION_MIC_RETRY_S	2
 #define SESSION_MIC_CHUNK	4096	/* frames per read */
+#define SESSION_MIC_TICK_MS	20	/* timer mode: read interval */
 
 static struct {
 	struct session		*session;
@@ -26,6 +30,9 @@ static struct {
 	struct event		*ev[SOURCE_ALSA_MAX_POLLFDS];
 	int			 n_ev;
 	struct event		*retry;
+	struct event		*tick;		/* timer mode */
+	double			 t_open;	/* timer mode: pacing */
+	uint64_t		 frames;
 	int			 warned;	/* open failure logged */
 	int16_t			*buf;
 } mic;
@@ -47,13 +54,22 @@ session_mic_state(void)
 }
 
 static void
-session_mic_close(void)
+session_mic_unwatch(void)
 {
 	int i;
 
 	for (i = 0; i < mic.n_ev; i++)
 		event_free(mic.ev[i]);
 	mic.n_ev = 0;
+}
+
+static void
+session_mic_close(void)
+{
+	session_mic_unwatch();
+	if (mic.tick != NULL)
+		event_free(mic.tick);
+	mic.tick = NULL;
 	source_alsa_close(mic.alsa);
 	mic.alsa = NULL;
 }
@@ -67,14 +83,55 @@ session_mic_retry(void)
 		evtimer_add(mic.retry, &tv);
 }
 
-/* Open the device and watch its poll fds; 0 or -1 (retry later). */
+/* Read from a timer, for fds epoll cannot watch. */
+static int
+session_mic_timer(void)
+{
+	struct timeval tv = { 0, SESSION_MIC_TICK_MS * 1000 };
+
+	session_mic_unwatch();
+	mic.tick = event_new(sottod.base, -1, EV_PERSIST, session_mic_read_cb,
+	    NULL);
+	if (mic.tick == NULL || event_add(mic.tick, &tv) != 0)
+		return -1;
+	mic.t_open = sottod_now();
+	mic.frames = 0;
+	log_info("mic: %s cannot be polled; reading it every %d ms at %d Hz",
+	    sottod.cfg.mic_device, SESSION_MIC_TICK_MS, sottod.cfg.mic_rate);
+	return 0;
+}
+
+/* Watch the PCM's poll fds; 0, or -1 when epoll refuses one. */
+static int
+session_mic_watch(void)
+{
+	struct pollfd pfd[SOURCE_ALSA_MAX_POLLFDS];
+	short what;
+	int i, n;
+
+	n = source_alsa_pollfds(mic.alsa, pfd, SOURCE_ALSA_MAX_POLLFDS);
+	for (i = 0; i < n; i++) {
+		what = EV_PERSIST;
+		if (pfd[i].events & POLLIN)
+			what |= EV_READ;
+		if (pfd[i].events & POLLOUT)
+			what |= EV_WRITE;
+		mic.ev[mic.n_ev] = event_new(sottod.base, pfd[i].fd, what,
+		    session_mic_read_cb, NULL);
+		if (mic.ev[mic.n_ev] == NULL)
+			return -1;
+		mic.n_ev++;
+		if (event_add(mic.ev[mic.n_ev - 1], NULL) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Open the device and watch it; 0 or -1 (retry later). */
 static int
 session_mic_open(void)
 {
-	struct pollfd pfd[SOURCE_ALSA_MAX_POLLFDS];
 	char err[256];
-	short what;
-	int i, n;
 
 	if (source_alsa_open(sottod.cfg.mic_device, sottod.cfg.mic_rate,
 	    sottod.cfg.mic_channels, &mic.alsa, err, sizeof(err)) != 0) {
@@ -84,22 +141,10 @@ session_mic_open(void)
 		mic.warned = 1;
 		return -1;
 	}
-	n = source_alsa_pollfds(mic.alsa, pfd, SOURCE_ALSA_MAX_POLLFDS);
-	for (i = 0; i < n; i++) {
-		what = EV_PERSIST;
-		if (pfd[i].events & POLLIN)
-			what |= EV_READ;
-		if (pfd[i].events & POLLOUT)
-			what |= EV_WRITE;
-		mic.ev[i] = event_new(sottod.base, pfd[i].fd, what,
-		    session_mic_read_cb, NULL);
-		if (mic.ev[i] == NULL || event_add(mic.ev[i], NULL) != 0) {
-			log_warnx("mic: cannot watch the device");
-			mic.n_ev = i + (mic.ev[i] != NULL);
-			session_mic_close();
-			return -1;
-		}
-		mic.n_ev = i + 1;
+	if (session_mic_watch() != 0 && session_mic_timer() != 0) {
+		log_warnx("mic: cannot watch the device");
+		session_mic_close();
+		return -1;
 	}
 	log_info("mic: capturing from %s (%d Hz, %d channels)%s",
 	    sottod.cfg.mic_device, sottod.cfg.mic_rate,
@@ -115,15 +160,33 @@ session_mic_retry_cb(int fd, short ev, void *arg)
 		session_mic_retry();
 }
 
+/* Frames to read now: all there are, or in timer mode what is due. */
+static unsigned long
+session_mic_budget(void)
+{
+	double due;
+
+	if (mic.tick == NULL)
+		return SESSION_MIC_CHUNK;
+	due = (sottod_now() - mic.t_open) * sottod.cfg.mic_rate -
+	    (double)mic.frames;
+	if (due < 1)
+		return 0;
+	return due < SESSION_MIC_CHUNK ? (unsigned long)due : SESSION_MIC_CHUNK;
+}
+
 static void
 session_mic_read_cb(int fd, short ev, void *arg)
 {
+	unsigned long want;
 	char err[256];
 	long n;
 	int i;
 
 	for (i = 0; i < 64 && mic.alsa != NULL; i++) {
-		n = source_alsa_read(mic.alsa, mic.buf, SESSION_MIC_CHUNK, err,
+		if ((want = session_mic_budget()) == 0)
+			return;
+		n = source_alsa_read(mic.alsa, mic.buf, want, err,
 		    sizeof(err));
 		if (n < 0) {
 			log_warnx("mic: %s; reopening every %d s", err,
@@ -135,6 +198,7 @@ session_mic_read_cb(int fd, short ev, void *arg)
 		}
 		if (n == 0)
 			return;
+		mic.frames += (uint64_t)n;
 		session_shared_audio(mic.session, mic.buf, (size_t)n);
 	}
 }

@@ -252,6 +252,14 @@ sottod_listen(const char *path, char *err, size_t errlen)
 	return fd;
 }
 
+/* libevent's own messages, into our log. */
+static void
+sottod_event_log(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_debug("libevent: %s", msg);
+}
+
 /*
  * libgomp reads OMP_WAIT_POLICY when it loads, before main(); its default
  * stalls decoder steps on 2 cores (see client/main.c). Set it and re-exec.
@@ -285,6 +293,7 @@ main(int argc, char **argv)
 	if ((sottod.listen_fd = systemd_listen_fd(err, sizeof(err))) == -2)
 		fatalx("%s", err);
 	sottod_load_model();
+	event_set_log_callback(sottod_event_log);
 	if (evthread_use_pthreads() != 0 ||
 	    (sottod.base = event_base_new()) == NULL)
 		fatalx("cannot set up the event loop");

@@ -224,16 +224,27 @@ worker_step(struct worker_stream *ws, struct worker_result *r, char *err)
 	return 0;
 }
 
-/* Everything pending, every due step, then the end of the stream. */
+/*
+ * Everything pending, one step's worth at a time (as worker_step feeds
+ * it, so the result does not depend on when END arrived), every due
+ * step, then the end of the stream.
+ */
 static int
 worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
 {
 	struct sotto_stream_update u;
+	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
 	int rc;
 
-	if ((rc = worker_feed(ws, SIZE_MAX, err)) != 0)
-		return rc;
-	while (sotto_stream_due(ws->stream)) {
+	for (;;) {
+		if (!sotto_stream_due(ws->stream)) {
+			if (worker_stream_pending(ws) == 0)
+				break;
+			if ((rc = worker_feed(ws, step, err)) != 0)
+				return rc;
+		}
+		if (!sotto_stream_due(ws->stream))
+			continue;
 		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
 			return rc;
 		if (worker_copy(r, &u) != 0)
