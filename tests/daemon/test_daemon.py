@@ -29,6 +29,7 @@ from conftest import (AUDIO_DIR, MSG_AUDIO, MSG_END, MSG_EVENT, MSG_HELLO,
 
 PACED = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav"]
 WER_SLACK = 0.02
+WER_RESULT: dict = {}
 
 
 def pcm16(name: str) -> bytes:
@@ -105,10 +106,20 @@ def test_stream_wer_and_latency(daemon, manifest, tiny_model):
            f"finals): partial p50 {percentile(part, 50):.2f} s p95 "
            f"{percentile(part, 95):.2f} s; final p50 {percentile(fin, 50):.2f}"
            f" s p95 {percentile(fin, 95):.2f} s")
-    assert w_s <= w_t + WER_SLACK, (
-        f"stream WER {w_s:.2%} vs transcribe {w_t:.2%}")
     assert part and fin
     assert percentile(part, 95) < 5.0
+    for f in files:
+        assert got[f].text().strip(), f"{f}: no final text"
+    WER_RESULT.update(stream=w_s, transcribe=w_t)
+
+
+def test_stream_wer_within_2_points_of_transcribe():
+    """The streaming policy's cost in accuracy (engine: lib/stream*.c).
+    The daemon adds none: its finals equal tests/stream/stream-driver's."""
+    assert WER_RESULT, "test_stream_wer_and_latency did not run"
+    w_s, w_t = WER_RESULT["stream"], WER_RESULT["transcribe"]
+    assert w_s <= w_t + WER_SLACK, (
+        f"stream WER {w_s:.2%} vs transcribe {w_t:.2%}")
 
 
 def test_status(daemon):
