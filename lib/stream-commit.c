@@ -28,6 +28,12 @@
 #include "tokenizer.h"
 
 #define TS_SECONDS	0.02
+/*
+ * Words ending this close to the end of the decoded audio are not
+ * committed on agreement alone: two hypotheses of a word cut off by the
+ * window end often agree on the wrong word ("old" for "ill-dis...").
+ */
+#define SETTLE_SECONDS	1.0
 
 static int
 is_ts(const struct sotto_stream *s, int32_t t)
@@ -219,7 +225,19 @@ boundary(const struct sotto_stream *s, const int32_t *seq, int n, int j)
 	return j > 0 && is_ts(s, seq[j - 1]);
 }
 
-/* Tokens of h[n] agreed with the previous hypothesis, at a word end. */
+/* Whether what ends at position j of h[n] is clear of the audio's end. */
+static int
+settled(const struct sotto_stream *s, const int32_t *h, int n, int j)
+{
+	double end = (double)s->n_win / SOTTO_SAMPLE_RATE;
+
+	return estimate(s, h, n, j) <= end - SETTLE_SECONDS;
+}
+
+/*
+ * Tokens of h[n] agreed with the previous hypothesis, at a word end that
+ * is settled.
+ */
 static int
 agreed(const struct sotto_stream *s, const int32_t *h, int n)
 {
@@ -230,7 +248,8 @@ agreed(const struct sotto_stream *s, const int32_t *h, int n)
 	while (k < n && k < s->n_hyp && h[k] == s->hyp[k])
 		k++;
 	for (j = k; j > 0; j--)
-		if (boundary(s, h, n, j) && boundary(s, s->hyp, s->n_hyp, j))
+		if (boundary(s, h, n, j) && boundary(s, s->hyp, s->n_hyp, j) &&
+		    settled(s, h, n, j))
 			break;
 	return j;
 }
