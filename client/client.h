@@ -13,6 +13,10 @@
 #define EXIT_USAGE	2	/* bad command line */
 #define EXIT_MODEL	3	/* the model could not be found or loaded */
 
+/* args.c: 0 if s is a number in [lo, hi], else -1 */
+int	args_int(const char *s, int lo, int hi, int *ret);
+int	args_float(const char *s, float lo, float hi, float *ret);
+
 /* cmd-transcribe.c */
 int	cmd_transcribe(int argc, char **argv);
 

@@ -92,18 +92,6 @@ stream_usage(const char *msg, const char *arg)
 }
 
 static int
-stream_int(const char *s, int lo, int hi, int *ret)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-		return -1;
-	*ret = (int)v;
-	return 0;
-}
-
-static int
 stream_option(struct stream_opts *o, int c, const char *arg)
 {
 	switch (c) {
@@ -126,13 +114,13 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 			    "f32le: ", arg);
 		return 0;
 	case OPT_RATE:
-		return stream_int(arg, PROTO_RATE_MIN, PROTO_RATE_MAX,
+		return args_int(arg, PROTO_RATE_MIN, PROTO_RATE_MAX,
 		    &o->rate) ? stream_usage("bad --rate ", arg) : 0;
 	case OPT_CHANNELS:
-		return stream_int(arg, 1, PROTO_CHANNELS_MAX, &o->channels) ?
+		return args_int(arg, 1, PROTO_CHANNELS_MAX, &o->channels) ?
 		    stream_usage("bad --channels ", arg) : 0;
 	case OPT_CHUNK:
-		return stream_int(arg, 20, 10000, &o->chunk_ms) ?
+		return args_int(arg, 20, 10000, &o->chunk_ms) ?
 		    stream_usage("bad --chunk-ms ", arg) : 0;
 	}
 	return stream_usage("bad option", NULL);

@@ -101,30 +101,6 @@ bad_usage(const char *fmt, const char *arg)
 }
 
 static int
-parse_int(const char *s, int lo, int hi, int *ret)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-		return -1;
-	*ret = (int)v;
-	return 0;
-}
-
-static int
-parse_float(const char *s, float lo, float hi, float *ret)
-{
-	char *end;
-	float v = strtof(s, &end);
-
-	if (*s == '\0' || *end != '\0' || !(v >= lo && v <= hi))
-		return -1;
-	*ret = v;
-	return 0;
-}
-
-static int
 parse_enum(struct options *o, int c, const char *arg)
 {
 	if (c == OPT_TASK) {
@@ -158,25 +134,25 @@ parse_number(struct options *o, int c, const char *arg)
 
 	switch (c) {
 	case OPT_BEAM:
-		bad = parse_int(arg, 1, 16, &o->tp.beam_size);
+		bad = args_int(arg, 1, 16, &o->tp.beam_size);
 		break;
 	case OPT_BEST_OF:
-		bad = parse_int(arg, 1, 16, &o->tp.best_of);
+		bad = args_int(arg, 1, 16, &o->tp.best_of);
 		break;
 	case OPT_PATIENCE:
-		bad = parse_float(arg, 0.1f, 3.0f, &o->tp.patience);
+		bad = args_float(arg, 0.1f, 3.0f, &o->tp.patience);
 		break;
 	case OPT_TEMP:
-		bad = parse_float(arg, 0.0f, 1.0f, &o->temperature);
+		bad = args_float(arg, 0.0f, 1.0f, &o->temperature);
 		break;
 	case OPT_INC:
-		bad = parse_float(arg, 0.0f, 1.0f, &o->increment);
+		bad = args_float(arg, 0.0f, 1.0f, &o->increment);
 		break;
 	case 't':
-		bad = parse_int(arg, 1, 1024, &o->mp.threads);
+		bad = args_int(arg, 1, 1024, &o->mp.threads);
 		break;
 	case OPT_SILENCE:
-		bad = parse_float(arg, -200.0f, 0.0f,
+		bad = args_float(arg, -200.0f, 0.0f,
 		    &o->tp.silence_threshold_db);
 		break;
 	}
