@@ -130,5 +130,5 @@ def read_wav_fixture():
 def audio_files_fixture():
     files = audio_files()
     if not files:
-        pytest.skip("no WAV files in %s (set SOTTO_AUDIO_DIR)" % AUDIO_DIR)
+        pytest.fail("no WAV files in %s (set SOTTO_AUDIO_DIR)" % AUDIO_DIR)
     return files
