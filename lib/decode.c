@@ -99,7 +99,7 @@ update_greedy(struct task *t, float *logits)
 			s->tok[s->n++] = t->sp->eot;
 			continue;
 		}
-		sampler_filter(&t->rules, s->tok, s->n, row, lp);
+		sampler_filter(&t->rules, s->tok, s->n, row);
 		if (t->o->temperature == 0.0f)
 			tok = sampler_argmax(row, t->n_vocab);
 		else
@@ -133,8 +133,7 @@ collect_candidates(struct task *t, float *logits)
 	for (b = 0; b < t->n_group; b++) {
 		float *row = logits + (size_t)b * t->n_vocab;
 
-		sampler_filter(&t->rules, t->seqs[b].tok, t->seqs[b].n, row,
-		    lp);
+		sampler_filter(&t->rules, t->seqs[b].tok, t->seqs[b].n, row);
 		sampler_log_softmax(row, t->n_vocab, lp);
 		sampler_topk(lp, t->n_vocab, t->n_group + 1, idx);
 		for (j = 0; j < t->n_group + 1; j++) {

@@ -240,9 +240,8 @@ decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
 	const struct dec_layer *l = &m->dec[li];
 	struct gemm *g = m->gemm;
 	int d = m->hp.n_text_state, rc;
-	float *sum = st->dffn;	/* 2n floats of scratch before the MLP */
 
-	layer_norm(st->dx, st->dh, d, n, n, l->attn_ln_w, l->attn_ln_b, sum);
+	layer_norm(st->dx, st->dh, d, n, n, l->attn_ln_w, l->attn_ln_b);
 	if ((rc = gemm_wx(g, &l->qkv, st->dh, n, n, st->dqkv, n, 0, err)))
 		return rc;
 	layer_add_bias(st->dqkv, 3 * d, n, n, l->qkv_b);
@@ -255,8 +254,7 @@ decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
 	    err)) != 0)
 		return rc;
 
-	layer_norm(st->dx, st->dh, d, n, n, l->cross_ln_w, l->cross_ln_b,
-	    sum);
+	layer_norm(st->dx, st->dh, d, n, n, l->cross_ln_w, l->cross_ln_b);
 	if ((rc = gemm_wx(g, &l->cq, st->dh, n, n, st->dqkv, n, 0, err)))
 		return rc;
 	layer_add_bias(st->dqkv, d, n, n, l->cq_b);
@@ -264,7 +262,7 @@ decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
 	    (rc = project_add(st, &l->co, l->co_b, st->dattn, n, err)) != 0)
 		return rc;
 
-	layer_norm(st->dx, st->dh, d, n, n, l->mlp_ln_w, l->mlp_ln_b, sum);
+	layer_norm(st->dx, st->dh, d, n, n, l->mlp_ln_w, l->mlp_ln_b);
 	if ((rc = gemm_wx(g, &l->fc1, st->dh, n, n, st->dffn, n, 0, err)))
 		return rc;
 	layer_bias_gelu(st->dffn, 4 * d, n, n, l->fc1_b);
@@ -280,8 +278,7 @@ decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
 	int d = m->hp.n_text_state, c, j;
 	float *sel = st->dattn;		/* [d][n_cols] */
 
-	layer_norm(st->dx, st->dh, d, n, n, m->dec_ln_w, m->dec_ln_b,
-	    st->dffn);
+	layer_norm(st->dx, st->dh, d, n, n, m->dec_ln_w, m->dec_ln_b);
 	for (c = 0; c < d; c++)
 		for (j = 0; j < n_cols; j++)
 			sel[(size_t)c * n_cols + j] =

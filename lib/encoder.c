@@ -160,9 +160,8 @@ encoder_layer(struct sotto_state *st, const struct enc_layer *l, char *err)
 	const struct sotto_model *m = st->model;
 	struct gemm *g = m->gemm;
 	int d = m->hp.n_audio_state, rc;
-	float *sum = st->dscores;	/* 2 * S floats of scratch */
 
-	layer_norm(st->x, st->h, d, S, S, l->attn_ln_w, l->attn_ln_b, sum);
+	layer_norm(st->x, st->h, d, S, S, l->attn_ln_w, l->attn_ln_b);
 	if ((rc = gemm_wx(g, &l->qkv, st->h, S, S, st->qkv, S, 0, err)) != 0)
 		return rc;
 	layer_add_bias(st->qkv, 3 * d, S, S, l->qkv_b);
@@ -173,7 +172,7 @@ encoder_layer(struct sotto_state *st, const struct enc_layer *l, char *err)
 	layer_add_bias(st->h, d, S, S, l->o_b);
 	layer_add(st->x, st->h, d, S, S);
 
-	layer_norm(st->x, st->h, d, S, S, l->mlp_ln_w, l->mlp_ln_b, sum);
+	layer_norm(st->x, st->h, d, S, S, l->mlp_ln_w, l->mlp_ln_b);
 	if ((rc = gemm_wx(g, &l->fc1, st->h, S, S, st->ffn, S, 0, err)) != 0)
 		return rc;
 	layer_bias_gelu(st->ffn, 4 * d, S, S, l->fc1_b);
@@ -190,16 +189,14 @@ encoder_forward(struct sotto_state *st, const float *mel, char *err)
 	const struct sotto_model *m = st->model;
 	int i, rc;
 
-	st->encoded = 0;
 	if ((rc = encoder_stem(st, mel, err)) != 0)
 		return rc;
 	for (i = 0; i < m->hp.n_audio_layer; i++)
 		if ((rc = encoder_layer(st, &m->enc[i], err)) != 0)
 			return rc;
 	layer_norm(st->x, st->enc_out, m->hp.n_audio_state, S, S,
-	    m->ln_post_w, m->ln_post_b, st->dscores);
+	    m->ln_post_w, m->ln_post_b);
 	if ((rc = decoder_cross_kv(st, err)) != 0)
 		return rc;
-	st->encoded = 1;
 	return 0;
 }

@@ -133,7 +133,6 @@ struct sotto_state {
 	uint16_t *qkv16;	/* [3d][1500] bf16 copy (bf16 models) */
 	uint16_t *p16;		/* [1500][1500] bf16 probabilities */
 	float *enc_out;		/* [d][1500] */
-	int encoded;
 
 	/* decoder */
 	float *cross_kv;	/* [layer][2][d][1500] */
@@ -148,7 +147,6 @@ struct sotto_state {
 	float *dscores;		/* [n_text_ctx][1500] */
 	float *logits;		/* [WHISPER_MAX_BEAMS][n_vocab] */
 	float *logprobs;	/* [n_vocab] scratch */
-	float *pcm_window;	/* scratch for the mel of one window */
 	float *mel_window;	/* [n_mels][3000] */
 };
 

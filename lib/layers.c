@@ -127,11 +127,10 @@ norm_cols(const float *x, float *y, int c, int j0, int j1, int ld,
 /* ref: whisper/model.py LayerNorm (fp32), normalising over channels. */
 void
 layer_norm(const float *x, float *y, int c, int s, int ld, const float *w,
-    const float *b, float *sum)
+    const float *b)
 {
 	int blk;
 
-	(void)sum;
 #pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
 	for (blk = 0; blk < s; blk += COL_BLOCK)
 		norm_cols(x, y, c, blk, blk + COL_BLOCK < s ? blk + COL_BLOCK :

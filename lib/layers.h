@@ -10,10 +10,10 @@
 
 /*
  * y = LayerNorm over the C channels of each position (eps 1e-5), times w
- * plus b. y may not alias x. sum is scratch for 2 * s floats.
+ * plus b. y may not alias x.
  */
 void	layer_norm(const float *x, float *y, int c, int s, int ld,
-	    const float *w, const float *b, float *sum);
+	    const float *w, const float *b);
 
 /* x[i][j] += b[i] for each row. */
 void	layer_add_bias(float *x, int c, int s, int ld, const float *b);

@@ -84,7 +84,7 @@ timestamp_vs_text(const struct tok_specials *sp, int n_vocab, float *logits)
 
 void
 sampler_filter(const struct sampler_rules *r, const int32_t *sampled,
-    int n_sampled, float *logits, float *logprobs)
+    int n_sampled, float *logits)
 {
 	const struct sotto_model *m = r->model;
 	const struct tok_specials *sp = tok_specials(m->tok);

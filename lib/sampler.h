@@ -20,11 +20,10 @@ struct sampler_rules {
 
 /*
  * Apply the filters to logits[n_vocab] of one sequence whose sampled
- * tokens (those after the prompt) are sampled[n_sampled]. logprobs is
- * scratch of n_vocab floats.
+ * tokens (those after the prompt) are sampled[n_sampled].
  */
 void	sampler_filter(const struct sampler_rules *, const int32_t *sampled,
-	    int n_sampled, float *logits, float *logprobs);
+	    int n_sampled, float *logits);
 
 /* out = log_softmax(x); out may equal x. */
 void	sampler_log_softmax(const float *x, int n, float *out);
