@@ -96,7 +96,7 @@ static const struct config_key config_keys[] = {
 	S("mic", "language", config_parse_language, mic_language, 0, 0),
 	I("mic", "rate", mic_rate, 8000, 192000),
 	Z("server", "max_client_buffer_bytes", max_client_buffer_bytes,
-	    64 * 1024, 1024LL * 1024 * 1024),
+	    4 * 1024, 1024LL * 1024 * 1024),
 	Z("server", "max_frame_bytes", max_frame_bytes,
 	    4096, 64LL * 1024 * 1024),
 	I("server", "max_sessions", max_sessions, 1, 1024),

@@ -2,11 +2,16 @@
  * One client connection: a bufferevent, frames decoded with proto.c and
  * handed to peer_dispatch_<msg>, events written back with limits.
  *
- * Output: a partial is dropped while more than PEER_PARTIAL_MAX_BYTES wait
- * to be written (the next one replaces it anyway); finals and control
- * events are never dropped, but a peer whose unwritten output would pass
- * max_client_buffer_bytes is disconnected (slow_reader). Its session then
- * waits for a resume like any other lost connection.
+ * Output: a partial is dropped while more than a quarter of
+ * max_client_buffer_bytes (at most PEER_PARTIAL_MAX_BYTES) waits to be
+ * written (the next one replaces it anyway); finals and control events
+ * are never dropped, but a peer whose unwritten output they would take
+ * past max_client_buffer_bytes is a slow reader: a slow_reader error is
+ * queued after what it has not read yet, and the connection is closed
+ * once all of that is written (or after PEER_CLOSE_TIMEOUT_S without
+ * progress). Its session then waits for a resume like any other lost
+ * connection. Finals resent by a resume or a subscription (at most
+ * SESSION_HISTORY_MAX) are queued whatever the bound.
  *
  * Any malformed or out-of-order frame gets an error event, then the
  * connection is closed once that event is written (or after
@@ -15,6 +20,9 @@
  * A peer is freed from a zero-timeout event_base_once(), never inside one
  * of its own callbacks, so a callback may close it and return safely.
  */
+#include <sys/socket.h>
+
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +36,7 @@
 #include "sottod.h"
 
 #define PEER_PARTIAL_MAX_BYTES	(64 * 1024)
+#define PEER_SNDBUF_BYTES	(16 * 1024)	/* the kernel doubles it */
 #define PEER_CLOSE_TIMEOUT_S	5
 
 struct peer_list peers = TAILQ_HEAD_INITIALIZER(peers);
@@ -45,6 +54,20 @@ peer_dropped_partials(void)
 	return peer_dropped_total;
 }
 
+/*
+ * Keep the kernel's share of a peer's unread output small, so that
+ * max_client_buffer_bytes bounds nearly all of it; events are small and
+ * few per second, a reading client never fills even this.
+ */
+static void
+peer_sndbuf(int fd)
+{
+	int size = PEER_SNDBUF_BYTES;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size)) != 0)
+		log_debug("SO_SNDBUF: %s", strerror(errno));
+}
+
 struct peer *
 peer_new(int fd)
 {
@@ -56,6 +79,7 @@ peer_new(int fd)
 		return NULL;
 	}
 	evutil_make_socket_nonblocking(fd);
+	peer_sndbuf(fd);
 	p->bev = bufferevent_socket_new(sottod.base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (p->bev == NULL) {
@@ -134,23 +158,53 @@ peer_write(struct peer *p, const char *json)
 	}
 }
 
+/* Queue a partial only while the peer keeps up with its output. */
+static size_t
+peer_partial_max(void)
+{
+	size_t max = sottod.cfg.max_client_buffer_bytes / 4;
+
+	return max < PEER_PARTIAL_MAX_BYTES ? max : PEER_PARTIAL_MAX_BYTES;
+}
+
+/* The peer's backlog passed the bound: tell it (after the backlog), close. */
+static void
+peer_slow_reader(struct peer *p, size_t queued)
+{
+	char msg[PROTO_MSG_MAX], *ev;
+
+	log_warnx("peer %llu: slow reader: %zu bytes of events not read "
+	    "(max_client_buffer_bytes %zu); disconnecting",
+	    (unsigned long long)p->id, queued,
+	    sottod.cfg.max_client_buffer_bytes);
+	snprintf(msg, sizeof(msg), "%zu bytes of events not read (server "
+	    "limit %zu); reconnect with the session id and since to get the "
+	    "finals after the last one read", queued,
+	    sottod.cfg.max_client_buffer_bytes);
+	if ((ev = proto_event_error(PROTO_E_SLOW_READER, msg)) != NULL) {
+		peer_write(p, ev);
+		free(ev);
+	}
+	peer_close_after_flush(p);
+}
+
 void
 peer_send(struct peer *p, enum peer_event kind, const char *json)
 {
-	size_t queued;
+	size_t queued, n;
 
 	if (json == NULL || (p->flags & (PEER_DEAD | PEER_CLOSING)))
 		return;
 	queued = evbuffer_get_length(bufferevent_get_output(p->bev));
-	if (kind == PEER_EVENT_PARTIAL && queued > PEER_PARTIAL_MAX_BYTES) {
+	n = PROTO_HEADER_BYTES + strlen(json);
+	if (kind == PEER_EVENT_PARTIAL && queued > peer_partial_max()) {
 		p->dropped_partials++;
 		peer_dropped_total++;
 		return;
 	}
-	if (queued + strlen(json) > sottod.cfg.max_client_buffer_bytes) {
-		log_warnx("peer %llu: slow reader: %zu bytes of events not "
-		    "read; disconnected", (unsigned long long)p->id, queued);
-		peer_close(p);
+	if (kind != PEER_EVENT_REPLAY && queued > 0 &&
+	    queued + n > sottod.cfg.max_client_buffer_bytes) {
+		peer_slow_reader(p, queued);
 		return;
 	}
 	peer_write(p, json);

@@ -357,7 +357,7 @@ session_replay(struct session *s, struct peer *p, int64_t since)
 	if (id < 0)
 		id = 0;
 	for (; id < s->next_final; id++)
-		peer_send(p, PEER_EVENT_FINAL,
+		peer_send(p, PEER_EVENT_REPLAY,
 		    s->hist[id % SESSION_HISTORY_MAX]);
 }
 

@@ -67,7 +67,8 @@ enum peer_state {
 enum peer_event {
 	PEER_EVENT_PARTIAL,	/* dropped when the peer lags */
 	PEER_EVENT_FINAL,	/* never dropped; over the cap: disconnect */
-	PEER_EVENT_CONTROL,
+	PEER_EVENT_CONTROL,	/* as a final */
+	PEER_EVENT_REPLAY,	/* a kept final resent: never over the cap */
 };
 
 struct peer {

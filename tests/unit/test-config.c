@@ -185,6 +185,8 @@ test_values(void **state)
 	assert_int_equal(cfg.max_client_buffer_bytes, 1073741824);
 	test_load_ok("[server]\nmax_frame_bytes = 64M\n", &cfg);
 	assert_int_equal(cfg.max_frame_bytes, 64 * 1048576);
+	test_load_ok("[server]\nmax_client_buffer_bytes = 4K\n", &cfg);
+	assert_int_equal(cfg.max_client_buffer_bytes, 4096);
 	test_load_ok("[engine]\nprecision = fp32\nlanguage = haw\n"
 	    "model = base\n", &cfg);
 	assert_string_equal(cfg.precision, "fp32");
@@ -267,11 +269,14 @@ test_bad_sizes(void **state)
 	test_load_bad("[server]\nmax_frame_bytes = 65M\n", 2,
 	    "max_frame_bytes: 65M is out of range (4096 to 67108864 bytes)");
 	test_load_bad("[server]\nmax_client_buffer_bytes = -4M\n", 2,
-	    "max_client_buffer_bytes: -4M is out of range (65536 to "
+	    "max_client_buffer_bytes: -4M is out of range (4096 to "
+	    "1073741824 bytes)");
+	test_load_bad("[server]\nmax_client_buffer_bytes = 4095\n", 2,
+	    "max_client_buffer_bytes: 4095 is out of range (4096 to "
 	    "1073741824 bytes)");
 	test_load_bad("[server]\nmax_client_buffer_bytes = "
 	    "18014398509481984G\n", 2, "max_client_buffer_bytes: "
-	    "18014398509481984G is out of range (65536 to 1073741824 bytes)");
+	    "18014398509481984G is out of range (4096 to 1073741824 bytes)");
 }
 
 static void
