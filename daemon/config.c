@@ -6,6 +6,10 @@
  * and strips leading blanks so that inih never treats an indented line as
  * the continuation of the previous value.  The first error wins; parsing
  * goes on only to let inih finish the file.
+ *
+ * Each key is marked live when the running daemon can apply a new value
+ * (SIGHUP: config_diff, config_keep_restart_keys); the others (the model,
+ * the socket, the threads, the microphone) take effect at the next start.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -38,6 +42,7 @@ enum config_type {
 	CONFIG_INT,
 	CONFIG_SIZE,
 	CONFIG_BOOL,
+	CONFIG_MODE,
 };
 
 struct config_key {
@@ -49,6 +54,7 @@ struct config_key {
 	size_t			 size;		/* of a string field */
 	long long		 min;		/* integer and size limits */
 	long long		 max;
+	int			 live;		/* applied on SIGHUP */
 };
 
 /* Per-load state, passed to inih as its user pointer. */
@@ -68,40 +74,55 @@ static config_parse_fn config_parse_size;
 static config_parse_fn config_parse_bool;
 static config_parse_fn config_parse_precision;
 static config_parse_fn config_parse_language;
+static config_parse_fn config_parse_log_level;
+static config_parse_fn config_parse_mode;
 
-#define S(sec, k, fn, field, lo, hi) \
+#define LIVE	1
+#define RESTART	0
+#define S(sec, k, fn, field, live) \
 	{ sec, k, fn, CONFIG_STRING, offsetof(struct config, field), \
-	    sizeof(((struct config *)0)->field), lo, hi }
-#define I(sec, k, field, lo, hi) \
+	    sizeof(((struct config *)0)->field), 0, 0, live }
+#define I(sec, k, field, lo, hi, live) \
 	{ sec, k, config_parse_int, CONFIG_INT, \
-	    offsetof(struct config, field), sizeof(int), lo, hi }
-#define Z(sec, k, field, lo, hi) \
+	    offsetof(struct config, field), sizeof(int), lo, hi, live }
+#define Z(sec, k, field, lo, hi, live) \
 	{ sec, k, config_parse_size, CONFIG_SIZE, \
-	    offsetof(struct config, field), sizeof(size_t), lo, hi }
-#define B(sec, k, field) \
+	    offsetof(struct config, field), sizeof(size_t), lo, hi, live }
+#define B(sec, k, field, live) \
 	{ sec, k, config_parse_bool, CONFIG_BOOL, \
-	    offsetof(struct config, field), sizeof(int), 0, 1 }
+	    offsetof(struct config, field), sizeof(int), 0, 1, live }
+#define M(sec, k, field, live) \
+	{ sec, k, config_parse_mode, CONFIG_MODE, \
+	    offsetof(struct config, field), sizeof(int), 0, 0777, live }
 
-/* Sorted by section, then key: config_find uses bsearch. */
+/*
+ * Sorted by section, then key: config_find uses bsearch.  LIVE keys are
+ * applied by a SIGHUP (engine keys to sessions opened after it).
+ */
 static const struct config_key config_keys[] = {
-	I("engine", "beam_size", beam_size, 1, 16),
-	S("engine", "language", config_parse_language, language, 0, 0),
-	S("engine", "model", config_parse_string, model, 0, 0),
-	S("engine", "precision", config_parse_precision, precision, 0, 0),
-	I("engine", "step_ms", step_ms, 100, 30000),
-	I("engine", "threads", threads, 0, 1024),
-	I("mic", "channels", mic_channels, 1, 32),
-	S("mic", "device", config_parse_string, mic_device, 0, 0),
-	B("mic", "enabled", mic_enabled),
-	S("mic", "language", config_parse_language, mic_language, 0, 0),
-	I("mic", "rate", mic_rate, 8000, 192000),
+	I("engine", "beam_size", beam_size, 1, 16, LIVE),
+	S("engine", "language", config_parse_language, language, LIVE),
+	S("engine", "model", config_parse_string, model, RESTART),
+	S("engine", "precision", config_parse_precision, precision, RESTART),
+	I("engine", "step_ms", step_ms, 100, 30000, LIVE),
+	I("engine", "threads", threads, 0, 1024, RESTART),
+	I("mic", "channels", mic_channels, 1, 32, RESTART),
+	S("mic", "device", config_parse_string, mic_device, RESTART),
+	B("mic", "enabled", mic_enabled, RESTART),
+	S("mic", "language", config_parse_language, mic_language, RESTART),
+	I("mic", "rate", mic_rate, 8000, 192000, RESTART),
+	S("server", "log_level", config_parse_log_level, log_level, LIVE),
 	Z("server", "max_client_buffer_bytes", max_client_buffer_bytes,
-	    4 * 1024, 1024LL * 1024 * 1024),
+	    4 * 1024, 1024LL * 1024 * 1024, LIVE),
+	I("server", "max_connections_per_uid", max_connections_per_uid,
+	    1, 4096, LIVE),
 	Z("server", "max_frame_bytes", max_frame_bytes,
-	    4096, 64LL * 1024 * 1024),
-	I("server", "max_sessions", max_sessions, 1, 1024),
-	I("server", "reconnect_grace_seconds", reconnect_grace_s, 0, 3600),
-	S("server", "socket", config_parse_string, socket_path, 0, 0),
+	    4096, 64LL * 1024 * 1024, LIVE),
+	I("server", "max_sessions", max_sessions, 1, 1024, LIVE),
+	I("server", "reconnect_grace_seconds", reconnect_grace_s, 0, 3600,
+	    LIVE),
+	S("server", "socket", config_parse_string, socket_path, RESTART),
+	M("server", "socket_mode", socket_mode, LIVE),
 };
 #define CONFIG_NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
 _Static_assert(CONFIG_NKEYS <= 32, "struct config_ctx seen[] too small");
@@ -118,6 +139,9 @@ config_defaults(struct config *cfg)
 	cfg->max_frame_bytes = CONFIG_MIB;
 	cfg->max_client_buffer_bytes = 4 * CONFIG_MIB;
 	cfg->reconnect_grace_s = 30;
+	cfg->max_connections_per_uid = 16;
+	cfg->socket_mode = 0666;
+	CONFIG_SET(cfg->log_level, "info");
 	CONFIG_SET(cfg->model, "tiny.en");
 	cfg->threads = 0;
 	CONFIG_SET(cfg->precision, "auto");
@@ -183,6 +207,37 @@ config_parse_language(const struct config_key *k, void *field,
 		return -1;
 	}
 	return config_parse_string(k, field, value, msg, msglen);
+}
+
+static int
+config_parse_log_level(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	if (strcmp(value, "warning") != 0 && strcmp(value, "info") != 0 &&
+	    strcmp(value, "debug") != 0) {
+		snprintf(msg, msglen, "%s: \"%s\" is not warning, info or "
+		    "debug", k->key, value);
+		return -1;
+	}
+	return config_parse_string(k, field, value, msg, msglen);
+}
+
+/* File permission bits in octal: 0660, 666 (at most 0777). */
+static int
+config_parse_mode(const struct config_key *k, void *field, const char *value,
+    char *msg, size_t msglen)
+{
+	size_t len = strlen(value);
+	long v;
+
+	if (len < 3 || len > 4 || strspn(value, "01234567") != len ||
+	    (v = strtol(value, NULL, 8)) > k->max) {
+		snprintf(msg, msglen, "%s: \"%s\" is not an octal mode "
+		    "such as 0660 (at most 0777)", k->key, value);
+		return -1;
+	}
+	*(int *)field = (int)v;
+	return 0;
 }
 
 /* A decimal integer: digits with an optional leading minus sign only. */
@@ -450,37 +505,40 @@ config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 }
 
 static void
-config_dump_size(FILE *fp, size_t v)
+config_format_size(char *buf, size_t len, size_t v)
 {
 	if (v != 0 && v % CONFIG_GIB == 0)
-		fprintf(fp, "%zuG\n", v / CONFIG_GIB);
+		snprintf(buf, len, "%zuG", v / CONFIG_GIB);
 	else if (v != 0 && v % CONFIG_MIB == 0)
-		fprintf(fp, "%zuM\n", v / CONFIG_MIB);
+		snprintf(buf, len, "%zuM", v / CONFIG_MIB);
 	else if (v != 0 && v % CONFIG_KIB == 0)
-		fprintf(fp, "%zuK\n", v / CONFIG_KIB);
+		snprintf(buf, len, "%zuK", v / CONFIG_KIB);
 	else
-		fprintf(fp, "%zu\n", v);
+		snprintf(buf, len, "%zu", v);
 }
 
+/* The value of key k in cfg as the file would give it. */
 static void
-config_dump_key(const struct config *cfg, const struct config_key *k,
-    FILE *fp)
+config_format(const struct config *cfg, const struct config_key *k,
+    char *buf, size_t len)
 {
 	const void *field = (const char *)cfg + k->offset;
 
-	fprintf(fp, "%s = ", k->key);
 	switch (k->type) {
 	case CONFIG_STRING:
-		fprintf(fp, "%s\n", (const char *)field);
+		snprintf(buf, len, "%s", (const char *)field);
 		break;
 	case CONFIG_INT:
-		fprintf(fp, "%d\n", *(const int *)field);
+		snprintf(buf, len, "%d", *(const int *)field);
 		break;
 	case CONFIG_SIZE:
-		config_dump_size(fp, *(const size_t *)field);
+		config_format_size(buf, len, *(const size_t *)field);
 		break;
 	case CONFIG_BOOL:
-		fprintf(fp, "%s\n", *(const int *)field ? "yes" : "no");
+		snprintf(buf, len, "%s", *(const int *)field ? "yes" : "no");
+		break;
+	case CONFIG_MODE:
+		snprintf(buf, len, "%04o", *(const int *)field);
 		break;
 	}
 }
@@ -488,6 +546,7 @@ config_dump_key(const struct config *cfg, const struct config_key *k,
 void
 config_dump(const struct config *cfg, FILE *fp)
 {
+	char value[CONFIG_MSG_MAX];
 	size_t s, i;
 
 	for (s = 0; s < sizeof(config_sections) / sizeof(config_sections[0]);
@@ -495,8 +554,57 @@ config_dump(const struct config *cfg, FILE *fp)
 		fprintf(fp, "%s[%s]\n", s > 0 ? "\n" : "", config_sections[s]);
 		for (i = 0; i < CONFIG_NKEYS; i++) {
 			if (strcmp(config_keys[i].section,
-			    config_sections[s]) == 0)
-				config_dump_key(cfg, &config_keys[i], fp);
+			    config_sections[s]) != 0)
+				continue;
+			config_format(cfg, &config_keys[i], value,
+			    sizeof(value));
+			fprintf(fp, "%s = %s\n", config_keys[i].key, value);
 		}
+	}
+}
+
+static int
+config_key_differs(const struct config *a, const struct config *b,
+    const struct config_key *k)
+{
+	const char *x = (const char *)a + k->offset;
+	const char *y = (const char *)b + k->offset;
+
+	if (k->type == CONFIG_STRING)
+		return strcmp(x, y) != 0;
+	return memcmp(x, y, k->size) != 0;
+}
+
+int
+config_diff(const struct config *old, const struct config *new,
+    config_diff_fn *fn, void *arg)
+{
+	char a[CONFIG_MSG_MAX], b[CONFIG_MSG_MAX];
+	size_t i;
+	int n = 0;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		if (!config_key_differs(old, new, &config_keys[i]))
+			continue;
+		config_format(old, &config_keys[i], a, sizeof(a));
+		config_format(new, &config_keys[i], b, sizeof(b));
+		fn(config_keys[i].section, config_keys[i].key, a, b,
+		    config_keys[i].live, arg);
+		n++;
+	}
+	return n;
+}
+
+void
+config_keep_restart_keys(struct config *cfg, const struct config *old)
+{
+	const struct config_key *k;
+	size_t i;
+
+	for (i = 0; i < CONFIG_NKEYS; i++) {
+		k = &config_keys[i];
+		if (!k->live)
+			memcpy((char *)cfg + k->offset,
+			    (const char *)old + k->offset, k->size);
 	}
 }

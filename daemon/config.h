@@ -21,6 +21,9 @@ struct config {
 	size_t	max_frame_bytes;	/* max_frame_bytes = 1M */
 	size_t	max_client_buffer_bytes; /* max_client_buffer_bytes = 4M */
 	int	reconnect_grace_s;	/* reconnect_grace_seconds = 30 */
+	int	max_connections_per_uid; /* max_connections_per_uid = 16 */
+	int	socket_mode;		/* socket_mode = 0666 */
+	char	log_level[8];		/* log_level = warning|info|debug */
 
 	/* [engine] */
 	char	model[256];		/* model = tiny.en (name or path) */
@@ -52,5 +55,18 @@ int	config_load(struct config *, const char *path, char *err,
 
 /* Print every key with its value as an ini file (sottod --check-config). */
 void	config_dump(const struct config *, FILE *);
+
+/*
+ * SIGHUP.  For each key whose value differs between old and new, call fn
+ * with the section, the key, both values as text, and whether sottod
+ * applies the key while running (live) or only at its next start.
+ * Returns the number of keys that differ.
+ */
+typedef void config_diff_fn(const char *section, const char *key,
+    const char *old_value, const char *new_value, int live, void *arg);
+int	config_diff(const struct config *old, const struct config *new,
+	    config_diff_fn *fn, void *arg);
+/* Copy every key that needs a restart from old into cfg. */
+void	config_keep_restart_keys(struct config *cfg, const struct config *old);
 
 #endif /* SOTTOD_CONFIG_H */

@@ -19,7 +19,7 @@
 #define LOG_LINE_MAX	1024
 
 static const char	*log_progname = "sottod";
-static int		 log_debug_enabled;
+static enum log_level	 log_level = LOG_LEVEL_INFO;
 static int		 log_journal;
 
 /* Is stderr the journal stream systemd set up for us?  JOURNAL_STREAM is
@@ -44,20 +44,38 @@ log_init(const char *progname, int debug)
 {
 	if (progname != NULL && *progname != '\0')
 		log_progname = progname;
-	log_debug_enabled = debug;
+	log_setdebug(debug);
 	log_journal = log_stderr_is_journal();
+}
+
+void
+log_setlevel(enum log_level level)
+{
+	log_level = level;
+}
+
+int
+log_level_parse(const char *s)
+{
+	if (strcmp(s, "warning") == 0)
+		return LOG_LEVEL_WARNING;
+	if (strcmp(s, "info") == 0)
+		return LOG_LEVEL_INFO;
+	if (strcmp(s, "debug") == 0)
+		return LOG_LEVEL_DEBUG;
+	return -1;
 }
 
 void
 log_setdebug(int debug)
 {
-	log_debug_enabled = debug;
+	log_level = debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
 }
 
 int
 log_getdebug(void)
 {
-	return log_debug_enabled;
+	return log_level >= LOG_LEVEL_DEBUG;
 }
 
 /* Format one line at priority pri, with ": cause" when cause is non-NULL. */
@@ -118,6 +136,8 @@ log_info(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (log_level < LOG_LEVEL_INFO)
+		return;
 	va_start(ap, fmt);
 	log_vwrite(LOG_INFO, NULL, fmt, ap);
 	va_end(ap);
@@ -128,7 +148,7 @@ log_debug(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!log_debug_enabled)
+	if (log_level < LOG_LEVEL_DEBUG)
 		return;
 	va_start(ap, fmt);
 	log_vwrite(LOG_DEBUG, NULL, fmt, ap);

@@ -10,7 +10,17 @@
 
 #define LOG_FORMAT	__attribute__((format(printf, 1, 2)))
 
+enum log_level {
+	LOG_LEVEL_WARNING,	/* warnings and errors only */
+	LOG_LEVEL_INFO,		/* and what sottod does: the default */
+	LOG_LEVEL_DEBUG,	/* and every connection and frame */
+};
+
 void	log_init(const char *progname, int debug);
+void	log_setlevel(enum log_level);
+/* "warning", "info" or "debug"; -1 for anything else. */
+int	log_level_parse(const char *);
+/* log_setdebug(1) is log_setlevel(LOG_LEVEL_DEBUG), 0 LOG_LEVEL_INFO. */
 void	log_setdebug(int debug);
 int	log_getdebug(void);
 

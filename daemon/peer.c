@@ -68,8 +68,9 @@ peer_sndbuf(int fd)
 		log_debug("SO_SNDBUF: %s", strerror(errno));
 }
 
+/* A peer for an accepted fd (which it owns from now on), or NULL. */
 struct peer *
-peer_new(int fd)
+peer_new(int fd, long uid)
 {
 	struct peer *p;
 
@@ -89,12 +90,14 @@ peer_new(int fd)
 		return NULL;
 	}
 	p->id = peer_next_id++;
+	p->uid = uid;
 	p->state = PEER_NEW;
 	bufferevent_setcb(p->bev, peer_read_cb, peer_write_cb, peer_event_cb,
 	    p);
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
 	TAILQ_INSERT_TAIL(&peers, p, entry);
-	log_debug("peer %llu: connected", (unsigned long long)p->id);
+	log_debug("peer %llu: connected (uid %ld)", (unsigned long long)p->id,
+	    uid);
 	return p;
 }
 

@@ -28,6 +28,7 @@ static const char *const proto_error_names[] = {
 	[PROTO_E_SLOW_READER] = "slow_reader",
 	[PROTO_E_INTERNAL] = "internal",
 	[PROTO_E_SHUTDOWN] = "shutdown",
+	[PROTO_E_TOO_MANY] = "too_many_connections",
 };
 
 static enum proto_error

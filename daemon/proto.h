@@ -51,6 +51,7 @@ enum proto_error {
 	PROTO_E_SLOW_READER,	/* the client does not read its events */
 	PROTO_E_INTERNAL,	/* the server failed; not the client's fault */
 	PROTO_E_SHUTDOWN,	/* the server is stopping */
+	PROTO_E_TOO_MANY,	/* over max_connections_per_uid */
 };
 
 enum proto_format {

@@ -7,9 +7,20 @@
  * client is finished, its last finals and "end" are sent, and then its
  * connection is closed; idle connections are closed at once. The loop
  * ends when no session is decoding and no connection is left, or after
- * SERVER_DRAIN_MAX_S. A second signal ends it at once.
+ * SERVER_DRAIN_MAX_S. A second signal ends it at once. SIGHUP reloads
+ * the config (sottod_reload). Signals arrive as libevent events, so all
+ * of this runs on the loop, never in a signal handler.
+ *
+ * Accept: a connection over the total cap (busy) or over its uid's
+ * max_connections_per_uid (too_many_connections; the uid comes from
+ * SO_PEERCRED) gets one error event, written without waiting, and is
+ * closed before it costs a peer.
  */
+#include <sys/socket.h>
+#include <sys/uio.h>
+
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,27 +56,85 @@ server_clients(void)
 	return n;
 }
 
+/* The uid at the other end of fd, or -1 when the kernel does not say. */
+static long
+server_peer_uid(evutil_socket_t fd)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0 ||
+	    len != sizeof(cr)) {
+		log_warn("accept: SO_PEERCRED");
+		return -1;
+	}
+	return (long)cr.uid;
+}
+
+static int
+server_uid_connections(long uid)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		if (p->uid == uid)
+			n++;
+	return n;
+}
+
+/*
+ * Refuse fd: one error event if the socket takes it at once (a new
+ * connection's buffer is empty), then close. Nothing waits on it.
+ */
+static void
+server_refuse(evutil_socket_t fd, enum proto_error code, const char *msg)
+{
+	uint8_t hdr[PROTO_HEADER_BYTES];
+	struct iovec iov[2];
+	struct msghdr mh;
+	char *ev;
+
+	if ((ev = proto_event_error(code, msg)) != NULL) {
+		proto_frame_header(hdr, MSG_EVENT, strlen(ev));
+		iov[0].iov_base = hdr;
+		iov[0].iov_len = sizeof(hdr);
+		iov[1].iov_base = ev;
+		iov[1].iov_len = strlen(ev);
+		memset(&mh, 0, sizeof(mh));
+		mh.msg_iov = iov;
+		mh.msg_iovlen = 2;
+		(void)sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+		free(ev);
+	}
+	evutil_closesocket(fd);
+}
+
 static void
 server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int len, void *arg)
 {
-	static const char busy[] = "{\"type\":\"error\",\"code\":\"busy\","
-	    "\"message\":\"too many connections\"}";
-	uint8_t hdr[PROTO_HEADER_BYTES];
-	ssize_t n;
+	char msg[PROTO_MSG_MAX];
+	long uid;
+	int n;
 
 	if (server_clients() >= sottod.cfg.max_sessions * 2 +
 	    SERVER_CLIENTS_EXTRA) {
 		log_warnx("accept: too many connections");
-		proto_frame_header(hdr, MSG_EVENT, sizeof(busy) - 1);
-		n = send(fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n == (ssize_t)sizeof(hdr))
-			(void)send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT |
-			    MSG_NOSIGNAL);
-		evutil_closesocket(fd);
+		server_refuse(fd, PROTO_E_BUSY, "too many connections");
 		return;
 	}
-	peer_new(fd);
+	uid = server_peer_uid(fd);
+	if ((n = server_uid_connections(uid)) >=
+	    sottod.cfg.max_connections_per_uid) {
+		snprintf(msg, sizeof(msg), "uid %ld already has %d "
+		    "connections (max_connections_per_uid = %d); close one "
+		    "first", uid, n, sottod.cfg.max_connections_per_uid);
+		log_info("accept: refused: %s", msg);
+		server_refuse(fd, PROTO_E_TOO_MANY, msg);
+		return;
+	}
+	peer_new(fd, uid);
 }
 
 static void
@@ -145,8 +214,7 @@ static void
 server_signal_cb(int sig, short ev, void *arg)
 {
 	if (sig == SIGHUP) {
-		log_info("SIGHUP: configuration reload is not supported; "
-		    "restart sottod to apply changes");
+		sottod_reload();
 		return;
 	}
 	if (sottod.draining) {

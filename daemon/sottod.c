@@ -2,6 +2,11 @@
  * sottod: the live captioning daemon. Reads the config (flags override
  * it), loads the model, listens on the socket systemd passed or on its
  * own, tells systemd it is ready and runs the event loop.
+ *
+ * SIGHUP (through the loop, server.c) reads the same config file again:
+ * a file with an error is refused and the configuration in effect kept;
+ * otherwise the keys that can change live are applied and each key that
+ * needs a restart is logged and left as it was. Flags still override.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,7 +30,6 @@
 #include "systemd.h"
 #include "sottod.h"
 
-#define SOTTOD_SOCKET_MODE	0666
 #define SOTTOD_BACKLOG		64
 
 struct sottod sottod;
@@ -49,7 +53,11 @@ static const char usage_text[] =
 "      --version             print the version\n"
 "\n"
 "Flags override the config file. SIGTERM finishes every stream (clients\n"
-"get their last finals), then exits.\n";
+"get their last finals), then exits. SIGHUP reads the config file again\n"
+"and applies the limits, log level, socket mode and engine settings of\n"
+"new sessions; a file with an error is refused (the log names its line)\n"
+"and changes to socket, model, threads, precision or [mic] are logged as\n"
+"needing a restart.\n";
 
 enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION };
 
@@ -66,10 +74,13 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Command-line flags, checked once; they override every config read. */
 struct sottod_flags {
-	const char *config, *socket, *model, *threads, *precision;
+	const char *config, *socket, *model, *precision;
+	int threads;		/* -1: not given */
 	int debug, check;
 };
+static struct sottod_flags flags;
 
 double
 sottod_now(void)
@@ -87,19 +98,45 @@ sottod_usage(const char *msg)
 	exit(2);
 }
 
+/* Check the flags that take a value; exit 2 on a bad one. */
+static void
+sottod_check_args(struct sottod_flags *f, const char *threads)
+{
+	char *end;
+	long v;
+
+	if (threads != NULL) {
+		v = strtol(threads, &end, 10);
+		if (*threads == '\0' || *end != '\0' || v < 0 || v > 1024)
+			sottod_usage("--threads takes 0 to 1024");
+		f->threads = (int)v;
+	}
+	if (f->precision != NULL && strcmp(f->precision, "auto") != 0 &&
+	    strcmp(f->precision, "fp32") != 0 &&
+	    strcmp(f->precision, "bf16") != 0)
+		sottod_usage("--precision must be auto, fp32 or bf16");
+	if (f->socket != NULL &&
+	    strlen(f->socket) >= sizeof(sottod.cfg.socket_path))
+		sottod_usage("--socket: path too long");
+	if (f->model != NULL && strlen(f->model) >= sizeof(sottod.cfg.model))
+		sottod_usage("--model: name too long");
+}
+
 static void
 sottod_parse_args(int argc, char **argv, struct sottod_flags *f)
 {
+	const char *threads = NULL;
 	int c;
 
 	memset(f, 0, sizeof(*f));
+	f->threads = -1;
 	while ((c = getopt_long(argc, argv, "f:s:m:t:dh", long_options,
 	    NULL)) != -1) {
 		switch (c) {
 		case 'f': f->config = optarg; break;
 		case 's': f->socket = optarg; break;
 		case 'm': f->model = optarg; break;
-		case 't': f->threads = optarg; break;
+		case 't': threads = optarg; break;
 		case 'd': f->debug = 1; break;
 		case OPT_PRECISION: f->precision = optarg; break;
 		case OPT_CHECK: f->check = 1; break;
@@ -116,40 +153,49 @@ sottod_parse_args(int argc, char **argv, struct sottod_flags *f)
 	}
 	if (optind != argc)
 		sottod_usage("unexpected argument");
+	sottod_check_args(f, threads);
 }
 
-/* Config file, then flags on top. */
-static void
-sottod_configure(const struct sottod_flags *f)
+/* The config file: --config, else the default one if it exists. */
+static const char *
+sottod_config_path(void)
 {
-	struct config *cfg = &sottod.cfg;
-	char err[512], *end;
-	long v;
+	if (flags.config != NULL)
+		return flags.config;
+	return access(CONFIG_PATH_DEFAULT, F_OK) == 0 ? CONFIG_PATH_DEFAULT :
+	    NULL;
+}
+
+/* Defaults, the config file, then the flags. 0, or -1 with err. */
+static int
+sottod_read_config(struct config *cfg, char *err, size_t errlen)
+{
+	const char *path = sottod_config_path();
 
 	config_defaults(cfg);
-	if ((f->config != NULL || access(CONFIG_PATH_DEFAULT, F_OK) == 0) &&
-	    config_load(cfg, f->config ? f->config : CONFIG_PATH_DEFAULT, err,
-	    sizeof(err)) != 0)
-		fatalx("%s", err);
-	if (f->socket != NULL && snprintf(cfg->socket_path,
-	    sizeof(cfg->socket_path), "%s", f->socket) >=
-	    (int)sizeof(cfg->socket_path))
-		fatalx("socket path too long: %s", f->socket);
-	if (f->model != NULL)
-		snprintf(cfg->model, sizeof(cfg->model), "%s", f->model);
-	if (f->threads != NULL) {
-		v = strtol(f->threads, &end, 10);
-		if (*f->threads == '\0' || *end != '\0' || v < 0 || v > 1024)
-			fatalx("bad --threads '%s' (0 to 1024)", f->threads);
-		cfg->threads = (int)v;
-	}
-	if (f->precision != NULL) {
-		if (strcmp(f->precision, "auto") && strcmp(f->precision,
-		    "fp32") && strcmp(f->precision, "bf16"))
-			fatalx("--precision must be auto, fp32 or bf16");
+	if (path != NULL && config_load(cfg, path, err, errlen) != 0)
+		return -1;
+	if (flags.socket != NULL)
+		snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s",
+		    flags.socket);
+	if (flags.model != NULL)
+		snprintf(cfg->model, sizeof(cfg->model), "%s", flags.model);
+	if (flags.threads >= 0)
+		cfg->threads = flags.threads;
+	if (flags.precision != NULL)
 		snprintf(cfg->precision, sizeof(cfg->precision), "%s",
-		    f->precision);
-	}
+		    flags.precision);
+	return 0;
+}
+
+static void
+sottod_set_log_level(void)
+{
+	int level = log_level_parse(sottod.cfg.log_level);
+
+	if (flags.debug || level < 0)
+		level = flags.debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
+	log_setlevel((enum log_level)level);
 }
 
 static void
@@ -239,9 +285,9 @@ sottod_listen(const char *path, char *err, size_t errlen)
 		snprintf(err, errlen, "socket: %s", strerror(errno));
 		return -1;
 	}
-	old = umask(0777 & ~SOTTOD_SOCKET_MODE);
+	old = umask(0777 & ~(mode_t)sottod.cfg.socket_mode);
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
-	    chmod(path, SOTTOD_SOCKET_MODE) != 0 ||
+	    chmod(path, (mode_t)sottod.cfg.socket_mode) != 0 ||
 	    listen(fd, SOTTOD_BACKLOG) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		umask(old);
@@ -250,6 +296,68 @@ sottod_listen(const char *path, char *err, size_t errlen)
 	}
 	umask(old);
 	return fd;
+}
+
+/* Give our own socket the configured mode (a SIGHUP may change it). */
+static void
+sottod_socket_mode(void)
+{
+	const char *path = sottod.cfg.socket_path;
+	struct stat st;
+
+	if (!sottod.own_socket)
+		return;
+	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+		log_warnx("reload: %s is no longer our socket; socket_mode "
+		    "not applied", path);
+		return;
+	}
+	if ((st.st_mode & 0777) != (mode_t)sottod.cfg.socket_mode &&
+	    chmod(path, (mode_t)sottod.cfg.socket_mode) != 0)
+		log_warn("reload: chmod %04o %s", sottod.cfg.socket_mode,
+		    path);
+}
+
+static void
+sottod_reload_key(const char *section, const char *key, const char *old,
+    const char *new, int live, void *arg)
+{
+	int *restart = arg;
+
+	if (live) {
+		log_info("reload: [%s] %s = %s (was %s)", section, key, new,
+		    old);
+		return;
+	}
+	log_warnx("reload: [%s] %s = %s needs a restart; still %s", section,
+	    key, new, old);
+	(*restart)++;
+}
+
+/* SIGHUP, from the loop: read the config again and apply what can be. */
+void
+sottod_reload(void)
+{
+	const char *path = sottod_config_path();
+	struct config cfg;
+	char err[512];
+	int n, restart = 0;
+
+	systemd_notify_reloading();
+	if (sottod_read_config(&cfg, err, sizeof(err)) != 0) {
+		log_warnx("reload: %s; configuration not changed", err);
+		systemd_notify_ready(NULL);
+		return;
+	}
+	n = config_diff(&sottod.cfg, &cfg, sottod_reload_key, &restart);
+	config_keep_restart_keys(&cfg, &sottod.cfg);
+	sottod.cfg = cfg;
+	sottod_socket_mode();
+	sottod_set_log_level();
+	log_info("reload: %s: %d change(s) applied, %d need a restart",
+	    path != NULL ? path : "no config file (defaults)", n - restart,
+	    restart);
+	systemd_notify_ready(NULL);
 }
 
 /* libevent's own messages, into our log. */
@@ -276,15 +384,15 @@ sottod_omp_policy(char **argv)
 int
 main(int argc, char **argv)
 {
-	struct sottod_flags f;
 	char err[512];
-	int own = 0;
 
 	sottod_omp_policy(argv);
-	sottod_parse_args(argc, argv, &f);
-	log_init("sottod", f.debug);
-	sottod_configure(&f);
-	if (f.check) {
+	sottod_parse_args(argc, argv, &flags);
+	log_init("sottod", flags.debug);
+	if (sottod_read_config(&sottod.cfg, err, sizeof(err)) != 0)
+		fatalx("%s", err);
+	sottod_set_log_level();
+	if (flags.check) {
 		config_dump(&sottod.cfg, stdout);
 		return 0;
 	}
@@ -302,19 +410,20 @@ main(int argc, char **argv)
 		    sizeof(err));
 		if (sottod.listen_fd == -1)
 			fatalx("%s", err);
-		own = 1;
+		sottod.own_socket = 1;
 	}
 	if (server_start(sottod.listen_fd, err, sizeof(err)) != 0 ||
 	    session_mic_start(err, sizeof(err)) != 0)
 		fatalx("%s", err);
-	log_info("listening on %s%s", own ? sottod.cfg.socket_path :
-	    "the socket from systemd", own ? "" : " (socket activation)");
+	log_info("listening on %s%s", sottod.own_socket ?
+	    sottod.cfg.socket_path : "the socket from systemd",
+	    sottod.own_socket ? "" : " (socket activation)");
 	systemd_notify_ready("ready");
 	event_base_dispatch(sottod.base);
 	log_info("stopping");
 	server_stop();
 	event_base_loop(sottod.base, EVLOOP_NONBLOCK);
-	if (own)
+	if (sottod.own_socket)
 		unlink(sottod.cfg.socket_path);
 	sotto_model_free(sottod.model);
 	event_base_free(sottod.base);

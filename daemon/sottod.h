@@ -44,10 +44,12 @@ struct sottod {
 	double			 started;	/* monotonic seconds */
 	int			 draining;	/* SIGTERM: finishing streams */
 	int			 listen_fd;
+	int			 own_socket;	/* created by us, not systemd */
 };
 extern struct sottod sottod;
 
 double	sottod_now(void);
+void	sottod_reload(void);
 
 /* server.c */
 int	server_start(int listen_fd, char *err, size_t errlen);
@@ -73,6 +75,7 @@ enum peer_event {
 
 struct peer {
 	uint64_t		 id;
+	long			 uid;		/* SO_PEERCRED; -1 unknown */
 	struct bufferevent	*bev;
 	int			 flags;
 #define PEER_CLOSING	0x1	/* flush the output, then free */
@@ -88,7 +91,7 @@ struct peer {
 TAILQ_HEAD(peer_list, peer);
 extern struct peer_list peers;
 
-struct peer *peer_new(int fd);
+struct peer *peer_new(int fd, long uid);
 void	peer_send(struct peer *, enum peer_event, const char *json);
 void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));

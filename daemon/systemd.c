@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -100,6 +101,20 @@ systemd_notify_status(const char *fmt, ...)
 	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
 	va_end(ap);
 	systemd_flatten(buf);
+	systemd_notify(buf);
+}
+
+/* SIGHUP: RELOADING=1 with the time systemd pairs with the next READY=1. */
+void
+systemd_notify_reloading(void)
+{
+	struct timespec ts;
+	char buf[64];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(buf, sizeof(buf), "RELOADING=1\nMONOTONIC_USEC=%llu",
+	    (unsigned long long)ts.tv_sec * 1000000ULL +
+	    (unsigned long long)ts.tv_nsec / 1000);
 	systemd_notify(buf);
 }
 

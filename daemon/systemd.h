@@ -20,6 +20,8 @@ int	systemd_listen_fd(char *err, size_t errlen);
 void	systemd_notify_ready(const char *status);
 void	systemd_notify_status(const char *fmt, ...)
 	    __attribute__((format(printf, 1, 2)));
+/* RELOADING=1 (SIGHUP); READY=1 tells the manager the reload is done. */
+void	systemd_notify_reloading(void);
 void	systemd_notify_stopping(void);
 
 /*

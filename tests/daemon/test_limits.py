@@ -1,5 +1,7 @@
-"""sottod's limits, live: a slow reader whose backlog of finals passes
-max_client_buffer_bytes.
+"""sottod's limits, live: SIGHUP reloads the config (a live limit changes,
+a key that needs a restart is only reported, a broken file is refused and
+the daemon keeps serving), the per-uid connection cap, and a slow reader
+whose backlog of finals passes max_client_buffer_bytes.
 
 Real daemon, real tiny.en, real speech, as in test_daemon.py.
 """
@@ -101,6 +103,175 @@ def stream_jfk(sock: str) -> str:
     c.close()
     return "".join(s["text"] for e in evs if e["type"] == "final"
                    for s in e["segments"])
+
+
+# --- SIGHUP ------------------------------------------------------------------------
+
+def test_sighup_applies_live_limits(make_daemon):
+    d = make_daemon(conf="max_sessions = 1\n").start()
+    base = d.conf.read_text().replace("max_sessions = 1\n", "")
+    assert stat.S_IMODE(os.stat(d.socket).st_mode) == 0o666
+    a = open_session(d.socket)
+    refused(d.socket, "busy")
+
+    other = d.dir / "other.sock"
+    log = reload(d, base.replace(d.socket, str(other)) +
+                 "max_sessions = 2\nsocket_mode = 0600\n"
+                 "[engine]\nstep_ms = 500\n", "change(s) applied")
+    assert "reload: [server] max_sessions = 2 (was 1)" in log, log
+    assert "reload: [server] socket_mode = 0600 (was 0666)" in log, log
+    assert "reload: [engine] step_ms = 500 (was 1000)" in log, log
+    assert (f"reload: [server] socket = {other} needs a restart; still "
+            f"{d.socket}") in log, log
+    assert "3 change(s) applied, 1 need a restart" in log, log
+    # Live: a second session now; the socket's mode changed; the socket
+    # path did not (it needs a restart).
+    b = open_session(d.socket)
+    assert stat.S_IMODE(os.stat(d.socket).st_mode) == 0o600
+    assert not other.exists()
+    refused(d.socket, "busy")
+    # Lowering the limit closes nothing: both sessions finish normally.
+    reload(d, base + "max_sessions = 1\n", "change(s) applied")
+    for c in (a, b):
+        c.send(frame(MSG_AUDIO, pcm16("jfk.wav")))
+        c.send(frame(MSG_END))
+        assert c.events_until("end")[-1]["type"] == "end"
+        c.close()
+    assert d.stop() == 0
+
+
+def test_sighup_broken_config_is_refused(make_daemon):
+    d = make_daemon(conf="max_sessions = 2\n").start()
+    good = d.conf.read_text()
+    bad = good + "max_client_buffer_bytes = 1K\n[engine]\nmodle = base\n"
+    line = bad.splitlines().index("max_client_buffer_bytes = 1K") + 1
+    log = reload(d, bad, "configuration not changed")
+    assert (f"reload: {d.conf}:{line}: max_client_buffer_bytes: 1K is out "
+            f"of range (4096 to 1073741824 bytes); configuration not "
+            f"changed") in log, log
+    assert "change(s) applied" not in log, log
+    log = reload(d, good + "[speaker]\nvolume = 3\n",
+                 "configuration not changed")
+    assert f"{d.conf}:{len(good.splitlines()) + 2}: unknown section " \
+           "[speaker]" in log, log
+    # The daemon keeps serving, with the configuration it had.
+    text = stream_jfk(d.socket)
+    assert "country" in text.lower(), text
+    a, b = open_session(d.socket), open_session(d.socket)
+    refused(d.socket, "busy")
+    a.close()
+    b.close()
+    # A good file afterwards is applied.
+    log = reload(d, good.replace("max_sessions = 2", "max_sessions = 3"),
+                 "change(s) applied")
+    assert "max_sessions = 3 (was 2)" in log, log
+    assert d.stop() == 0
+    report("SIGHUP: live limits applied, restart keys reported, broken "
+           "files refused with file:line while serving")
+
+
+# --- the per-uid connection cap ----------------------------------------------------
+
+def uid_daemon(make_daemon, cap: int):
+    """A daemon whose socket other users can reach (a 0755 directory)."""
+    sockdir = Path(tempfile.mkdtemp(prefix="sottod-uid-"))
+    sockdir.chmod(0o755)
+    sock = str(sockdir / "s.sock")
+    d = make_daemon(conf=f"max_connections_per_uid = {cap}\n",
+                    argv=["-s", sock])
+    d.socket = sock
+    d.start()
+    time.sleep(0.5)  # start()'s probe connections are gone by now
+    return d, sockdir
+
+
+def test_uid_connection_cap(make_daemon):
+    d, sockdir = uid_daemon(make_daemon, 3)
+    try:
+        held = [RawClient(d.socket) for _ in range(3)]
+        for c in held:
+            c.hello()
+        ev = refused(d.socket, "too_many_connections")
+        assert f"uid {os.getuid()} already has 3 connections" in \
+            ev["message"] and "max_connections_per_uid = 3" in \
+            ev["message"], ev
+        # The connections under the cap are unaffected.
+        held[0].send(OPEN)
+        assert held[0].event()["type"] == "opened"
+        held[0].send(frame(MSG_AUDIO, pcm16("jfk.wav")))
+        held[0].send(frame(MSG_END))
+        evs = held[0].events_until("end")
+        text = "".join(s["text"] for e in evs if e["type"] == "final"
+                       for s in e["segments"])
+        assert "country" in text.lower(), text
+        held[1].send(frame(MSG_STATUS))
+        st = held[1].event()
+        assert st["type"] == "status" and st["clients"] == 3, st
+        # A closed connection frees its place.
+        held[2].close()
+        deadline = time.monotonic() + 10
+        while True:
+            held[1].send(frame(MSG_STATUS))
+            if held[1].event()["clients"] == 2:
+                break
+            assert time.monotonic() < deadline, "closed peer still counted"
+            time.sleep(0.05)
+        c = RawClient(d.socket)
+        c.hello()
+        refused(d.socket, "too_many_connections")
+        # The cap is live: SIGHUP raises it.
+        reload(d, d.conf.read_text().replace(
+            "max_connections_per_uid = 3", "max_connections_per_uid = 4"),
+            "change(s) applied")
+        c2 = RawClient(d.socket)
+        c2.hello()
+        for x in (*held[:2], c, c2):
+            x.close()
+        assert "refused: uid" in d.log()
+        assert d.stop() == 0
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
+
+
+CLIENT_AS_OTHER_USER = r"""
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(20)
+s.connect(sys.argv[1])
+p = json.dumps({"protocol": 1}).encode()
+s.sendall(struct.pack("<IB", len(p) + 1, 1) + p)
+buf = b""
+while len(buf) < 5 or len(buf) < 4 + struct.unpack("<I", buf[:4])[0]:
+    d = s.recv(4096)
+    if not d:
+        break
+    buf += d
+print(buf[5:4 + struct.unpack("<I", buf[:4])[0]].decode())
+"""
+
+
+def test_uid_cap_spares_other_users(make_daemon):
+    """Another user connects while this one is at its cap."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a client as another user")
+    d, sockdir = uid_daemon(make_daemon, 2)
+    try:
+        held = [RawClient(d.socket) for _ in range(2)]
+        for c in held:
+            c.hello()
+        refused(d.socket, "too_many_connections")
+        cp = subprocess.run(["/usr/bin/python3", "-c", CLIENT_AS_OTHER_USER,
+                             d.socket], user=65534, group=65534,
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 0, cp.stderr
+        ev = json.loads(cp.stdout)
+        assert ev["type"] == "hello", ev
+        assert "uid 65534" in d.log()
+        for c in held:
+            c.close()
+        assert d.stop() == 0
+    finally:
+        shutil.rmtree(sockdir, ignore_errors=True)
 
 
 # --- a slow reader -------------------------------------------------------------------

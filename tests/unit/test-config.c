@@ -71,6 +71,9 @@ test_defaults(void **state)
 	assert_int_equal(cfg.max_frame_bytes, 1048576);
 	assert_int_equal(cfg.max_client_buffer_bytes, 4 * 1048576);
 	assert_int_equal(cfg.reconnect_grace_s, 30);
+	assert_int_equal(cfg.max_connections_per_uid, 16);
+	assert_int_equal(cfg.socket_mode, 0666);
+	assert_string_equal(cfg.log_level, "info");
 	assert_string_equal(cfg.model, "tiny.en");
 	assert_int_equal(cfg.threads, 0);
 	assert_string_equal(cfg.precision, "auto");
@@ -109,6 +112,9 @@ static const char test_every_key[] =
     "max_frame_bytes = 64K\n"
     "max_client_buffer_bytes = 2MiB\n"
     "reconnect_grace_seconds = 0\n"
+    "max_connections_per_uid = 3\n"
+    "socket_mode = 0660\n"
+    "log_level = debug\n"
     "\n"
     "[engine]\n"
     "model = /opt/models/base.gguf\n"
@@ -135,6 +141,9 @@ test_every_key_set(void **state)
 	assert_int_equal(cfg.max_frame_bytes, 65536);
 	assert_int_equal(cfg.max_client_buffer_bytes, 2 * 1048576);
 	assert_int_equal(cfg.reconnect_grace_s, 0);
+	assert_int_equal(cfg.max_connections_per_uid, 3);
+	assert_int_equal(cfg.socket_mode, 0660);
+	assert_string_equal(cfg.log_level, "debug");
 	assert_string_equal(cfg.model, "/opt/models/base.gguf");
 	assert_int_equal(cfg.threads, 8);
 	assert_string_equal(cfg.precision, "bf16");
@@ -185,8 +194,11 @@ test_values(void **state)
 	assert_int_equal(cfg.max_client_buffer_bytes, 1073741824);
 	test_load_ok("[server]\nmax_frame_bytes = 64M\n", &cfg);
 	assert_int_equal(cfg.max_frame_bytes, 64 * 1048576);
-	test_load_ok("[server]\nmax_client_buffer_bytes = 4K\n", &cfg);
+	test_load_ok("[server]\nmax_client_buffer_bytes = 4K\n"
+	    "socket_mode = 600\nlog_level = warning\n", &cfg);
 	assert_int_equal(cfg.max_client_buffer_bytes, 4096);
+	assert_int_equal(cfg.socket_mode, 0600);
+	assert_string_equal(cfg.log_level, "warning");
 	test_load_ok("[engine]\nprecision = fp32\nlanguage = haw\n"
 	    "model = base\n", &cfg);
 	assert_string_equal(cfg.precision, "fp32");
@@ -256,6 +268,8 @@ test_bad_numbers(void **state)
 	    "rate: 4000 is out of range (8000 to 192000)");
 	test_load_bad("[mic]\nchannels = 0\n", 2,
 	    "channels: 0 is out of range (1 to 32)");
+	test_load_bad("[server]\nmax_connections_per_uid = 0\n", 2,
+	    "max_connections_per_uid: 0 is out of range (1 to 4096)");
 }
 
 static void
@@ -294,6 +308,17 @@ test_bad_strings(void **state)
 	test_load_bad("[mic]\nlanguage = e\n", 2,
 	    "language: \"e\" is not a language code (en, de, ...) or auto");
 	test_load_bad("[engine]\nmodel =\n", 2, "model: empty value");
+	test_load_bad("[server]\nlog_level = verbose\n", 2,
+	    "log_level: \"verbose\" is not warning, info or debug");
+	test_load_bad("[server]\nsocket_mode = 0888\n", 2,
+	    "socket_mode: \"0888\" is not an octal mode such as 0660 (at "
+	    "most 0777)");
+	test_load_bad("[server]\nsocket_mode = 1777\n", 2,
+	    "socket_mode: \"1777\" is not an octal mode such as 0660 (at "
+	    "most 0777)");
+	test_load_bad("[server]\nsocket_mode = 66\n", 2,
+	    "socket_mode: \"66\" is not an octal mode such as 0660 (at "
+	    "most 0777)");
 	snprintf(text, sizeof(text), "[server]\nsocket = /%0120d\n", 0);
 	test_load_bad(text, 2, "socket: value too long (121 bytes, at most "
 	    "107)");
@@ -331,9 +356,70 @@ test_dump_round_trip(void **state)
 	assert_non_null(strstr(text, "\nsocket = /tmp/s.sock\n"));
 	assert_non_null(strstr(text, "max_frame_bytes = 64K\n"));
 	assert_non_null(strstr(text, "enabled = yes\n"));
+	assert_non_null(strstr(text, "socket_mode = 0660\n"));
 	test_load_ok(text, &back);
 	assert_memory_equal(&cfg, &back, sizeof(cfg));
 	free(text);
+}
+
+struct test_diff {
+	char	 seen[512];
+	int	 live, restart;
+};
+
+static void
+test_diff_cb(const char *section, const char *key, const char *old,
+    const char *new, int live, void *arg)
+{
+	struct test_diff *d = arg;
+	size_t len = strlen(d->seen);
+
+	snprintf(d->seen + len, sizeof(d->seen) - len, "[%s] %s %s>%s %s\n",
+	    section, key, old, new, live ? "live" : "restart");
+	if (live)
+		d->live++;
+	else
+		d->restart++;
+}
+
+/* SIGHUP: which keys differ, which apply live, which keep the old value. */
+static void
+test_diff_and_keep(void **state)
+{
+	struct test_diff d;
+	struct config old, new, def;
+
+	config_defaults(&old);
+	config_defaults(&def);
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(config_diff(&old, &def, test_diff_cb, &d), 0);
+	test_load_ok("[server]\nmax_sessions = 2\nsocket = /tmp/other\n"
+	    "max_client_buffer_bytes = 64K\nlog_level = debug\n"
+	    "[engine]\nmodel = base\nstep_ms = 500\n"
+	    "[mic]\ndevice = hw:2\n", &new);
+	assert_int_equal(config_diff(&old, &new, test_diff_cb, &d), 7);
+	assert_string_equal(d.seen,
+	    "[engine] model tiny.en>base restart\n"
+	    "[engine] step_ms 1000>500 live\n"
+	    "[mic] device default>hw:2 restart\n"
+	    "[server] log_level info>debug live\n"
+	    "[server] max_client_buffer_bytes 4M>64K live\n"
+	    "[server] max_sessions 16>2 live\n"
+	    "[server] socket /run/sotto/sottod.sock>/tmp/other restart\n");
+	assert_int_equal(d.live, 4);
+	assert_int_equal(d.restart, 3);
+	config_keep_restart_keys(&new, &old);
+	assert_int_equal(new.max_sessions, 2);
+	assert_int_equal(new.step_ms, 500);
+	assert_int_equal(new.max_client_buffer_bytes, 65536);
+	assert_string_equal(new.log_level, "debug");
+	assert_string_equal(new.model, "tiny.en");
+	assert_string_equal(new.mic_device, "default");
+	assert_string_equal(new.socket_path, "/run/sotto/sottod.sock");
+	/* Only the live keys differ now. */
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(config_diff(&old, &new, test_diff_cb, &d), 4);
+	assert_int_equal(d.restart, 0);
 }
 
 static int
@@ -373,6 +459,7 @@ main(void)
 		cmocka_unit_test(test_bad_strings),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_dump_round_trip),
+		cmocka_unit_test(test_diff_and_keep),
 	};
 
 	return cmocka_run_group_tests(tests, test_setup, test_teardown);
