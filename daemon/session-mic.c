@@ -5,10 +5,12 @@
  * The PCM's poll fds are libevent events on the loop. A PCM whose fds
  * epoll refuses (a plain file, as ALSA's file plugin over a null slave
  * gives) is read from a timer instead, paced at its nominal rate the way
- * a sound card would deliver it. When the device
- * fails (unplugged, or cannot be opened at all) it is closed and opened
- * again every SESSION_MIC_RETRY_S seconds; the session and its
- * subscribers stay, they just get no audio meanwhile.
+ * a sound card would deliver it. An overrun (xrun: the loop did not read
+ * in time, so the device overwrote audio) is recovered by source-alsa.c
+ * and logged here. When the device fails (unplugged, or cannot be opened
+ * at all) it is closed and opened again every SESSION_MIC_RETRY_S
+ * seconds; the session and its subscribers stay, they just get no audio
+ * meanwhile.
  */
 #include <poll.h>
 #include <stdlib.h>
@@ -34,6 +36,7 @@ static struct {
 	double			 t_open;	/* timer mode: pacing */
 	uint64_t		 frames;
 	int			 warned;	/* open failure logged */
+	unsigned long		 xruns;		/* logged, since open */
 	int16_t			*buf;
 } mic;
 
@@ -150,6 +153,7 @@ session_mic_open(void)
 	    sottod.cfg.mic_device, sottod.cfg.mic_rate,
 	    sottod.cfg.mic_channels, mic.warned ? " again" : "");
 	mic.warned = 0;
+	mic.xruns = 0;
 	return 0;
 }
 
@@ -195,6 +199,12 @@ session_mic_read_cb(int fd, short ev, void *arg)
 			session_mic_close();
 			session_mic_retry();
 			return;
+		}
+		if (source_alsa_xruns(mic.alsa) != mic.xruns) {
+			mic.xruns = source_alsa_xruns(mic.alsa);
+			log_warnx("mic: overrun (xrun) on %s: capture "
+			    "restarted, some audio lost (%lu since opened)",
+			    sottod.cfg.mic_device, mic.xruns);
 		}
 		if (n == 0)
 			return;

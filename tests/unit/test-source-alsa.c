@@ -7,6 +7,11 @@
  * that source_alsa_read returns exactly the file's samples.  After the end
  * of the file the plugin repeats stale buffer contents, so only the first
  * file-length samples are compared.
+ *
+ * The file plugin never fails.  Recovery is tested with sottofake
+ * (tests/daemon/pcm-sottofake.c), an external ALSA plugin that plays the
+ * same speech in real time, overruns at a set time (readi gives -EPIPE)
+ * and is unplugged for a while (DISCONNECTED, -ENODEV, opens fail).
  */
 #include <errno.h>
 #include <poll.h>
@@ -17,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -26,6 +32,11 @@
 
 #define TEST_ERR_MAX	512
 #define TEST_SPEECH	"jfk.wav"
+#define TEST_RATE	16000
+/* sottofake's schedule, in ms of device time */
+#define TEST_XRUN_MS	400
+#define TEST_UNPLUG_MS	1000
+#define TEST_AWAY_MS	1000
 
 static char test_dir[256];
 static int16_t *test_speech;	/* 16 kHz mono */
@@ -112,12 +123,14 @@ test_write_raw(void)
 	return r;
 }
 
+/* The file PCMs, and sottofake with a schedule and without one. */
 static int
 test_write_asoundrc(void)
 {
-	char conf[4096], env[2048];
+	char conf[4096], env[2048], raw[1024];
 	int n;
 
+	snprintf(raw, sizeof(raw), "%s", test_path("speech.raw"));
 	n = snprintf(conf, sizeof(conf),
 	    "pcm.sottotest {\n"
 	    "\ttype file\n\tslave.pcm null\n\tfile \"/dev/null\"\n"
@@ -125,8 +138,19 @@ test_write_asoundrc(void)
 	    "pcm.sottotest2 {\n"
 	    "\ttype file\n\tslave.pcm null\n\tfile \"/dev/null\"\n"
 	    "\tinfile \"%s\"\n\tformat raw\n}\n",
-	    test_path("speech.raw"), test_path("speech2.raw"));
-	if (test_write_file(test_path("asoundrc"), conf, (size_t)n) == -1)
+	    raw, test_path("speech2.raw"));
+	n += snprintf(conf + n, sizeof(conf) - (size_t)n,
+	    "pcm_type.sottofake {\n\tlib \"%s\"\n}\n"
+	    "pcm.sottofake {\n\ttype sottofake\n\tfile \"%s\"\n"
+	    "\torigin \"%s\"\n\txrun_ms \"%d\"\n\tunplug_ms %d\n"
+	    "\taway_ms %d\n}\n",
+	    TEST_ALSA_PLUGIN, raw, test_path("origin"), TEST_XRUN_MS,
+	    TEST_UNPLUG_MS, TEST_AWAY_MS);
+	n += snprintf(conf + n, sizeof(conf) - (size_t)n,
+	    "pcm.sottofake_steady {\n\ttype sottofake\n\tfile \"%s\"\n"
+	    "\torigin \"%s\"\n}\n", raw, test_path("origin2"));
+	if (n >= (int)sizeof(conf) ||
+	    test_write_file(test_path("asoundrc"), conf, (size_t)n) == -1)
 		return -1;
 	snprintf(env, sizeof(env), "/usr/share/alsa/alsa.conf:%s",
 	    test_path("asoundrc"));
@@ -247,6 +271,153 @@ test_accessors(void **state)
 	source_alsa_close(src);
 }
 
+static double
+test_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * Where in the speech n captured samples start, searching offsets lo to
+ * hi; -1 when they are not the file's samples at any of them.
+ */
+static long
+test_find(const int16_t *buf, size_t n, long lo, long hi)
+{
+	long off;
+
+	if (lo < 0)
+		lo = 0;
+	for (off = lo; off <= hi && (size_t)off + n <= test_frames; off++)
+		if (memcmp(buf, test_speech + off, n * sizeof(*buf)) == 0)
+			return off;
+	return -1;
+}
+
+/*
+ * Read what the device has after one poll (up to 2 s): frames, or -1
+ * with err.
+ */
+static long
+test_poll_read(struct source_alsa *src, int16_t *buf, unsigned long max,
+    char *err)
+{
+	struct pollfd pfds[SOURCE_ALSA_MAX_POLLFDS];
+	int npfds;
+
+	npfds = source_alsa_pollfds(src, pfds, SOURCE_ALSA_MAX_POLLFDS);
+	assert_true(poll(pfds, (nfds_t)npfds, 2000) > 0);
+	return source_alsa_read(src, buf, max, err, TEST_ERR_MAX);
+}
+
+/*
+ * Capture until at least min frames came in one piece (no xrun among
+ * them) or the device fails; the piece's device offset is checked
+ * against the speech around expect_ms.
+ */
+static void
+test_fake_piece(struct source_alsa *src, size_t min, double expect_ms,
+    unsigned long xruns)
+{
+	char err[TEST_ERR_MAX] = "";
+	int16_t *buf = malloc((min + 16000) * sizeof(*buf));
+	size_t got = 0;
+	long n, off;
+
+	assert_non_null(buf);
+	while (got < min) {
+		n = test_poll_read(src, buf + got, 16000, err);
+		if (n < 0)
+			fail_msg("source_alsa_read: %s", err);
+		if (source_alsa_xruns(src) != xruns) {
+			got = 0;	/* a new piece after the xrun */
+			xruns = source_alsa_xruns(src);
+			continue;
+		}
+		got += (size_t)n;
+	}
+	off = test_find(buf, got, (long)(expect_ms * 16) - 8000,
+	    (long)(expect_ms * 16) + 16000);
+	if (off < 0)
+		fail_msg("%zu frames near %.0f ms are not the speech there",
+		    got, expect_ms);
+	free(buf);
+}
+
+/* Overrun, unplug and return: each recovered or reported as documented. */
+static void
+test_xrun_and_unplug(void **state)
+{
+	char err[TEST_ERR_MAX] = "";
+	struct source_alsa *src;
+	int16_t buf[16000];
+	double t0;
+	long n;
+
+	unlink(test_path("origin"));
+	t0 = test_now_ms();
+	if (source_alsa_open("sottofake", TEST_RATE, 1, &src, err,
+	    sizeof(err)) != 0)
+		fail_msg("source_alsa_open: %s", err);
+	test_fake_piece(src, TEST_RATE / 5, 0, 0);
+	assert_int_equal(source_alsa_xruns(src), 0);
+	/* The overrun: counted, recovered, and the speech goes on. */
+	while (source_alsa_xruns(src) == 0) {
+		if ((n = test_poll_read(src, buf, 16000, err)) < 0)
+			fail_msg("source_alsa_read across the xrun: %s", err);
+		assert_true(test_now_ms() - t0 < TEST_UNPLUG_MS);
+	}
+	assert_true(test_now_ms() - t0 >= TEST_XRUN_MS);
+	test_fake_piece(src, TEST_RATE / 5, test_now_ms() - t0, 1);
+	/* Unplugged: the read reports it; opening fails while away. */
+	while ((n = test_poll_read(src, buf, 16000, err)) >= 0)
+		assert_true(test_now_ms() - t0 < TEST_UNPLUG_MS + 500);
+	assert_non_null(strstr(err, "\"sottofake\" disconnected"));
+	source_alsa_close(src);
+	assert_int_equal(source_alsa_open("sottofake", TEST_RATE, 1, &src,
+	    err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "cannot open for capture"));
+	assert_true(test_now_ms() - t0 < TEST_UNPLUG_MS + TEST_AWAY_MS);
+	/* Back: it opens again and delivers the speech of that time. */
+	while (test_now_ms() - t0 < TEST_UNPLUG_MS + TEST_AWAY_MS + 50)
+		usleep(20000);
+	if (source_alsa_open("sottofake", TEST_RATE, 1, &src, err,
+	    sizeof(err)) != 0)
+		fail_msg("source_alsa_open after the return: %s", err);
+	test_fake_piece(src, TEST_RATE / 5, test_now_ms() - t0, 0);
+	assert_int_equal(source_alsa_xruns(src), 0);
+	source_alsa_close(src);
+}
+
+/* A reader that stops reading for longer than the buffer overruns. */
+static void
+test_real_overrun(void **state)
+{
+	char err[TEST_ERR_MAX] = "";
+	struct source_alsa *src;
+	int16_t buf[16000];
+	double t0 = test_now_ms();
+	long n;
+
+	if (source_alsa_open("sottofake_steady", TEST_RATE, 1, &src, err,
+	    sizeof(err)) != 0)
+		fail_msg("source_alsa_open: %s", err);
+	n = test_poll_read(src, buf, 16000, err);
+	assert_true(n > 0);
+	usleep(1300000);	/* more than the 1 s buffer */
+	n = test_poll_read(src, buf, 16000, err);
+	if (n < 0)
+		fail_msg("source_alsa_read after an overrun: %s", err);
+	assert_int_equal(source_alsa_xruns(src), 1);
+	/* Recovered: the speech of now, no second overrun. */
+	test_fake_piece(src, TEST_RATE / 5, test_now_ms() - t0, 1);
+	assert_int_equal(source_alsa_xruns(src), 1);
+	source_alsa_close(src);
+}
+
 static int
 test_setup(void **state)
 {
@@ -268,6 +439,8 @@ test_teardown(void **state)
 	unlink(test_path("speech.raw"));
 	unlink(test_path("speech2.raw"));
 	unlink(test_path("asoundrc"));
+	unlink(test_path("origin"));
+	unlink(test_path("origin2"));
 	rmdir(test_dir);
 	free(test_speech);
 	return 0;
@@ -281,6 +454,8 @@ main(void)
 		cmocka_unit_test(test_stereo_interleaved),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_accessors),
+		cmocka_unit_test(test_xrun_and_unplug),
+		cmocka_unit_test(test_real_overrun),
 	};
 
 	return cmocka_run_group_tests(tests, test_setup, test_teardown);
