@@ -11,10 +11,15 @@
  *   P = exp(S - max) in bf16        AVX-512, unnormalised
  *   O[16][dh] = P V / sum(P)        tile products, dh/16 per 32 keys
  *
- * Q, K and V are repacked per layer (rounded to bf16, Q scaled) into the
- * shapes the tiles load: Q token-major, K as B tiles of K^T, V as B tiles
- * of V (pairs of consecutive keys interleaved). Keys are padded to 1504,
- * a multiple of 32, with zero K and V; their scores are masked.
+ * Q, K and V are repacked (rounded to bf16, Q scaled) into the shapes the
+ * tiles load: Q token-major, K as B tiles of K^T, V as B tiles of V (pairs
+ * of consecutive keys interleaved). Keys are padded to 1504, a multiple of
+ * 32, with zero K and V; their scores are masked.
+ *
+ * The decoder's cross-attention is the same computation with its tokens
+ * (or beams) as the queries: its K/V are packed once per window, one slot
+ * per decoder layer, and read in bf16 at every step (half the memory
+ * traffic of f32).
  *
  * ref: whisper/model.py MultiHeadAttention.qkv_attention
  */
@@ -59,18 +64,19 @@ struct attn_thread {
 };
 
 struct attn_amx {
-	int d, n_head, n_threads;
-	uint16_t *q;	/* [head][NP][dh] token-major, scaled */
-	uint16_t *k;	/* [head][NP/16][dh/32][16 r][16 key][2] */
-	uint16_t *v;	/* [head][NP/32][dh/16][16 r][16 dim][2] */
+	int d, n_head, n_slots, max_q, n_threads;
+	uint16_t *q;	/* [head][max_q][DH] token-major, scaled */
+	uint16_t *k;	/* [slot][head][NP/16][DH/32][16 r][16 key][2] */
+	uint16_t *v;	/* [slot][head][NP/32][DH/16][16 r][16 dim][2] */
 	struct attn_thread *t;	/* [n_threads] */
 };
 
 int
-attn_amx_new(int d, int n_head, struct attn_amx **ret, char *err)
+attn_amx_new(int d, int n_head, int n_slots, int max_q,
+    struct attn_amx **ret, char *err)
 {
 	struct attn_amx *a;
-	size_t plane = (size_t)NP * d;
+	size_t kv = (size_t)n_slots * NP * d * 2;
 
 	if (d % n_head != 0 || d / n_head != DH)
 		return err_set(err, SOTTO_EINVAL, "AMX attention needs heads "
@@ -79,10 +85,12 @@ attn_amx_new(int d, int n_head, struct attn_amx **ret, char *err)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	a->d = d;
 	a->n_head = n_head;
+	a->n_slots = n_slots;
+	a->max_q = (max_q + QB - 1) / QB * QB;
 	a->n_threads = omp_get_max_threads();
-	a->q = aligned_alloc(64, plane * 2);
-	a->k = aligned_alloc(64, plane * 2);
-	a->v = aligned_alloc(64, plane * 2);
+	a->q = aligned_alloc(64, (size_t)a->max_q * d * 2);
+	a->k = aligned_alloc(64, kv);
+	a->v = aligned_alloc(64, kv);
 	a->t = aligned_alloc(64, sizeof(*a->t) * a->n_threads);
 	if (a->q == NULL || a->k == NULL || a->v == NULL || a->t == NULL) {
 		attn_amx_free(a);
@@ -90,9 +98,10 @@ attn_amx_new(int d, int n_head, struct attn_amx **ret, char *err)
 		    "attention buffers");
 	}
 	/* padding keys and queries stay zero */
-	memset(a->q, 0, plane * 2);
-	memset(a->k, 0, plane * 2);
-	memset(a->v, 0, plane * 2);
+	memset(a->q, 0, (size_t)a->max_q * d * 2);
+	memset(a->k, 0, kv);
+	memset(a->v, 0, kv);
+	memset(a->t, 0, sizeof(*a->t) * a->n_threads);
 	*ret = a;
 	return 0;
 }
@@ -129,68 +138,87 @@ pair_rows(const float *a, const float *b, __mmask16 m)
 	return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-/* Lanes of the 16 positions from j that are real (< NA). */
+/* Lanes of the 16 positions from j that are real (< n). */
+static __mmask16
+lanes(int j, int n)
+{
+	if (n - j >= 16)
+		return 0xffff;
+	return n - j <= 0 ? 0 : (__mmask16)((1u << (n - j)) - 1);
+}
+
 static __mmask16
 tail_mask(int j)
 {
-	if (NA - j >= 16)
-		return 0xffff;
-	return NA - j <= 0 ? 0 : (__mmask16)((1u << (NA - j)) - 1);
+	return lanes(j, NA);
 }
 
-/* Head h of qkv [3d][LD] into the tile shapes. */
-AMX_TARGET static void
-pack_head(struct attn_amx *a, const float *qkv, int h, float scale)
+AMX_TARGET static inline __m512i
+dword_index(int stride)
 {
-	int dh = DH, d = a->d, r, j, c, n;
-	const float *q = qkv + (size_t)h * dh * LD;
-	const float *k = qkv + ((size_t)d + h * dh) * LD;
-	const float *v = qkv + ((size_t)2 * d + h * dh) * LD;
-	uint16_t *qo = a->q + (size_t)h * NP * dh;
-	uint16_t *ko = a->k + (size_t)h * NP * dh;
-	uint16_t *vo = a->v + (size_t)h * NP * dh;
-	__m512 sc = _mm512_set1_ps(scale);
-	__m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11,
-	    10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(dh / 2));
+	return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
+	    8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(stride));
+}
 
-	/* Q: dims (2r, 2r+1) of 16 queries, scattered to their rows */
-	for (r = 0; r < dh / 2; r++)
-		for (j = 0; j < NA; j += 16) {
-			__mmask16 m = tail_mask(j);
+/* Head h's queries (rows of q, ldq apart, n of them) scaled, token-major. */
+AMX_TARGET static void
+pack_q(struct attn_amx *a, const float *q, int ldq, int n, int h,
+    float scale)
+{
+	uint16_t *qo = a->q + (size_t)h * a->max_q * DH;
+	__m512 sc = _mm512_set1_ps(scale);
+	__m512i idx = dword_index(DH / 2);
+	int r, j;
+
+	q += (size_t)h * DH * ldq;
+	/* dims (2r, 2r+1) of 16 queries, scattered to their rows */
+	for (r = 0; r < DH / 2; r++)
+		for (j = 0; j < n; j += 16) {
+			__mmask16 m = lanes(j, n);
 			__m512i lo = _mm512_cvtepu16_epi32(cvt16(_mm512_mul_ps(
-			    _mm512_maskz_loadu_ps(m, q + (size_t)2 * r * LD +
+			    _mm512_maskz_loadu_ps(m, q + (size_t)2 * r * ldq +
 			    j), sc)));
 			__m512i hi = _mm512_cvtepu16_epi32(cvt16(_mm512_mul_ps(
 			    _mm512_maskz_loadu_ps(m, q + (size_t)(2 * r + 1) *
-			    LD + j), sc)));
+			    ldq + j), sc)));
 
-			_mm512_mask_i32scatter_epi32(qo + (size_t)j * dh +
+			_mm512_mask_i32scatter_epi32(qo + (size_t)j * DH +
 			    2 * r, m, idx, _mm512_or_si512(lo,
 			    _mm512_slli_epi32(hi, 16)), 4);
 		}
+}
+
+/* Head h of k and v [d][LD] into slot's tiles. */
+AMX_TARGET static void
+pack_kv(struct attn_amx *a, int slot, const float *k, const float *v, int h)
+{
+	size_t at = ((size_t)slot * a->n_head + h) * NP * DH;
+	uint16_t *ko = a->k + at, *vo = a->v + at;
+	__m512i idx = dword_index(16);
+	int r, j, c, n;
+
+	k += (size_t)h * DH * LD;
+	v += (size_t)h * DH * LD;
 	/* K: B tile row r of (key block, dim chunk c) = dims (2r, 2r+1) */
-	for (c = 0; c < dh / 32; c++)
+	for (c = 0; c < DH / 32; c++)
 		for (r = 0; r < 16; r++) {
 			const float *k0 = k + (size_t)(32 * c + 2 * r) * LD;
 
 			for (j = 0; j < NA; j += 16)
 				_mm512_storeu_si512(ko + (((size_t)(j / 16) *
-				    (dh / 32) + c) * 16 + r) * 32, pair_rows(k0 + j,
+				    (DH / 32) + c) * 16 + r) * 32, pair_rows(k0 + j,
 				    k0 + LD + j, tail_mask(j)));
 		}
 	/* V: B tile row r of (key chunk, dim block) = keys (2r, 2r+1) */
-	idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
-	    8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(16));
-	for (n = 0; n < dh; n++)
+	for (n = 0; n < DH; n++)
 		for (j = 0; j < NA; j += 32) {
 			const float *row = v + (size_t)n * LD + j;
-			__mmask16 m0 = tail_mask(j), m1 = tail_mask(j + 16);
 			__m512i pairs = (__m512i)_mm512_cvtne2ps_pbh(
-			    _mm512_maskz_loadu_ps(m1, row + 16),
-			    _mm512_maskz_loadu_ps(m0, row));
+			    _mm512_maskz_loadu_ps(tail_mask(j + 16), row + 16),
+			    _mm512_maskz_loadu_ps(tail_mask(j), row));
 
 			_mm512_i32scatter_epi32(vo + ((((size_t)(j / 32) *
-			    (dh / 16) + n / 16) * 16) * 16 + n % 16) * 2, idx,
+			    (DH / 16) + n / 16) * 16) * 16 + n % 16) * 2, idx,
 			    pairs, 4);
 		}
 }
@@ -255,16 +283,22 @@ tiles_configure(void)
 	_tile_loadconfig(&tc);
 }
 
-/* One block of 16 queries from q0 of head h into out [d][LD]. */
+/* Where a query block's results go: out[(h * DH + c) * ldo + q]. */
+struct attn_out {
+	float *out;
+	int ldo, n;
+};
+
+/* Queries [q0, q0 + 16) of head h against slot's keys into o. */
 AMX_TARGET static void
-query_block(const struct attn_amx *a, struct attn_thread *t, int h, int q0,
-    float *out)
+query_block(const struct attn_amx *a, struct attn_thread *t, int slot,
+    int h, int q0, const struct attn_out *o)
 {
-	int nq = NA - q0 < QB ? NA - q0 : QB, kb, c, i, n;
-	const uint16_t *q = a->q + ((size_t)h * NP + q0) * DH;
-	const uint16_t *k = a->k + (size_t)h * NP * DH;
-	const uint16_t *v = a->v + (size_t)h * NP * DH;
-	float o[QB][DH], inv[QB];
+	size_t at = ((size_t)slot * a->n_head + h) * NP * DH;
+	int nq = o->n - q0 < QB ? o->n - q0 : QB, kb, c, i, n;
+	const uint16_t *q = a->q + ((size_t)h * a->max_q + q0) * DH;
+	const uint16_t *k = a->k + at, *v = a->v + at;
+	float res[QB][DH], inv[QB];
 
 	/* S = Q K^T, 16 keys at a time, two 32-channel chunks each */
 	_tile_loadd(T_A0, q, DH * 2);
@@ -279,7 +313,7 @@ query_block(const struct attn_amx *a, struct attn_thread *t, int h, int q0,
 		_tile_dpbf16ps(T_O0, T_A1, T_B1);
 		_tile_stored(T_O0, &t->s[0][kb * 16], NP * 4);
 	}
-	for (i = 0; i < QB; i++)
+	for (i = 0; i < nq; i++)
 		inv[i] = 1.0f / softmax_row(t->s[i], t->p[i]);
 
 	/* O = P V, 32 keys at a time into four 16-channel tiles */
@@ -300,42 +334,64 @@ query_block(const struct attn_amx *a, struct attn_thread *t, int h, int q0,
 		_tile_dpbf16ps(T_O2, T_A0, T_B0);
 		_tile_dpbf16ps(T_O3, T_A0, T_B1);
 	}
-	_tile_stored(T_O0, &o[0][0], DH * 4);
-	_tile_stored(T_O1, &o[0][16], DH * 4);
-	_tile_stored(T_O2, &o[0][32], DH * 4);
-	_tile_stored(T_O3, &o[0][48], DH * 4);
+	_tile_stored(T_O0, &res[0][0], DH * 4);
+	_tile_stored(T_O1, &res[0][16], DH * 4);
+	_tile_stored(T_O2, &res[0][32], DH * 4);
+	_tile_stored(T_O3, &res[0][48], DH * 4);
 	for (n = 0; n < DH; n++)
 		for (i = 0; i < nq; i++)
-			out[((size_t)h * DH + n) * LD + q0 + i] = o[i][n] *
-			    inv[i];
+			o->out[((size_t)h * DH + n) * o->ldo + q0 + i] =
+			    res[i][n] * inv[i];
 }
 
 /* Thread t of nt: its share of the (head, query block) pairs. */
 AMX_TARGET static void
-run_share(struct attn_amx *a, float *out, int t, int nt)
+run_share(const struct attn_amx *a, int slot, const struct attn_out *o,
+    int t, int nt)
 {
-	int n_blocks = (NA + QB - 1) / QB, total = a->n_head * n_blocks, w;
+	int n_blocks = (o->n + QB - 1) / QB, total = a->n_head * n_blocks, w;
 
 	tiles_configure();
 	for (w = total * t / nt; w < total * (t + 1) / nt; w++)
-		query_block(a, &a->t[t], w / n_blocks, w % n_blocks * QB, out);
+		query_block(a, &a->t[t], slot, w / n_blocks, w % n_blocks * QB,
+		    o);
 	_tile_release();
 }
 
 int
-attn_amx_run(struct attn_amx *a, const float *qkv, float *out, char *err)
+attn_amx_set_kv(struct attn_amx *a, int slot, const float *k,
+    const float *v, char *err)
 {
 	int h;
-	float scale = 1.0f / sqrtf((float)DH);
 
+	if (slot < 0 || slot >= a->n_slots)
+		return err_set(err, SOTTO_EINVAL, "AMX attention: no K/V "
+		    "slot %d", slot);
+#pragma omp parallel for schedule(static)
+	for (h = 0; h < a->n_head; h++)
+		pack_kv(a, slot, k, v, h);
+	return 0;
+}
+
+int
+attn_amx_query(struct attn_amx *a, int slot, const float *q, int ldq, int n,
+    float *out, int ldo, char *err)
+{
+	struct attn_out o = { out, ldo, n };
+	float scale = 1.0f / sqrtf((float)DH);
+	int h;
+
+	if (slot < 0 || slot >= a->n_slots || n < 1 || n > a->max_q)
+		return err_set(err, SOTTO_EINVAL, "AMX attention: %d queries "
+		    "in slot %d", n, slot);
 	if (omp_get_max_threads() > a->n_threads)
 		return err_set(err, SOTTO_ECOMPUTE, "AMX attention: %d "
 		    "threads but buffers for %d", omp_get_max_threads(),
 		    a->n_threads);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > QB)
 	for (h = 0; h < a->n_head; h++)
-		pack_head(a, qkv, h, scale);
+		pack_q(a, q, ldq, n, h, scale);
 #pragma omp parallel
-	run_share(a, out, omp_get_thread_num(), omp_get_num_threads());
+	run_share(a, slot, &o, omp_get_thread_num(), omp_get_num_threads());
 	return 0;
 }

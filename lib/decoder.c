@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn-amx.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
@@ -83,12 +84,20 @@ int
 decoder_cross_kv(struct sotto_state *st, char *err)
 {
 	const struct sotto_model *m = st->model;
+	size_t plane = (size_t)m->hp.n_text_state * LD;
 	int i, rc;
 
-	for (i = 0; i < m->hp.n_text_layer; i++)
+	for (i = 0; i < m->hp.n_text_layer; i++) {
+		/* with AMX, through the encoder's q; k; v scratch into bf16 */
+		float *kv = st->cross_amx != NULL ? st->qkv : cross_at(st, i, 0);
+
 		if ((rc = gemm_linear(m->gemm, &m->dec[i].ckv, st->enc_out, LD,
-		    NA, cross_at(st, i, 0), LD, m->dec[i].ckv_b, 0, err)) != 0)
+		    NA, kv, LD, m->dec[i].ckv_b, 0, err)) != 0)
 			return rc;
+		if (st->cross_amx != NULL && (rc = attn_amx_set_kv(
+		    st->cross_amx, i, kv, kv + plane, err)) != 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -189,8 +198,13 @@ cross_attn(struct sotto_state *st, int layer, int n, char *err)
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, i, rc;
 	float scale = 1.0f / sqrtf((float)dh);
-	const float *k = cross_at(st, layer, 0), *v = cross_at(st, layer, 1);
+	const float *k, *v;
 
+	if (st->cross_amx != NULL)
+		return attn_amx_query(st->cross_amx, layer, st->dqkv, n, n,
+		    st->dattn, n, err);
+	k = cross_at(st, layer, 0);
+	v = cross_at(st, layer, 1);
 	if (n <= WHISPER_MAX_BEAMS) {
 		for (h = 0; h < m->hp.n_text_head; h++)
 			layer_attend(st->dqkv + (size_t)h * dh * n, n, n,

@@ -154,8 +154,13 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 static int
 encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
 {
-	if (st->attn_amx != NULL)
-		return attn_amx_run(st->attn_amx, st->qkv, st->attn, err);
+	if (st->attn_amx != NULL) {
+		int rc = attn_amx_set_kv(st->attn_amx, 0, st->qkv +
+		    (size_t)d * LD, st->qkv + (size_t)2 * d * LD, err);
+
+		return rc != 0 ? rc : attn_amx_query(st->attn_amx, 0, st->qkv,
+		    LD, S, st->attn, LD, err);
+	}
 	if (st->qkv16 != NULL)
 		return attention_bf16(st, d, n_head, err);
 	return attention_f32(st, d, n_head, err);

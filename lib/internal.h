@@ -146,7 +146,9 @@ struct sotto_state {
 	float *enc_out;		/* [d][LD] */
 
 	/* decoder */
-	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD] */
+	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD], or NULL
+				   when cross_amx holds them */
+	struct attn_amx *cross_amx;	/* owned; NULL without AMX */
 	float *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] */
 	int kv_beams;		/* beams the caches have room for */
 	int n_kv;		/* positions filled (same for all beams) */

@@ -48,11 +48,16 @@ sotto_state_new(const struct sotto_model *m)
 		st->qkv16 = (uint16_t *)buf((3 * da * ld + 1) / 2, &failed);
 		st->p16 = (uint16_t *)buf((na * na + 1) / 2, &failed);
 	}
-	st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * ld, &failed);
 	/* without AMX (or with odd heads) the composed products run */
 	if (gemm_has_amx(m->gemm) && attn_amx_new((int)da,
-	    hp->n_audio_head, &st->attn_amx, st->err) != 0)
+	    hp->n_audio_head, 1, (int)na, &st->attn_amx, st->err) != 0)
 		st->attn_amx = NULL;
+	if (gemm_has_amx(m->gemm) && attn_amx_new((int)dt, hp->n_text_head,
+	    hp->n_text_layer, (int)ctx, &st->cross_amx, st->err) != 0)
+		st->cross_amx = NULL;
+	if (st->cross_amx == NULL)
+		st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * ld,
+		    &failed);
 	st->dx = buf(dt * ctx, &failed);
 	st->dh = buf(dt * ctx, &failed);
 	st->dqkv = buf(3 * dt * ctx, &failed);
@@ -87,6 +92,7 @@ sotto_state_free(struct sotto_state *st)
 	free(st->qkv16);
 	free(st->p16);
 	attn_amx_free(st->attn_amx);
+	attn_amx_free(st->cross_amx);
 	free(st->cross_kv);
 	free(st->kv);
 	free(st->kv_spare);
