@@ -17,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn-amx.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
 #include "layers.h"
 
 #define NA	WHISPER_N_AUDIO_CTX
+#define LD	WHISPER_AUDIO_LD
 
 static size_t
 kv_beam_floats(const struct sotto_model *m)
@@ -45,7 +47,7 @@ kv_at(const struct sotto_state *st, int beam, int layer, int kind)
 static float *
 cross_at(const struct sotto_state *st, int layer, int kind)
 {
-	size_t plane = (size_t)st->model->hp.n_text_state * NA;
+	size_t plane = (size_t)st->model->hp.n_text_state * LD;
 
 	return st->cross_kv + ((size_t)layer * 2 + kind) * plane;
 }
@@ -82,15 +84,19 @@ int
 decoder_cross_kv(struct sotto_state *st, char *err)
 {
 	const struct sotto_model *m = st->model;
-	int d = m->hp.n_text_state, i, rc;
+	size_t plane = (size_t)m->hp.n_text_state * LD;
+	int i, rc;
 
 	for (i = 0; i < m->hp.n_text_layer; i++) {
-		float *k = cross_at(st, i, 0);
+		/* with AMX, through the encoder's q; k; v scratch into bf16 */
+		float *kv = st->cross_amx != NULL ? st->qkv : cross_at(st, i, 0);
 
-		if ((rc = gemm_wx(m->gemm, &m->dec[i].ckv, st->enc_out, NA,
-		    NA, k, NA, 0, err)) != 0)
+		if ((rc = gemm_linear(m->gemm, &m->dec[i].ckv, st->enc_out, LD,
+		    NA, kv, LD, m->dec[i].ckv_b, 0, err)) != 0)
 			return rc;
-		layer_add_bias(k, 2 * d, NA, NA, m->dec[i].ckv_b);
+		if (st->cross_amx != NULL && (rc = attn_amx_set_kv(
+		    st->cross_amx, i, kv, kv + plane, err)) != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -192,25 +198,30 @@ cross_attn(struct sotto_state *st, int layer, int n, char *err)
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, i, rc;
 	float scale = 1.0f / sqrtf((float)dh);
-	const float *k = cross_at(st, layer, 0), *v = cross_at(st, layer, 1);
+	const float *k, *v;
 
+	if (st->cross_amx != NULL)
+		return attn_amx_query(st->cross_amx, layer, st->dqkv, n, n,
+		    st->dattn, n, err);
+	k = cross_at(st, layer, 0);
+	v = cross_at(st, layer, 1);
 	if (n <= WHISPER_MAX_BEAMS) {
 		for (h = 0; h < m->hp.n_text_head; h++)
 			layer_attend(st->dqkv + (size_t)h * dh * n, n, n,
-			    k + (size_t)h * dh * NA, v + (size_t)h * dh * NA,
-			    NA, NA, dh, scale, st->dattn + (size_t)h * dh * n, n,
+			    k + (size_t)h * dh * LD, v + (size_t)h * dh * LD,
+			    LD, NA, dh, scale, st->dattn + (size_t)h * dh * n, n,
 			    st->dscores);
 		return 0;
 	}
 	for (h = 0; h < m->hp.n_text_head; h++) {
 		if ((rc = gemm_f32('T', 'N', n, NA, dh, scale,
-		    st->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh * NA,
-		    NA, 0.0f, st->dscores, NA, err)) != 0)
+		    st->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh * LD,
+		    LD, 0.0f, st->dscores, NA, err)) != 0)
 			return rc;
 		for (i = 0; i < n; i++)
 			layer_softmax(st->dscores + (size_t)i * NA, NA);
 		if ((rc = gemm_f32('N', 'T', dh, n, NA, 1.0f,
-		    v + (size_t)h * dh * NA, NA, st->dscores, NA, 0.0f,
+		    v + (size_t)h * dh * LD, LD, st->dscores, NA, 0.0f,
 		    st->dattn + (size_t)h * dh * n, n, err)) != 0)
 			return rc;
 	}

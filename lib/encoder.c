@@ -1,6 +1,7 @@
 /*
  * The audio encoder in the ANE layout: one static 30 s window,
- * mel [n_mels][3000] in, [d][1500] out, every activation channels-first.
+ * mel [n_mels][3000] in, [d][1500] out, every activation channels-first
+ * with rows WHISPER_AUDIO_LD apart.
  *
  * ref: whisper/model.py AudioEncoder, ResidualAttentionBlock,
  * MultiHeadAttention.qkv_attention (non-SDPA path).
@@ -8,12 +9,14 @@
 #include <math.h>
 #include <string.h>
 
+#include "attn-amx.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
 #include "layers.h"
 
 #define S	WHISPER_N_AUDIO_CTX
+#define LD	WHISPER_AUDIO_LD
 
 /*
  * Lay out the three taps of a k=3, padding 1 convolution side by side:
@@ -22,14 +25,14 @@
  */
 static void
 conv_taps(const float *in, int c, int n_in, int stride, float *out,
-    int n_out)
+    int n_out, int ld_out)
 {
 	int tap, ch, t;
 
 	for (tap = 0; tap < 3; tap++)
 		for (ch = 0; ch < c; ch++) {
 			const float *src = in + (size_t)ch * n_in;
-			float *dst = out + ((size_t)tap * c + ch) * n_out;
+			float *dst = out + ((size_t)tap * c + ch) * ld_out;
 
 			for (t = 0; t < n_out; t++) {
 				int at = t * stride + tap - 1;
@@ -44,21 +47,22 @@ static int
 encoder_stem(struct sotto_state *st, const float *mel, char *err)
 {
 	const struct sotto_model *m = st->model;
-	int d = m->hp.n_audio_state, rc;
+	int d = m->hp.n_audio_state, rc, i;
 	float *y1 = st->ffn;	/* [d][3000], free until the first MLP */
 
 	conv_taps(mel, m->hp.n_mels, WHISPER_N_FRAMES, 1, st->conv_in,
-	    WHISPER_N_FRAMES);
-	if ((rc = gemm_wx(m->gemm, &m->conv1, st->conv_in, WHISPER_N_FRAMES,
-	    WHISPER_N_FRAMES, y1, WHISPER_N_FRAMES, 0, err)) != 0)
+	    WHISPER_N_FRAMES, WHISPER_N_FRAMES);
+	if ((rc = gemm_linear(m->gemm, &m->conv1, st->conv_in,
+	    WHISPER_N_FRAMES, WHISPER_N_FRAMES, y1, WHISPER_N_FRAMES,
+	    m->conv1_b, GEMM_GELU, err)) != 0)
 		return rc;
-	layer_bias_gelu(y1, d, WHISPER_N_FRAMES, WHISPER_N_FRAMES, m->conv1_b);
-	conv_taps(y1, d, WHISPER_N_FRAMES, 2, st->conv_in, S);
-	if ((rc = gemm_wx(m->gemm, &m->conv2, st->conv_in, S, S, st->x, S, 0,
-	    err)) != 0)
+	conv_taps(y1, d, WHISPER_N_FRAMES, 2, st->conv_in, S, LD);
+	if ((rc = gemm_linear(m->gemm, &m->conv2, st->conv_in, LD, S, st->x,
+	    LD, m->conv2_b, GEMM_GELU, err)) != 0)
 		return rc;
-	layer_bias_gelu(st->x, d, S, S, m->conv2_b);
-	layer_add(st->x, m->enc_pos, d, S, S);
+	for (i = 0; i < d; i++)
+		layer_add(st->x + (size_t)i * LD, m->enc_pos + (size_t)i * S, 1,
+		    S, S);
 	return 0;
 }
 
@@ -79,21 +83,21 @@ attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 	float scale = 1.0f / sqrtf((float)dh);
 
 	for (h = 0; h < n_head; h++) {
-		const float *q = st->qkv + (size_t)h * dh * S;
-		const float *k = st->qkv + ((size_t)d + h * dh) * S;
-		const float *v = st->qkv + ((size_t)2 * d + h * dh) * S;
+		const float *q = st->qkv + (size_t)h * dh * LD;
+		const float *k = st->qkv + ((size_t)d + h * dh) * LD;
+		const float *v = st->qkv + ((size_t)2 * d + h * dh) * LD;
 
 		for (q0 = 0; q0 < S; q0 += nq) {
 			nq = S - q0 < QBLOCK ? S - q0 : QBLOCK;
 			if ((rc = gemm_f32('T', 'N', nq, S, dh, scale, q + q0,
-			    S, k, S, 0.0f, st->scores, S, err)) != 0)
+			    LD, k, LD, 0.0f, st->scores, S, err)) != 0)
 				return rc;
 #pragma omp parallel for schedule(static)
 			for (i = 0; i < nq; i++)
 				layer_softmax(st->scores + (size_t)i * S, S);
-			if ((rc = gemm_f32('N', 'T', dh, nq, S, 1.0f, v, S,
-			    st->scores, S, 0.0f, st->attn + (size_t)h * dh * S +
-			    q0, S, err)) != 0)
+			if ((rc = gemm_f32('N', 'T', dh, nq, S, 1.0f, v, LD,
+			    st->scores, S, 0.0f, st->attn + (size_t)h * dh * LD +
+			    q0, LD, err)) != 0)
 				return rc;
 		}
 	}
@@ -114,23 +118,23 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 	/* fold the scale into q before rounding, as the fp32 path does */
 #pragma omp parallel for schedule(static)
 	for (i = 0; i < 3 * d; i++) {
-		float *row = st->qkv + (size_t)i * S;
+		float *row = st->qkv + (size_t)i * LD;
 		int j;
 
 		if (i < d)
 			for (j = 0; j < S; j++)
 				row[j] *= scale;
-		layer_to_bf16(row, st->qkv16 + (size_t)i * S, S);
+		layer_to_bf16(row, st->qkv16 + (size_t)i * LD, S);
 	}
 	for (h = 0; h < n_head; h++) {
-		const uint16_t *q = st->qkv16 + (size_t)h * dh * S;
-		const uint16_t *k = st->qkv16 + ((size_t)d + h * dh) * S;
-		const uint16_t *v = st->qkv16 + ((size_t)2 * d + h * dh) * S;
+		const uint16_t *q = st->qkv16 + (size_t)h * dh * LD;
+		const uint16_t *k = st->qkv16 + ((size_t)d + h * dh) * LD;
+		const uint16_t *v = st->qkv16 + ((size_t)2 * d + h * dh) * LD;
 
 		for (q0 = 0; q0 < S; q0 += nq) {
 			nq = S - q0 < QBLOCK ? S - q0 : QBLOCK;
-			if ((rc = gemm_bf16(g, nq, S, dh, q + q0, 1, S, k, S, 1,
-			    st->scores, S, err)) != 0)
+			if ((rc = gemm_bf16(g, nq, S, dh, q + q0, 1, LD, k, LD,
+			    1, st->scores, S, err)) != 0)
 				return rc;
 #pragma omp parallel for schedule(static)
 			for (i = 0; i < nq; i++) {
@@ -138,8 +142,9 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 				layer_to_bf16(st->scores + (size_t)i * S,
 				    st->p16 + (size_t)i * S, S);
 			}
-			if ((rc = gemm_bf16(g, dh, nq, S, v, S, 1, st->p16, 1, S,
-			    st->attn + (size_t)h * dh * S + q0, S, err)) != 0)
+			if ((rc = gemm_bf16(g, dh, nq, S, v, LD, 1, st->p16, 1,
+			    S, st->attn + (size_t)h * dh * LD + q0, LD,
+			    err)) != 0)
 				return rc;
 		}
 	}
@@ -149,6 +154,13 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 static int
 encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
 {
+	if (st->attn_amx != NULL) {
+		int rc = attn_amx_set_kv(st->attn_amx, 0, st->qkv +
+		    (size_t)d * LD, st->qkv + (size_t)2 * d * LD, err);
+
+		return rc != 0 ? rc : attn_amx_query(st->attn_amx, 0, st->qkv,
+		    LD, S, st->attn, LD, err);
+	}
 	if (st->qkv16 != NULL)
 		return attention_bf16(st, d, n_head, err);
 	return attention_f32(st, d, n_head, err);
@@ -161,26 +173,19 @@ encoder_layer(struct sotto_state *st, const struct enc_layer *l, char *err)
 	struct gemm *g = m->gemm;
 	int d = m->hp.n_audio_state, rc;
 
-	layer_norm(st->x, st->h, d, S, S, l->attn_ln_w, l->attn_ln_b);
-	if ((rc = gemm_wx(g, &l->qkv, st->h, S, S, st->qkv, S, 0, err)) != 0)
+	layer_norm(st->x, st->h, d, S, LD, l->attn_ln_w, l->attn_ln_b);
+	if ((rc = gemm_linear(g, &l->qkv, st->h, LD, S, st->qkv, LD, l->qkv_b,
+	    0, err)) != 0 ||
+	    (rc = encoder_attention(st, d, m->hp.n_audio_head, err)) != 0 ||
+	    (rc = gemm_linear(g, &l->o, st->attn, LD, S, st->x, LD, l->o_b,
+	    GEMM_ACCUMULATE, err)) != 0)
 		return rc;
-	layer_add_bias(st->qkv, 3 * d, S, S, l->qkv_b);
-	if ((rc = encoder_attention(st, d, m->hp.n_audio_head, err)) != 0)
+	layer_norm(st->x, st->h, d, S, LD, l->mlp_ln_w, l->mlp_ln_b);
+	if ((rc = gemm_linear(g, &l->fc1, st->h, LD, S, st->ffn, LD, l->fc1_b,
+	    GEMM_GELU, err)) != 0)
 		return rc;
-	if ((rc = gemm_wx(g, &l->o, st->attn, S, S, st->h, S, 0, err)) != 0)
-		return rc;
-	layer_add_bias(st->h, d, S, S, l->o_b);
-	layer_add(st->x, st->h, d, S, S);
-
-	layer_norm(st->x, st->h, d, S, S, l->mlp_ln_w, l->mlp_ln_b);
-	if ((rc = gemm_wx(g, &l->fc1, st->h, S, S, st->ffn, S, 0, err)) != 0)
-		return rc;
-	layer_bias_gelu(st->ffn, 4 * d, S, S, l->fc1_b);
-	if ((rc = gemm_wx(g, &l->fc2, st->ffn, S, S, st->h, S, 0, err)) != 0)
-		return rc;
-	layer_add_bias(st->h, d, S, S, l->fc2_b);
-	layer_add(st->x, st->h, d, S, S);
-	return 0;
+	return gemm_linear(g, &l->fc2, st->ffn, LD, S, st->x, LD, l->fc2_b,
+	    GEMM_ACCUMULATE, err);
 }
 
 int
@@ -194,7 +199,7 @@ encoder_forward(struct sotto_state *st, const float *mel, char *err)
 	for (i = 0; i < m->hp.n_audio_layer; i++)
 		if ((rc = encoder_layer(st, &m->enc[i], err)) != 0)
 			return rc;
-	layer_norm(st->x, st->enc_out, m->hp.n_audio_state, S, S,
+	layer_norm(st->x, st->enc_out, m->hp.n_audio_state, S, LD,
 	    m->ln_post_w, m->ln_post_b);
 	if ((rc = decoder_cross_kv(st, err)) != 0)
 		return rc;

@@ -15,6 +15,8 @@
 
 #include "err.h"
 #include "gemm.h"
+#include "gemm-amx.h"
+#include "gemv.h"
 #include "layers.h"
 
 /* One bf16 product C[m][n] = A[m][k] B[k][n] with strides (rows, cols). */
@@ -34,6 +36,11 @@ struct gemm {
 	size_t n_prims, cap_prims;
 	uint16_t *xbuf;			/* bf16 copy of the current x */
 	size_t xbuf_len;
+	int amx;			/* gemv may use tile products */
+	uint16_t *gemv_scratch;		/* owned, for k <= gemv_k */
+	int gemv_k;
+	uint16_t *amx_scratch;		/* owned, amx_len bytes */
+	size_t amx_len;
 };
 
 static int
@@ -43,6 +50,15 @@ cpu_has_bf16(void)
 
 	return ((isa & dnnl_cpu_isa_avx512_core_bf16) ==
 	    dnnl_cpu_isa_avx512_core_bf16);
+}
+
+static int
+cpu_has_amx(void)
+{
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+
+	return ((isa & dnnl_cpu_isa_avx512_core_amx) ==
+	    dnnl_cpu_isa_avx512_core_amx);
 }
 
 int
@@ -72,6 +88,8 @@ gemm_new(enum sotto_precision precision, struct gemm **ret, char *err)
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	g->precision = precision;
+	g->amx = precision == SOTTO_PRECISION_BF16 && cpu_has_amx() &&
+	    gemv_amx_init();
 	if (dnnl_engine_create(&g->engine, dnnl_cpu, 0) != dnnl_success ||
 	    dnnl_stream_create(&g->stream, g->engine,
 	    dnnl_stream_default_flags) != dnnl_success) {
@@ -81,6 +99,12 @@ gemm_new(enum sotto_precision precision, struct gemm **ret, char *err)
 	}
 	*ret = g;
 	return 0;
+}
+
+int
+gemm_has_amx(const struct gemm *g)
+{
+	return g->amx;
 }
 
 void
@@ -98,6 +122,8 @@ gemm_free(struct gemm *g)
 	}
 	free(g->prims);
 	free(g->xbuf);
+	free(g->gemv_scratch);
+	free(g->amx_scratch);
 	if (g->stream != NULL)
 		dnnl_stream_destroy(g->stream);
 	if (g->engine != NULL)
@@ -204,11 +230,31 @@ mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
 	return mat_init_f16_stack(m, g, &f16, &rows, 1, cols, err);
 }
 
+int
+mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
+{
+	uint16_t *p;
+
+	if (g->precision != SOTTO_PRECISION_BF16 ||
+	    m->cols % GEMV_K_ALIGN != 0 || (window && !g->amx))
+		return 0;
+	p = aligned_alloc(64, gemv_packed_elems(m->rows, m->cols) * 2);
+	if (p == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", m->rows, m->cols);
+	gemv_pack(m->bf16, m->rows, m->cols, p);
+	free(m->bf16);
+	m->bf16 = NULL;
+	m->packed = p;
+	return 0;
+}
+
 void
 mat_free(struct mat *m)
 {
 	free(m->f32);
 	free(m->bf16);
+	free(m->packed);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -239,6 +285,7 @@ gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
 		layer_to_bf16(x + (size_t)i * ldx, g->xbuf + (size_t)i * n, n);
 	return 0;
 }
+
 
 static int
 md_2d(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t s0, int64_t s1,
@@ -369,6 +416,36 @@ gemm_run_bf16(struct gemm *g, const struct gemm_prim *key, const void *a,
 	return prim_run(g, p, a, b, c, err);
 }
 
+/* Products with packed weights: gemv.c. */
+static int
+gemm_packed(struct gemm *g, const struct mat *w, const float *x, int ldx,
+    int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
+{
+	struct gemv_args a = { 0 };
+
+	if (w->cols > g->gemv_k) {
+		free(g->gemv_scratch);
+		g->gemv_scratch = aligned_alloc(64,
+		    GEMV_SCRATCH_BYTES(w->cols));
+		g->gemv_k = g->gemv_scratch == NULL ? 0 : w->cols;
+		if (g->gemv_scratch == NULL)
+			return err_set(err, SOTTO_ENOMEM, "out of memory");
+	}
+	a.wp = w->packed;
+	a.rows = w->rows;
+	a.k = w->cols;
+	a.x = x;
+	a.ldx = ldx;
+	a.n = n;
+	a.y = y;
+	a.ym = ym;
+	a.yj = yj;
+	a.accumulate = accumulate;
+	a.amx = g->amx;
+	gemv_bf16(&a, g->gemv_scratch);
+	return 0;
+}
+
 int
 gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, int accumulate, char *err)
@@ -379,6 +456,12 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
 		    w->cols, x, ldx, accumulate ? 1.0f : 0.0f, y, ldy, err);
+	if (w->packed != NULL && g->amx && n > 16 &&
+	    amx_gemm_fits(w->rows, w->cols, n, ldy))
+		return gemm_linear(g, w, x, ldx, n, y, ldy, NULL,
+		    accumulate ? GEMM_ACCUMULATE : 0, err);
+	if (w->packed != NULL)
+		return gemm_packed(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	key.m = w->rows;
 	key.k = w->cols;
 	key.n = n;
@@ -394,6 +477,49 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 }
 
 int
+gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
+    int n, float *y, int ldy, const float *bias, int flags, char *err)
+{
+	int rc;
+
+	if (w->packed != NULL && g->amx && n > 16 &&
+	    amx_gemm_fits(w->rows, w->cols, n, ldy)) {
+		struct amx_gemm p = { 0 };
+		size_t need = amx_gemm_scratch_bytes(w->rows, w->cols, n);
+
+		if (need > g->amx_len) {
+			free(g->amx_scratch);
+			g->amx_scratch = aligned_alloc(64, need);
+			g->amx_len = g->amx_scratch == NULL ? 0 : need;
+			if (g->amx_scratch == NULL)
+				return err_set(err, SOTTO_ENOMEM, "out of "
+				    "memory");
+		}
+		p.w = w->packed;
+		p.m = w->rows;
+		p.k = w->cols;
+		p.n = n;
+		p.x = x;
+		p.ldx = ldx;
+		p.y = y;
+		p.ldy = ldy;
+		p.bias = bias;
+		p.flags = (flags & GEMM_GELU ? AMX_GELU : 0) |
+		    (flags & GEMM_ACCUMULATE ? AMX_ACCUMULATE : 0);
+		amx_gemm_run(&p, g->amx_scratch);
+		return 0;
+	}
+	if ((rc = gemm_wx(g, w, x, ldx, n, y, ldy,
+	    (flags & GEMM_ACCUMULATE) != 0, err)) != 0)
+		return rc;
+	if (bias != NULL && (flags & GEMM_GELU))
+		layer_bias_gelu(y, w->rows, n, ldy, bias);
+	else if (bias != NULL)
+		layer_add_bias(y, w->rows, n, ldy, bias);
+	return 0;
+}
+
+int
 gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, char *err)
 {
@@ -403,6 +529,8 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('T', 'T', n, w->rows, w->cols, 1.0f, x, ldx,
 		    w->f32, w->cols, 0.0f, y, ldy, err);
+	if (w->packed != NULL)
+		return gemm_packed(g, w, x, ldx, n, y, 1, ldy, 0, err);
 	key.m = n;
 	key.k = w->cols;
 	key.n = w->rows;

@@ -17,6 +17,9 @@ int	gemm_pick_precision(enum sotto_precision want,
 int	gemm_new(enum sotto_precision, struct gemm **ret, char *err);
 void	gemm_free(struct gemm *);
 
+/* 1 if bf16 products may use AMX tiles directly (CPU and kernel allow). */
+int	gemm_has_amx(const struct gemm *);
+
 /* Fill m from F16 data [rows][cols] in the gemm's precision. */
 int	mat_init_f16(struct mat *m, const struct gemm *, const void *f16,
 	    int rows, int cols, char *err);
@@ -24,6 +27,13 @@ int	mat_init_f16(struct mat *m, const struct gemm *, const void *f16,
 int	mat_init_f16_stack(struct mat *m, const struct gemm *,
 	    const void *const *blocks, const int *block_rows, int n_blocks,
 	    int cols, char *err);
+/*
+ * Repack a bf16 m into 16x32 blocks: for the decoder's few-column
+ * products (gemv.c) always, for products over a window (window set;
+ * gemm-amx.c) only with AMX. A no-op otherwise and in fp32. Afterwards m
+ * works only with gemm_wx, gemm_linear and gemm_xtw.
+ */
+int	mat_pack(struct mat *m, const struct gemm *, int window, char *err);
 void	mat_free(struct mat *m);
 
 /*
@@ -32,6 +42,14 @@ void	mat_free(struct mat *m);
  */
 int	gemm_wx(struct gemm *, const struct mat *w, const float *x, int ldx,
 	    int n, float *y, int ldy, int accumulate, char *err);
+
+#define GEMM_GELU	1	/* y = gelu(W x + b) */
+#define GEMM_ACCUMULATE	2	/* y += W x + b */
+
+/* y = W x + bias (bias may be NULL), then flags; fused where possible. */
+int	gemm_linear(struct gemm *, const struct mat *w, const float *x,
+	    int ldx, int n, float *y, int ldy, const float *bias, int flags,
+	    char *err);
 
 /*
  * y[N][M] (row stride ldy) = x[K][N]^T W[M][K]^T: the product with the

@@ -23,6 +23,12 @@
 #define WHISPER_N_FRAMES	3000	/* mel frames in one 30 s window */
 #define WHISPER_N_SAMPLES	480000	/* samples in one 30 s window */
 #define WHISPER_N_AUDIO_CTX	1500	/* encoder positions */
+/*
+ * Row stride of activations over the window: 1500 rounded up to 32 floats
+ * (the ANE layout's 64-byte aligned rows; AMX tiles write whole blocks of
+ * 32 positions). Positions 1500-1503 are padding, never read as data.
+ */
+#define WHISPER_AUDIO_LD	1504
 #define WHISPER_MAX_BEAMS	16
 
 struct gguf;
@@ -42,6 +48,8 @@ struct mat {
 	int rows, cols;
 	float *f32;		/* owned; NULL when the model runs in bf16 */
 	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
+	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
+				   bf16 (decoder weights) */
 };
 
 /* openai: encoder.blocks.N (pre-LN residual attention block) */
@@ -117,25 +125,30 @@ struct sotto_model {
  * Per-stream buffers. Beam b's self-attention caches live at
  * kv[b][layer][2][d][n_text_ctx] (key then value, positions contiguous).
  */
+struct attn_amx;
+
 struct sotto_state {
 	const struct sotto_model *model;	/* borrowed */
 	struct mel *mel;			/* owned */
 	char err[SOTTO_ERR_MAX];
 
-	/* encoder scratch (channels-first) */
+	/* encoder scratch, channels-first; LD is WHISPER_AUDIO_LD */
 	float *conv_in;		/* [3 * max(n_mels, d)][3000] shifted taps */
-	float *x;		/* [d][3000] residual stream */
-	float *h;		/* [d][1500] normalised */
-	float *qkv;		/* [3d][1500] */
-	float *attn;		/* [d][1500] */
-	float *ffn;		/* [4d][1500] */
+	float *x;		/* [d][LD] residual stream */
+	float *h;		/* [d][LD] normalised */
+	float *qkv;		/* [3d][LD] */
+	float *attn;		/* [d][LD] */
+	float *ffn;		/* [4d][LD], or conv1's [d][3000] */
 	float *scores;		/* [1500][1500] one head */
-	uint16_t *qkv16;	/* [3d][1500] bf16 copy (bf16 models) */
+	uint16_t *qkv16;	/* [3d][LD] bf16 copy (bf16 models) */
 	uint16_t *p16;		/* [1500][1500] bf16 probabilities */
-	float *enc_out;		/* [d][1500] */
+	struct attn_amx *attn_amx;	/* owned; NULL without AMX */
+	float *enc_out;		/* [d][LD] */
 
 	/* decoder */
-	float *cross_kv;	/* [layer][2][d][1500] */
+	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD], or NULL
+				   when cross_amx holds them */
+	struct attn_amx *cross_amx;	/* owned; NULL without AMX */
 	float *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] */
 	int kv_beams;		/* beams the caches have room for */
 	int n_kv;		/* positions filled (same for all beams) */

@@ -182,6 +182,41 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 	l->fc2_b = vec(ld, lname(ld, "dec", i, "mlp.fc2.b"), d);
 }
 
+/*
+ * Weights into the blocks their products read: the decoder's per-token
+ * products (gemv.c) and, with AMX, the products over a window
+ * (gemm-amx.c); conv1, whose 3 x n_mels inputs are not a multiple of 32,
+ * stays plain for oneDNN.
+ */
+static void
+pack_weights(struct loader *ld)
+{
+	struct sotto_model *m = ld->m;
+	int i, j;
+
+	for (i = 0; i < m->hp.n_text_layer && ld->rc == 0; i++) {
+		struct dec_layer *l = &m->dec[i];
+		struct mat *mats[] = { &l->qkv, &l->o, &l->cq, &l->co, &l->fc1,
+		    &l->fc2 };
+
+		for (j = 0; j < 6 && ld->rc == 0; j++)
+			ld->rc = mat_pack(mats[j], m->gemm, 0, ld->err);
+		if (ld->rc == 0)
+			ld->rc = mat_pack(&l->ckv, m->gemm, 1, ld->err);
+	}
+	if (ld->rc == 0)
+		ld->rc = mat_pack(&m->tok_emb, m->gemm, 0, ld->err);
+	for (i = 0; i < m->hp.n_audio_layer && ld->rc == 0; i++) {
+		struct enc_layer *l = &m->enc[i];
+		struct mat *mats[] = { &l->qkv, &l->o, &l->fc1, &l->fc2 };
+
+		for (j = 0; j < 4 && ld->rc == 0; j++)
+			ld->rc = mat_pack(mats[j], m->gemm, 1, ld->err);
+	}
+	if (ld->rc == 0)
+		ld->rc = mat_pack(&m->conv2, m->gemm, 1, ld->err);
+}
+
 static void
 bind_tensors(struct loader *ld)
 {
@@ -213,6 +248,7 @@ bind_tensors(struct loader *ld)
 		bind_decoder_layer(ld, i, &m->dec[i]);
 	m->dec_ln_w = vec(ld, "dec.ln.w", dt);
 	m->dec_ln_b = vec(ld, "dec.ln.b", dt);
+	pack_weights(ld);
 }
 
 void

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "err.h"
+#include "attn-amx.h"
+#include "gemm.h"
 #include "internal.h"
 #include "mel.h"
 
@@ -23,9 +25,10 @@ sotto_state_new(const struct sotto_model *m)
 {
 	const struct hparams *hp = &m->hp;
 	size_t da = hp->n_audio_state, dt = hp->n_text_state;
-	size_t na = WHISPER_N_AUDIO_CTX, ctx = hp->n_text_ctx;
-	size_t taps = 3 * (hp->n_mels * (size_t)WHISPER_N_FRAMES > da * na ?
-	    hp->n_mels * (size_t)WHISPER_N_FRAMES : da * na);
+	size_t na = WHISPER_N_AUDIO_CTX, ld = WHISPER_AUDIO_LD;
+	size_t ctx = hp->n_text_ctx;
+	size_t taps = 3 * (hp->n_mels * (size_t)WHISPER_N_FRAMES > da * ld ?
+	    hp->n_mels * (size_t)WHISPER_N_FRAMES : da * ld);
 	struct sotto_state *st;
 	int failed = 0;
 
@@ -33,18 +36,28 @@ sotto_state_new(const struct sotto_model *m)
 		return NULL;
 	st->model = m;
 	st->conv_in = buf(taps, &failed);
-	st->x = buf(da * na, &failed);
-	st->h = buf(da * na, &failed);
-	st->qkv = buf(3 * da * na, &failed);
-	st->attn = buf(da * na, &failed);
-	st->ffn = buf(4 * da * na, &failed);
+	st->x = buf(da * ld, &failed);
+	st->h = buf(da * ld, &failed);
+	st->qkv = buf(3 * da * ld, &failed);
+	st->attn = buf(da * ld, &failed);
+	/* conv1's output [d][3000] lives here too */
+	st->ffn = buf(4 * da * ld, &failed);
 	st->scores = buf(na * na, &failed);
-	st->enc_out = buf(da * na, &failed);
+	st->enc_out = buf(da * ld, &failed);
 	if (m->precision == SOTTO_PRECISION_BF16) {
-		st->qkv16 = (uint16_t *)buf((3 * da * na + 1) / 2, &failed);
+		st->qkv16 = (uint16_t *)buf((3 * da * ld + 1) / 2, &failed);
 		st->p16 = (uint16_t *)buf((na * na + 1) / 2, &failed);
 	}
-	st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * na, &failed);
+	/* without AMX (or with odd heads) the composed products run */
+	if (gemm_has_amx(m->gemm) && attn_amx_new((int)da,
+	    hp->n_audio_head, 1, (int)na, &st->attn_amx, st->err) != 0)
+		st->attn_amx = NULL;
+	if (gemm_has_amx(m->gemm) && attn_amx_new((int)dt, hp->n_text_head,
+	    hp->n_text_layer, (int)ctx, &st->cross_amx, st->err) != 0)
+		st->cross_amx = NULL;
+	if (st->cross_amx == NULL)
+		st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * ld,
+		    &failed);
 	st->dx = buf(dt * ctx, &failed);
 	st->dh = buf(dt * ctx, &failed);
 	st->dqkv = buf(3 * dt * ctx, &failed);
@@ -78,6 +91,8 @@ sotto_state_free(struct sotto_state *st)
 	free(st->enc_out);
 	free(st->qkv16);
 	free(st->p16);
+	attn_amx_free(st->attn_amx);
+	attn_amx_free(st->cross_amx);
 	free(st->cross_kv);
 	free(st->kv);
 	free(st->kv_spare);
@@ -97,13 +112,14 @@ int
 sotto_encode(struct sotto_state *st, const float *mel, float *out, char *err)
 {
 	const struct hparams *hp = &st->model->hp;
-	int rc;
+	int rc, i;
 
 	if ((rc = encoder_forward(st, mel, err)) != 0)
 		return rc;
-	if (out != NULL)
-		memcpy(out, st->enc_out, (size_t)hp->n_audio_state *
-		    WHISPER_N_AUDIO_CTX * sizeof(float));
+	for (i = 0; out != NULL && i < hp->n_audio_state; i++)
+		memcpy(out + (size_t)i * WHISPER_N_AUDIO_CTX, st->enc_out +
+		    (size_t)i * WHISPER_AUDIO_LD, WHISPER_N_AUDIO_CTX *
+		    sizeof(float));
 	return 0;
 }
 

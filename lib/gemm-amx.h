@@ -1,0 +1,40 @@
+/*
+ * Channels-first window products on AMX tiles (gemm-amx.c), used by
+ * gemm.c when the CPU has AMX and the weights are packed (gemv_pack).
+ */
+#ifndef SOTTO_GEMM_AMX_H
+#define SOTTO_GEMM_AMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AMX_GELU	1	/* y = gelu(w x + b) */
+#define AMX_ACCUMULATE	2	/* y += w x + b */
+
+/* y[m][n] (row stride ldy) = W[m][k] x[k][n] (row stride ldx) + bias */
+struct amx_gemm {
+	const uint16_t *w;	/* packed by gemv_pack, borrowed */
+	int m, k, n;
+	const float *x;		/* borrowed */
+	int ldx;
+	float *y;		/* borrowed */
+	int ldy;
+	const float *bias;	/* [m] or NULL, borrowed */
+	int flags;
+};
+
+/* Bytes of scratch amx_gemm_run needs for this shape. */
+size_t	amx_gemm_scratch_bytes(int m, int k, int n);
+
+/*
+ * 1 if amx_gemm_run can do the shape: k a multiple of 32, and rows of y
+ * 64-byte aligned with room for n rounded up to 32 (the tiles write whole
+ * 32-column blocks; what lands past n is padding).
+ */
+int	amx_gemm_fits(int m, int k, int n, int ldy);
+
+/* Needs AMX granted (gemv_amx_init) and amx_gemm_fits(). y 64-byte
+ * aligned. */
+void	amx_gemm_run(const struct amx_gemm *, uint16_t *scratch);
+
+#endif

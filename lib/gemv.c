@@ -1,0 +1,287 @@
+/*
+ * Decoder products: bf16 weights against a few columns (a cached step: one
+ * column per beam) or a prompt's worth (prefill), at memory speed.
+ *
+ * Why not oneDNN here: for 1-8 columns its matmul ran tiny's vocabulary
+ * projection (51864x384, 40 MB of bf16) in 7 ms, about twice the time it
+ * takes to stream 40 MB from memory on these machines, and such products
+ * are most of a decoder step. The weights are packed once at load into
+ * blocks of 16 rows x 32 k (1 KB, exactly one AMX tile), so the products
+ * read them as one sequential stream:
+ *
+ * - with AMX, each block is one tile product against 16 columns;
+ * - with AVX512-BF16 only, each row is dotted with up to 8 columns by
+ *   vdpbf16ps.
+ *
+ * Both accumulate in f32 over bf16 inputs, the arithmetic of the bf16 matmul.
+ */
+#include <immintrin.h>
+#include <omp.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gemv.h"
+
+#define ARCH_REQ_XCOMP_PERM	0x1023
+#define XFEATURE_XTILEDATA	18
+
+#define BF16_TARGET \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define AMX_TARGET	__attribute__((target("amx-tile,amx-bf16,avx512f")))
+#define DOT_COLS	8	/* columns per pass of the dot-product path */
+#define PAR_MIN_ELEMS	(1u << 20)	/* weights before using 2 threads */
+
+/* Round to nearest even, as the hardware converts do. */
+static uint16_t
+to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+size_t
+gemv_packed_elems(int rows, int k)
+{
+	return (size_t)(rows + 15) / 16 * 16 * k;
+}
+
+void
+gemv_pack(const uint16_t *w, int rows, int k, uint16_t *out)
+{
+	int mb, c, i;
+
+	for (mb = 0; mb < (rows + 15) / 16; mb++)
+		for (c = 0; c < k / 32; c++)
+			for (i = 0; i < 16; i++) {
+				uint16_t *o = out + (((size_t)mb * (k / 32) +
+				    c) * 16 + i) * 32;
+				int m = mb * 16 + i;
+
+				if (m < rows)
+					memcpy(o, w + (size_t)m * k + 32 * c,
+					    64);
+				else
+					memset(o, 0, 64);
+			}
+}
+
+/* Row m's 32 values of chunk c in the packed layout. */
+static inline const uint16_t *
+packed_at(const uint16_t *wp, int k, int m, int c)
+{
+	return wp + (((size_t)(m / 16) * (k / 32) + c) * 16 + m % 16) * 32;
+}
+
+static inline void
+store(float *o, float v, int accumulate)
+{
+	*o = accumulate ? *o + v : v;
+}
+
+/*
+ * Dot-product path: rows [m0, m1) against columns [j0, j0 + N) of xt
+ * (bf16 rows of k), n of which are real. N is a constant in each caller so
+ * the accumulators stay in registers.
+ */
+BF16_TARGET static inline __attribute__((always_inline)) void
+dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int accumulate, int m0, int m1, const int N)
+{
+	__m512 a[DOT_COLS];
+	int m, c, j;
+
+	for (m = m0; m < m1; m++) {
+		for (j = 0; j < N; j++)
+			a[j] = _mm512_setzero_ps();
+		for (c = 0; c < k / 32; c++) {
+			__m512bh w0 = (__m512bh)_mm512_loadu_si512(
+			    packed_at(wp, k, m, c));
+
+			for (j = 0; j < N; j++)
+				a[j] = _mm512_dpbf16_ps(a[j], w0, (__m512bh)
+				    _mm512_loadu_si512(xt + (size_t)j * k +
+				    32 * c));
+		}
+		for (j = 0; j < N && j < n; j++)
+			store(y + m * ym + j * yj, _mm512_reduce_add_ps(a[j]),
+			    accumulate);
+	}
+}
+
+BF16_TARGET static void
+dot_rows_1(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
+{
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 1);
+}
+
+BF16_TARGET static void
+dot_rows_2(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
+{
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 2);
+}
+
+BF16_TARGET static void
+dot_rows_4(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
+{
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 4);
+}
+
+BF16_TARGET static void
+dot_rows_8(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
+{
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 8);
+}
+
+/* xt[j][kk] = x[kk][j0 + j] for j < n, zero rows up to N. */
+static void
+pack_rows(const float *x, int ldx, int k, int j0, int n, int N,
+    uint16_t *xt)
+{
+	int kk, j;
+
+	for (kk = 0; kk < k; kk++)
+		for (j = 0; j < N; j++)
+			xt[(size_t)j * k + kk] = j < n ?
+			    to_bf16(x[(size_t)kk * ldx + j0 + j]) : 0;
+}
+
+/*
+ * AMX path. The B tile of chunk c holds xv[c][r][j][2] =
+ * x[32c + 2r + {0, 1}][j0 + j]: pairs of consecutive k interleaved, as
+ * the tile product wants them.
+ */
+#define TILE_C	0
+#define TILE_A	1
+#define TILE_B	2
+
+struct tile_config {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+};
+
+static void
+pack_tiles(const float *x, int ldx, int k, int j0, int n, uint16_t *xv)
+{
+	int kk, j;
+
+	for (kk = 0; kk < k; kk++) {
+		uint16_t *o = xv + (size_t)(kk / 2) * 32 + kk % 2;
+
+		for (j = 0; j < 16; j++)
+			o[2 * j] = j < n ?
+			    to_bf16(x[(size_t)kk * ldx + j0 + j]) : 0;
+	}
+}
+
+AMX_TARGET static void
+amx_rows(const uint16_t *wp, int k, const uint16_t *xv, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int accumulate, int m0, int m1)
+{
+	struct tile_config tc = { 0 };
+	float out[16][16];
+	int m, c, i, j;
+
+	tc.palette = 1;
+	tc.rows[TILE_C] = tc.rows[TILE_A] = tc.rows[TILE_B] = 16;
+	tc.colsb[TILE_C] = tc.colsb[TILE_A] = tc.colsb[TILE_B] = 64;
+	_tile_loadconfig(&tc);
+	for (m = m0; m < m1; m += 16) {
+		_tile_zero(TILE_C);
+		for (c = 0; c < k / 32; c++) {
+			_tile_loadd(TILE_A, packed_at(wp, k, m, c), 64);
+			_tile_loadd(TILE_B, xv + (size_t)c * 512, 64);
+			_tile_dpbf16ps(TILE_C, TILE_A, TILE_B);
+		}
+		_tile_stored(TILE_C, out, 64);
+		for (i = 0; i < 16 && m + i < m1; i++)
+			for (j = 0; j < n; j++)
+				store(y + (m + i) * ym + j * yj, out[i][j],
+				    accumulate);
+	}
+	_tile_release();
+}
+
+int
+gemv_amx_init(void)
+{
+	/* Linux hands out AMX state only on request (5.16 and later) */
+	return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM,
+	    XFEATURE_XTILEDATA) == 0;
+}
+
+static int
+dot_width(int n)
+{
+	return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8;
+}
+
+/* Rows [m0, m1) of one block of columns, already packed in xs. */
+static void
+gemv_range(const struct gemv_args *a, const uint16_t *xs, int n, float *y,
+    int m0, int m1)
+{
+	void (*fn)(const uint16_t *, int, const uint16_t *, int, float *,
+	    ptrdiff_t, ptrdiff_t, int, int, int);
+
+	if (a->amx) {
+		amx_rows(a->wp, a->k, xs, n, y, a->ym, a->yj, a->accumulate,
+		    m0, m1);
+		return;
+	}
+	switch (dot_width(n)) {
+	case 1:
+		fn = dot_rows_1;
+		break;
+	case 2:
+		fn = dot_rows_2;
+		break;
+	case 4:
+		fn = dot_rows_4;
+		break;
+	default:
+		fn = dot_rows_8;
+		break;
+	}
+	fn(a->wp, a->k, xs, n, y, a->ym, a->yj, a->accumulate, m0, m1);
+}
+
+void
+gemv_bf16(const struct gemv_args *a, uint16_t *scratch)
+{
+	int per = a->amx ? 16 : DOT_COLS, j0, nb;
+	int blocks = (a->rows + 15) / 16;
+	int par = (size_t)a->rows * a->k >= PAR_MIN_ELEMS;
+
+	for (j0 = 0; j0 < a->n; j0 += per) {
+		float *y = a->y + j0 * a->yj;
+
+		nb = a->n - j0 < per ? a->n - j0 : per;
+		if (a->amx)
+			pack_tiles(a->x, a->ldx, a->k, j0, nb, scratch);
+		else
+			pack_rows(a->x, a->ldx, a->k, j0, nb, dot_width(nb),
+			    scratch);
+#pragma omp parallel if (par)
+		{
+			int t = omp_get_thread_num();
+			int nt = omp_get_num_threads();
+			/* whole 16-row blocks per thread */
+			int m0 = (int)((long long)blocks * t / nt) * 16;
+			int m1 = (int)((long long)blocks * (t + 1) / nt) * 16;
+
+			if (m1 > a->rows)
+				m1 = a->rows;
+			if (m0 < m1)
+				gemv_range(a, scratch, nb, y, m0, m1);
+		}
+	}
+}

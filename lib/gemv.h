@@ -1,0 +1,45 @@
+/*
+ * Decoder products of packed bf16 weights with a few columns (one per
+ * beam) or a prompt's worth, at memory speed. Needs AVX512-BF16, which
+ * every CPU that runs a model in bf16 has (gemm_pick_precision checks);
+ * uses AMX where the CPU and kernel allow it.
+ */
+#ifndef SOTTO_GEMV_H
+#define SOTTO_GEMV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GEMV_K_ALIGN	32	/* k must be a multiple of this */
+
+/* Elements of the packed form of a [rows][k] matrix (rows padded to 16). */
+size_t	gemv_packed_elems(int rows, int k);
+
+/* Pack bf16 w [rows][k] (k a multiple of 32) into out, which the caller
+ * allocated with gemv_packed_elems(rows, k) elements. */
+void	gemv_pack(const uint16_t *w, int rows, int k, uint16_t *out);
+
+/* Ask Linux for AMX state; 1 if granted, so amx may be set. */
+int	gemv_amx_init(void);
+
+/*
+ * y[m * ym + j * yj] = sum_kk W[m][kk] x[kk * ldx + j] (plus the old value
+ * when accumulate is set) for m < rows, j < n, with x rounded to bf16.
+ */
+struct gemv_args {
+	const uint16_t *wp;	/* packed weights, borrowed */
+	int rows, k;
+	const float *x;		/* borrowed */
+	int ldx, n;
+	float *y;		/* borrowed */
+	ptrdiff_t ym, yj;
+	int accumulate;
+	int amx;		/* use tile products (gemv_amx_init said 1) */
+};
+
+/* Bytes of scratch gemv_bf16 needs for k. */
+#define GEMV_SCRATCH_BYTES(k)	((size_t)(k) * 16 * 2)
+
+void	gemv_bf16(const struct gemv_args *, uint16_t *scratch);
+
+#endif
