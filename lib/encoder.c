@@ -17,6 +17,7 @@
 
 #define S	WHISPER_N_AUDIO_CTX
 #define LD	WHISPER_AUDIO_LD
+#define LD1	(2 * LD)	/* conv1's 3000 frames, rows 64-byte aligned */
 
 /*
  * Lay out the three taps of a k=3, padding 1 convolution side by side:
@@ -24,14 +25,14 @@
  * convolution becomes one 1x1 product with the [d][3c] weight.
  */
 static void
-conv_taps(const float *in, int c, int n_in, int stride, float *out,
-    int n_out, int ld_out)
+conv_taps(const float *in, int c, int n_in, int ld_in, int stride,
+    float *out, int n_out, int ld_out)
 {
 	int tap, ch, t;
 
 	for (tap = 0; tap < 3; tap++)
 		for (ch = 0; ch < c; ch++) {
-			const float *src = in + (size_t)ch * n_in;
+			const float *src = in + (size_t)ch * ld_in;
 			float *dst = out + ((size_t)tap * c + ch) * ld_out;
 
 			for (t = 0; t < n_out; t++) {
@@ -48,15 +49,15 @@ encoder_stem(struct sotto_state *st, const float *mel, char *err)
 {
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_audio_state, rc, i;
-	float *y1 = st->ffn;	/* [d][3000], free until the first MLP */
+	float *y1 = st->ffn;	/* [d][LD1], free until the first MLP */
 
-	conv_taps(mel, m->hp.n_mels, WHISPER_N_FRAMES, 1, st->conv_in,
-	    WHISPER_N_FRAMES, WHISPER_N_FRAMES);
+	conv_taps(mel, m->hp.n_mels, WHISPER_N_FRAMES, WHISPER_N_FRAMES, 1,
+	    st->conv_in, WHISPER_N_FRAMES, WHISPER_N_FRAMES);
 	if ((rc = gemm_linear(m->gemm, &m->conv1, st->conv_in,
-	    WHISPER_N_FRAMES, WHISPER_N_FRAMES, y1, WHISPER_N_FRAMES,
-	    m->conv1_b, GEMM_GELU, err)) != 0)
+	    WHISPER_N_FRAMES, WHISPER_N_FRAMES, y1, LD1, m->conv1_b,
+	    GEMM_GELU, err)) != 0)
 		return rc;
-	conv_taps(y1, d, WHISPER_N_FRAMES, 2, st->conv_in, S, LD);
+	conv_taps(y1, d, WHISPER_N_FRAMES, LD1, 2, st->conv_in, S, LD);
 	if ((rc = gemm_linear(m->gemm, &m->conv2, st->conv_in, LD, S, st->x,
 	    LD, m->conv2_b, GEMM_GELU, err)) != 0)
 		return rc;

@@ -168,7 +168,7 @@ AMX_TARGET static void
 block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
     const uint16_t *ones, int m, int two_rows, int nb2)
 {
-	int kc = p->k / 32, c;
+	int kc = (p->k + 31) / 32, c;
 	size_t ldy = (size_t)p->ldy * 4;
 	const uint16_t *a0 = p->w + (size_t)(m / 16) * kc * 512;
 	const uint16_t *a1 = a0 + (size_t)kc * 512;
@@ -268,7 +268,7 @@ run_share(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 size_t
 amx_gemm_scratch_bytes(int m, int k, int n)
 {
-	return (size_t)k * ((n + 31) / 32 * 32) * 2 +
+	return (size_t)(k + 31) / 32 * 32 * ((n + 31) / 32 * 32) * 2 +
 	    (size_t)(m + 15) / 16 * 1024 + 1024;
 }
 
@@ -276,7 +276,8 @@ int
 amx_gemm_fits(int m, int k, int n, int ldy)
 {
 	(void)m;
-	return k % 32 == 0 && ldy % 16 == 0 && ldy >= (n + 31) / 32 * 32;
+	(void)k;
+	return ldy % 16 == 0 && ldy >= (n + 31) / 32 * 32;
 }
 
 void
@@ -284,7 +285,8 @@ amx_gemm_run(const struct amx_gemm *p, uint16_t *scratch)
 {
 	uint16_t *bt = NULL, *ones;
 
-	ones = scratch + (size_t)p->k * ((p->n + 31) / 32 * 32);
+	ones = scratch + (size_t)(p->k + 31) / 32 * 32 * ((p->n + 31) / 32 *
+	    32);
 	if (p->bias != NULL) {
 		bt = ones + 512;
 		pack_bias(p->bias, p->m, bt, ones);

@@ -27,14 +27,14 @@ struct amx_gemm {
 size_t	amx_gemm_scratch_bytes(int m, int k, int n);
 
 /*
- * 1 if amx_gemm_run can do the shape: k a multiple of 32, and rows of y
- * 64-byte aligned with room for n rounded up to 32 (the tiles write whole
- * 32-column blocks; what lands past n is padding).
+ * 1 if amx_gemm_run can do the shape: rows of y 64-byte aligned with
+ * room for n rounded up to 32 (the tiles write whole 32-column blocks;
+ * what lands past n is padding).
  */
 int	amx_gemm_fits(int m, int k, int n, int ldy);
 
-/* Needs AMX granted (gemv_amx_init) and amx_gemm_fits(). y 64-byte
- * aligned. */
+/* Needs AMX granted (gemv_amx_init) and amx_gemm_fits(); y 64-byte
+ * aligned; w packed with k padded to 32. */
 void	amx_gemm_run(const struct amx_gemm *, uint16_t *scratch);
 
 #endif

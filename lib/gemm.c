@@ -235,8 +235,8 @@ mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
 {
 	uint16_t *p;
 
-	if (g->precision != SOTTO_PRECISION_BF16 ||
-	    m->cols % GEMV_K_ALIGN != 0 || (window && !g->amx))
+	if (g->precision != SOTTO_PRECISION_BF16 || (window && !g->amx) ||
+	    (!window && m->cols % GEMV_K_ALIGN != 0))
 		return 0;
 	p = aligned_alloc(64, gemv_packed_elems(m->rows, m->cols) * 2);
 	if (p == NULL)

@@ -46,26 +46,26 @@ to_bf16(float f)
 size_t
 gemv_packed_elems(int rows, int k)
 {
-	return (size_t)(rows + 15) / 16 * 16 * k;
+	return (size_t)(rows + 15) / 16 * 16 * ((k + 31) / 32 * 32);
 }
 
 void
 gemv_pack(const uint16_t *w, int rows, int k, uint16_t *out)
 {
-	int mb, c, i;
+	int kc = (k + 31) / 32, mb, c, i;
 
 	for (mb = 0; mb < (rows + 15) / 16; mb++)
-		for (c = 0; c < k / 32; c++)
+		for (c = 0; c < kc; c++)
 			for (i = 0; i < 16; i++) {
-				uint16_t *o = out + (((size_t)mb * (k / 32) +
-				    c) * 16 + i) * 32;
-				int m = mb * 16 + i;
+				uint16_t *o = out + (((size_t)mb * kc + c) *
+				    16 + i) * 32;
+				int m = mb * 16 + i, n = k - 32 * c;
 
+				n = n > 32 ? 32 : n;
+				memset(o, 0, 64);
 				if (m < rows)
 					memcpy(o, w + (size_t)m * k + 32 * c,
-					    64);
-				else
-					memset(o, 0, 64);
+					    (size_t)n * 2);
 			}
 }
 

@@ -12,11 +12,13 @@
 
 #define GEMV_K_ALIGN	32	/* k must be a multiple of this */
 
-/* Elements of the packed form of a [rows][k] matrix (rows padded to 16). */
+/* Elements of the packed form of a [rows][k] matrix (rows padded to 16,
+ * k to 32, with zeros). */
 size_t	gemv_packed_elems(int rows, int k);
 
-/* Pack bf16 w [rows][k] (k a multiple of 32) into out, which the caller
- * allocated with gemv_packed_elems(rows, k) elements. */
+/* Pack bf16 w [rows][k] into out, which the caller allocated with
+ * gemv_packed_elems(rows, k) elements. gemv_bf16 needs k a multiple of
+ * 32; gemm-amx.c takes any k. */
 void	gemv_pack(const uint16_t *w, int rows, int k, uint16_t *out);
 
 /* Ask Linux for AMX state; 1 if granted, so amx may be set. */

@@ -185,8 +185,7 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 /*
  * Weights into the blocks their products read: the decoder's per-token
  * products (gemv.c) and, with AMX, the products over a window
- * (gemm-amx.c); conv1, whose 3 x n_mels inputs are not a multiple of 32,
- * stays plain for oneDNN.
+ * (gemm-amx.c).
  */
 static void
 pack_weights(struct loader *ld)
@@ -213,6 +212,8 @@ pack_weights(struct loader *ld)
 		for (j = 0; j < 4 && ld->rc == 0; j++)
 			ld->rc = mat_pack(mats[j], m->gemm, 1, ld->err);
 	}
+	if (ld->rc == 0)
+		ld->rc = mat_pack(&m->conv1, m->gemm, 1, ld->err);
 	if (ld->rc == 0)
 		ld->rc = mat_pack(&m->conv2, m->gemm, 1, ld->err);
 }
