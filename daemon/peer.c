@@ -36,7 +36,7 @@
 #include "sottod.h"
 
 #define PEER_PARTIAL_MAX_BYTES	(64 * 1024)
-#define PEER_SNDBUF_BYTES	(16 * 1024)	/* the kernel doubles it */
+#define PEER_SNDBUF_BYTES	(4 * 1024)	/* the kernel doubles it */
 #define PEER_CLOSE_TIMEOUT_S	5
 
 struct peer_list peers = TAILQ_HEAD_INITIALIZER(peers);

@@ -282,7 +282,9 @@ def test_slow_reader_cut_after_its_finals(make_daemon):
     max_client_buffer_bytes (4K here), then it gets slow_reader after
     everything it had not read and is closed; the finals it missed come
     with a resume; other clients see nothing of it."""
-    d = make_daemon(conf="max_client_buffer_bytes = 4K\n").start()
+    # Long steps: fewer, longer finals, so the bound is reached sooner.
+    d = make_daemon(conf="max_client_buffer_bytes = 4K\n[engine]\n"
+                    "step_ms = 3000\n").start()
     wav = AUDIO_DIR / "jfk.wav"
     solo = Stream(d.socket, "--fast", wav).check().text()
     assert "country" in solo.lower()
@@ -293,7 +295,7 @@ def test_slow_reader_cut_after_its_finals(make_daemon):
     opened = slow.event()
     assert opened["type"] == "opened", opened
     sid = opened["session"]
-    pcm = pcm16("LJ001-0001_to_LJ001-0017_longform.wav")
+    pcm = pcm16("LJ001-0001_to_LJ001-0017_longform.wav") * 2
 
     def send_all():
         try:
@@ -306,7 +308,7 @@ def test_slow_reader_cut_after_its_finals(make_daemon):
     t0 = time.monotonic()
     sender.start()
     others = [Stream(d.socket, "--fast", wav) for _ in range(2)]
-    wait_log(d, "slow reader", timeout=400)
+    wait_log(d, "slow reader", timeout=900)
     cut_s = time.monotonic() - t0
     # Read everything it was sent, up to the close.
     evs = []

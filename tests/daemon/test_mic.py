@@ -17,7 +17,8 @@ import pytest
 from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, SOTTO, RawClient, Stream,
                       frame, report)
 
-PLUGIN = BUILD / "tests" / "daemon" / "libasound_module_pcm_sottofake.so"
+PLUGIN = (BUILD / "tests" / "daemon" /
+          "libasound_module_pcm_sottofake.so").resolve()
 RATE = 16000
 
 # Device time (ms) of the schedule: speech A, the overrun in the pause
