@@ -65,7 +65,8 @@ struct attn_thread {
 
 struct attn_amx {
 	int d, n_head, n_slots, max_q, n_threads;
-	uint16_t *q;	/* [head][max_q][DH] token-major, scaled */
+	int q_rows;	/* max_q rounded up to whole query blocks */
+	uint16_t *q;	/* [head][q_rows][DH] token-major, scaled */
 	uint16_t *k;	/* [slot][head][NP/16][DH/32][16 r][16 key][2] */
 	uint16_t *v;	/* [slot][head][NP/32][DH/16][16 r][16 dim][2] */
 	struct attn_thread *t;	/* [n_threads] */
@@ -86,9 +87,10 @@ attn_amx_new(int d, int n_head, int n_slots, int max_q,
 	a->d = d;
 	a->n_head = n_head;
 	a->n_slots = n_slots;
-	a->max_q = (max_q + QB - 1) / QB * QB;
+	a->max_q = max_q;
+	a->q_rows = (max_q + QB - 1) / QB * QB;
 	a->n_threads = omp_get_max_threads();
-	a->q = aligned_alloc(64, (size_t)a->max_q * d * 2);
+	a->q = aligned_alloc(64, (size_t)a->q_rows * d * 2);
 	a->k = aligned_alloc(64, kv);
 	a->v = aligned_alloc(64, kv);
 	a->t = aligned_alloc(64, sizeof(*a->t) * a->n_threads);
@@ -98,7 +100,7 @@ attn_amx_new(int d, int n_head, int n_slots, int max_q,
 		    "attention buffers");
 	}
 	/* padding keys and queries stay zero */
-	memset(a->q, 0, (size_t)a->max_q * d * 2);
+	memset(a->q, 0, (size_t)a->q_rows * d * 2);
 	memset(a->k, 0, kv);
 	memset(a->v, 0, kv);
 	memset(a->t, 0, sizeof(*a->t) * a->n_threads);
@@ -165,7 +167,7 @@ AMX_TARGET static void
 pack_q(struct attn_amx *a, const float *q, int ldq, int n, int h,
     float scale)
 {
-	uint16_t *qo = a->q + (size_t)h * a->max_q * DH;
+	uint16_t *qo = a->q + (size_t)h * a->q_rows * DH;
 	__m512 sc = _mm512_set1_ps(scale);
 	__m512i idx = dword_index(DH / 2);
 	int r, j;
@@ -296,7 +298,7 @@ query_block(const struct attn_amx *a, struct attn_thread *t, int slot,
 {
 	size_t at = ((size_t)slot * a->n_head + h) * NP * DH;
 	int nq = o->n - q0 < QB ? o->n - q0 : QB, kb, c, i, n;
-	const uint16_t *q = a->q + ((size_t)h * a->max_q + q0) * DH;
+	const uint16_t *q = a->q + ((size_t)h * a->q_rows + q0) * DH;
 	const uint16_t *k = a->k + at, *v = a->v + at;
 	float res[QB][DH], inv[QB];
 

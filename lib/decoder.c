@@ -22,6 +22,7 @@
 #include "gemm.h"
 #include "internal.h"
 #include "layers.h"
+#include "logits.h"
 
 #define NA	WHISPER_N_AUDIO_CTX
 #define LD	WHISPER_AUDIO_LD
@@ -294,6 +295,9 @@ decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
 		for (j = 0; j < n_cols; j++)
 			sel[(size_t)c * n_cols + j] =
 			    st->dh[(size_t)c * n + cols[j]];
+	if (m->head != NULL)
+		return logits_head_run(m->head, sel, n_cols, n_cols, logits,
+		    st->head_x, err);
 	return gemm_xtw(m->gemm, &m->tok_emb, sel, n_cols, n_cols, logits,
 	    m->hp.n_vocab, err);
 }

@@ -113,7 +113,9 @@ struct sotto_model {
 	const float *ln_post_w, *ln_post_b;
 
 	/* decoder */
-	struct mat tok_emb;		/* [n_vocab][d], also the output head */
+	struct mat tok_emb;		/* [n_vocab][d], also the output head
+					   (empty when head is set) */
+	struct logits_head *head;	/* owned; int8 output head, or NULL */
 	const void *tok_emb_f16;	/* [n_vocab][d] F16 in the mapping, for
 				   exact embedding lookups */
 	const float *dec_pos;		/* [n_text_ctx][d] */
@@ -126,6 +128,7 @@ struct sotto_model {
  * kv[b][layer][2][d][n_text_ctx] (key then value, positions contiguous).
  */
 struct attn_amx;
+struct logits_head;
 
 struct sotto_state {
 	const struct sotto_model *model;	/* borrowed */
@@ -159,6 +162,7 @@ struct sotto_state {
 	float *dffn;		/* [4d][n_text_ctx] */
 	float *dscores;		/* [n_text_ctx][1500] */
 	float *logits;		/* [WHISPER_MAX_BEAMS][n_vocab] */
+	int8_t *head_x;		/* LOGITS_SCRATCH(d) for model->head */
 	float *logprobs;	/* [n_vocab] scratch */
 	float *mel_window;	/* [n_mels][3000] */
 };

@@ -12,6 +12,7 @@
 #include "gemm.h"
 #include "gguf.h"
 #include "internal.h"
+#include "logits.h"
 #include "tokenizer.h"
 
 /* Binding state: the first error sticks and later lookups do nothing. */
@@ -203,7 +204,13 @@ pack_weights(struct loader *ld)
 		if (ld->rc == 0)
 			ld->rc = mat_pack(&l->ckv, m->gemm, 1, ld->err);
 	}
-	if (ld->rc == 0)
+	if (ld->rc == 0 && gemm_has_amx(m->gemm) && m->hp.n_text_state % 64 ==
+	    0) {
+		ld->rc = logits_head_new(m->tok_emb_f16, m->hp.n_vocab,
+		    m->hp.n_text_state, &m->head, ld->err);
+		if (ld->rc == 0)
+			mat_free(&m->tok_emb);
+	} else if (ld->rc == 0)
 		ld->rc = mat_pack(&m->tok_emb, m->gemm, 0, ld->err);
 	for (i = 0; i < m->hp.n_audio_layer && ld->rc == 0; i++) {
 		struct enc_layer *l = &m->enc[i];
@@ -347,6 +354,7 @@ sotto_model_free(struct sotto_model *m)
 	mat_free(&m->conv1);
 	mat_free(&m->conv2);
 	mat_free(&m->tok_emb);
+	logits_head_free(m->head);
 	free(m->suppress);
 	free(m->suppress_begin);
 	tok_free(m->tok);

@@ -8,6 +8,7 @@
 #include "attn-amx.h"
 #include "gemm.h"
 #include "internal.h"
+#include "logits.h"
 #include "mel.h"
 
 static float *
@@ -66,6 +67,8 @@ sotto_state_new(const struct sotto_model *m)
 	st->dscores = buf(ctx * na, &failed);
 	st->logits = buf((size_t)WHISPER_MAX_BEAMS * hp->n_vocab, &failed);
 	st->logprobs = buf(hp->n_vocab, &failed);
+	if (m->head != NULL)
+		st->head_x = (int8_t *)buf(LOGITS_SCRATCH(dt) / 4, &failed);
 	st->mel_window = buf((size_t)hp->n_mels * WHISPER_N_FRAMES, &failed);
 	if (failed || mel_new(hp->n_mels, m->mel_filters, &st->mel,
 	    NULL) != 0) {
@@ -104,6 +107,7 @@ sotto_state_free(struct sotto_state *st)
 	free(st->dscores);
 	free(st->logits);
 	free(st->logprobs);
+	free(st->head_x);
 	free(st->mel_window);
 	free(st);
 }

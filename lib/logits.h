@@ -1,0 +1,32 @@
+/*
+ * The decoder's output head from int8 estimates plus exact rescoring of
+ * the top of each column (logits.c). Used by bf16 models on AMX; fp32
+ * models keep the exact product.
+ */
+#ifndef SOTTO_LOGITS_H
+#define SOTTO_LOGITS_H
+
+#include <stdint.h>
+
+#define LOGITS_EXACT	64	/* logits per column recomputed exactly */
+#define LOGITS_SCRATCH(d)	((size_t)(d) * 16)	/* bytes */
+
+struct logits_head;
+
+/*
+ * Quantize the token embedding f16 [n_vocab][d] (borrowed: it must
+ * outlive the head; d a multiple of 64). Needs AMX granted
+ * (gemv_amx_init). Free with logits_head_free().
+ */
+int	logits_head_new(const void *f16, int n_vocab, int d,
+	    struct logits_head **ret, char *err);
+void	logits_head_free(struct logits_head *);
+
+/*
+ * out[j][v] = W[v] . x[:, j] for the n <= 16 columns of x [d][n] (rows
+ * ldx apart); scratch holds LOGITS_SCRATCH(d) bytes, 64-byte aligned.
+ */
+int	logits_head_run(const struct logits_head *, const float *x, int ldx,
+	    int n, float *out, int8_t *scratch, char *err);
+
+#endif

@@ -1,0 +1,396 @@
+/*
+ * Unit tests for the hand-written kernels (lib/gemv.c, gemm-amx.c,
+ * attn-amx.c, logits.c) against naive double-precision references on
+ * the same bf16-rounded inputs, over shapes that hit their edges: rows
+ * and columns that are not whole blocks, k padded to 32, accumulation,
+ * GELU, a prompt's worth of columns. The AMX cases are skipped (and
+ * reported as skipped) on a CPU or kernel without AMX.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attn-amx.h"
+#include "err.h"
+#include "gemm-amx.h"
+#include "gemv.h"
+#include "logits.h"
+
+static int have_amx, have_bf16;
+
+static uint32_t rng = 12345;
+
+/* Uniform in [-1, 1), reproducible. */
+static float
+frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)(rng >> 8) / (float)(1u << 23) - 1.0f;
+}
+
+static uint16_t
+to_bf16(float f)
+{
+	uint32_t u;
+
+	memcpy(&u, &f, sizeof(u));
+	u += 0x7fff + ((u >> 16) & 1);
+	return (uint16_t)(u >> 16);
+}
+
+static double
+bf(float f)
+{
+	uint32_t u = (uint32_t)to_bf16(f) << 16;
+	float r;
+
+	memcpy(&r, &u, sizeof(r));
+	return r;
+}
+
+static float *
+frand_array(size_t n, float scale)
+{
+	float *p = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+	size_t i;
+
+	assert_non_null(p);
+	for (i = 0; i < n; i++)
+		p[i] = frand() * scale;
+	return p;
+}
+
+/* Packed bf16 weights from w [rows][k]. */
+static uint16_t *
+pack(const float *w, int rows, int k)
+{
+	uint16_t *plain = malloc((size_t)rows * k * 2);
+	uint16_t *p = aligned_alloc(64, gemv_packed_elems(rows, k) * 2);
+	size_t i;
+
+	assert_non_null(plain);
+	assert_non_null(p);
+	for (i = 0; i < (size_t)rows * k; i++)
+		plain[i] = to_bf16(w[i]);
+	gemv_pack(plain, rows, k, p);
+	free(plain);
+	return p;
+}
+
+/* sum_kk bf(w[m][kk]) bf(x[kk][j]) in double. */
+static double
+dot_ref(const float *w, int k, int m, const float *x, int ldx, int j)
+{
+	double s = 0.0;
+	int kk;
+
+	for (kk = 0; kk < k; kk++)
+		s += bf(w[(size_t)m * k + kk]) * bf(x[(size_t)kk * ldx + j]);
+	return s;
+}
+
+static void
+check_gemv(int rows, int k, int n, int amx, int accumulate)
+{
+	float *w = frand_array((size_t)rows * k, 0.5f);
+	float *x = frand_array((size_t)k * n, 1.0f);
+	float *y = frand_array((size_t)rows * n, 1.0f);
+	float *y0 = malloc((size_t)rows * n * sizeof(float));
+	uint16_t *wp = pack(w, rows, k);
+	uint16_t *scratch = aligned_alloc(64, GEMV_SCRATCH_BYTES(k));
+	struct gemv_args a = { 0 };
+	int m, j;
+
+	assert_non_null(y0);
+	memcpy(y0, y, (size_t)rows * n * sizeof(float));
+	a.wp = wp;
+	a.rows = rows;
+	a.k = k;
+	a.x = x;
+	a.ldx = n;
+	a.n = n;
+	a.y = y;
+	a.ym = 1;		/* y[j][m]: the logits layout */
+	a.yj = rows;
+	a.accumulate = accumulate;
+	a.amx = amx;
+	gemv_bf16(&a, scratch);
+	for (m = 0; m < rows; m++)
+		for (j = 0; j < n; j++) {
+			double want = dot_ref(w, k, m, x, n, j) +
+			    (accumulate ? y0[(size_t)j * rows + m] : 0.0);
+
+			assert_float_equal(y[(size_t)j * rows + m], want,
+			    1e-3 * (1.0 + fabs(want)));
+		}
+	free(w);
+	free(x);
+	free(y);
+	free(y0);
+	free(wp);
+	free(scratch);
+}
+
+static void
+test_gemv_dot(void **state)
+{
+	(void)state;
+	if (!have_bf16)
+		skip();
+	check_gemv(37, 64, 1, 0, 0);
+	check_gemv(37, 96, 5, 0, 1);
+	check_gemv(50, 64, 8, 0, 0);
+	check_gemv(21, 32, 19, 0, 0);	/* more columns than one pass */
+}
+
+static void
+test_gemv_amx(void **state)
+{
+	(void)state;
+	if (!have_amx)
+		skip();
+	check_gemv(37, 64, 1, 1, 0);
+	check_gemv(37, 96, 5, 1, 1);
+	check_gemv(64, 384, 16, 1, 0);
+	check_gemv(21, 32, 40, 1, 0);	/* a prompt: three column blocks */
+}
+
+static double
+gelu_ref(double v)
+{
+	return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+}
+
+static void
+check_amx_gemm(int m, int k, int n, int flags, int with_bias)
+{
+	int ld = (n + 31) / 32 * 32 + 16;
+	float *w = frand_array((size_t)m * k, 0.3f);
+	float *x = frand_array((size_t)k * n, 1.0f);
+	float *b = frand_array((size_t)m, 1.0f);
+	float *y = frand_array((size_t)m * ld, 1.0f);
+	float *y0 = malloc((size_t)m * ld * sizeof(float));
+	uint16_t *wp = pack(w, m, k);
+	uint16_t *scratch = aligned_alloc(64, amx_gemm_scratch_bytes(m, k, n));
+	struct amx_gemm p = { 0 };
+	int i, j;
+
+	assert_non_null(y0);
+	assert_true(amx_gemm_fits(m, k, n, ld));
+	memcpy(y0, y, (size_t)m * ld * sizeof(float));
+	p.w = wp;
+	p.m = m;
+	p.k = k;
+	p.n = n;
+	p.x = x;
+	p.ldx = n;
+	p.y = y;
+	p.ldy = ld;
+	p.bias = with_bias ? b : NULL;
+	p.flags = flags;
+	amx_gemm_run(&p, scratch);
+	for (i = 0; i < m; i++)
+		for (j = 0; j < n; j++) {
+			double v = dot_ref(w, k, i, x, n, j) +
+			    (with_bias ? b[i] : 0.0);
+
+			if (flags & AMX_GELU)
+				v = gelu_ref(v);
+			if (flags & AMX_ACCUMULATE)
+				v += y0[(size_t)i * ld + j];
+			assert_float_equal(y[(size_t)i * ld + j], v,
+			    2e-3 * (1.0 + fabs(v)));
+		}
+	free(w);
+	free(x);
+	free(b);
+	free(y);
+	free(y0);
+	free(wp);
+	free(scratch);
+}
+
+static void
+test_amx_gemm(void **state)
+{
+	(void)state;
+	if (!have_amx)
+		skip();
+	check_amx_gemm(64, 64, 64, 0, 0);
+	check_amx_gemm(48, 240, 100, AMX_GELU, 1);	/* 1x2 tail, k pad */
+	check_amx_gemm(32, 96, 33, AMX_ACCUMULATE, 1);
+	check_amx_gemm(16, 32, 17, 0, 1);
+}
+
+/* Naive attention of query j of head h: out[c] for c < 64. */
+static void
+attn_ref(const float *q, int ldq, int j, const float *k, const float *v,
+    int h, double *out)
+{
+	static double s[WHISPER_N_AUDIO_CTX];
+	double max = -INFINITY, sum = 0.0;
+	int t, c;
+
+	for (t = 0; t < WHISPER_N_AUDIO_CTX; t++) {
+		double d = 0.0;
+
+		for (c = 0; c < 64; c++)
+			d += bf(q[(size_t)(64 * h + c) * ldq + j] * 0.125f) *
+			    bf(k[(size_t)(64 * h + c) * WHISPER_AUDIO_LD + t]);
+		s[t] = d;
+		max = fmax(max, d);
+	}
+	for (t = 0; t < WHISPER_N_AUDIO_CTX; t++)
+		sum += s[t] = exp(s[t] - max);
+	for (c = 0; c < 64; c++) {
+		double o = 0.0;
+
+		for (t = 0; t < WHISPER_N_AUDIO_CTX; t++)
+			o += s[t] * bf(v[(size_t)(64 * h + c) *
+			    WHISPER_AUDIO_LD + t]);
+		out[c] = o / sum;
+	}
+}
+
+static void
+check_attention(struct attn_amx *a, int slot, const float *k,
+    const float *v, int n)
+{
+	int d = 128, ld = n + 3, h, j, c;
+	float *q = frand_array((size_t)d * ld, 2.0f);
+	float *out = frand_array((size_t)d * ld, 1.0f);
+	char err[SOTTO_ERR_MAX];
+	double want[64];
+
+	assert_int_equal(attn_amx_query(a, slot, q, ld, n, out, ld, err), 0);
+	for (h = 0; h < 2; h++)
+		for (j = 0; j < n; j += n > 8 ? 7 : 1) {
+			attn_ref(q, ld, j, k, v, h, want);
+			for (c = 0; c < 64; c++)
+				assert_float_equal(out[(size_t)(64 * h + c) *
+				    ld + j], want[c], 2e-2 * (1.0 +
+				    fabs(want[c])));
+		}
+	free(q);
+	free(out);
+}
+
+static void
+test_attention(void **state)
+{
+	struct attn_amx *a;
+	char err[SOTTO_ERR_MAX];
+	float *k, *v, *k2;
+	size_t plane = (size_t)128 * WHISPER_AUDIO_LD;
+
+	(void)state;
+	if (!have_amx)
+		skip();
+	assert_int_equal(attn_amx_new(128, 2, 2, 40, &a, err), 0);
+	k = frand_array(plane, 1.0f);
+	v = frand_array(plane, 1.0f);
+	k2 = frand_array(plane, 0.5f);
+	assert_int_equal(attn_amx_set_kv(a, 0, k, v, err), 0);
+	assert_int_equal(attn_amx_set_kv(a, 1, k2, v, err), 0);
+	check_attention(a, 0, k, v, 1);
+	check_attention(a, 0, k, v, 5);
+	check_attention(a, 1, k2, v, 40);	/* three query blocks */
+	check_attention(a, 0, k, v, 16);	/* slot 0 kept intact */
+	assert_int_not_equal(attn_amx_query(a, 2, k, 1, 1, v, 1, err), 0);
+	assert_int_not_equal(attn_amx_query(a, 0, k, 41, 41, v, 41, err), 0);
+	attn_amx_free(a);
+	free(k);
+	free(v);
+	free(k2);
+}
+
+static uint16_t
+to_f16(float f)
+{
+	_Float16 h = (_Float16)f;
+	uint16_t u;
+
+	memcpy(&u, &h, sizeof(u));
+	return u;
+}
+
+static void
+test_logits_head(void **state)
+{
+	enum { V = 1000, D = 128, N = 3 };
+	uint16_t *w = malloc((size_t)V * D * 2);
+	float *x = frand_array((size_t)D * N, 1.0f);
+	float *out = malloc((size_t)N * V * sizeof(float));
+	int8_t *scratch = aligned_alloc(64, LOGITS_SCRATCH(D));
+	struct logits_head *lh;
+	char err[SOTTO_ERR_MAX];
+	int i, j, c, exact;
+
+	(void)state;
+	if (!have_amx)
+		skip();
+	for (i = 0; i < V * D; i++)
+		w[i] = to_f16(frand() * 0.2f);
+	assert_int_equal(logits_head_new(w, V, D, &lh, err), 0);
+	assert_int_equal(logits_head_run(lh, x, N, N, out, scratch, err), 0);
+	for (j = 0; j < N; j++) {
+		double ref[V];
+		int above;
+
+		exact = 0;
+		for (i = 0; i < V; i++) {
+			_Float16 h;
+			double s = 0.0;
+
+			for (c = 0; c < D; c++) {
+				memcpy(&h, &w[(size_t)i * D + c], 2);
+				s += (double)h * x[(size_t)c * N + j];
+			}
+			ref[i] = s;
+			/* every estimate is close */
+			assert_float_equal(out[(size_t)j * V + i], s, 0.05);
+			if (fabs(out[(size_t)j * V + i] - s) < 1e-4)
+				exact++;
+		}
+		/* the top 64 are exact: each value at or above the 64th
+		 * largest reference is reproduced to f32 precision */
+		for (i = 0; i < V; i++) {
+			above = 0;
+			for (c = 0; c < V; c++)
+				above += ref[c] > ref[i];
+			if (above < LOGITS_EXACT - 8)
+				assert_float_equal(out[(size_t)j * V + i],
+				    ref[i], 1e-4);
+		}
+		assert_true(exact >= LOGITS_EXACT - 8);
+	}
+	assert_int_not_equal(logits_head_run(lh, x, N, 17, out, scratch, err),
+	    0);
+	logits_head_free(lh);
+	free(w);
+	free(x);
+	free(out);
+	free(scratch);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gemv_dot),
+		cmocka_unit_test(test_gemv_amx),
+		cmocka_unit_test(test_amx_gemm),
+		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_logits_head),
+	};
+
+	have_bf16 = __builtin_cpu_supports("avx512bf16");
+	have_amx = have_bf16 && gemv_amx_init();
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
