@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx.h"
 #include "attn-amx.h"
 #include "err.h"
 
@@ -38,8 +39,7 @@
 #define QB	16			/* queries per block: one tile's rows */
 #define DH	64			/* head width of every Whisper size */
 
-#define AMX_TARGET \
-	__attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
+#define AMX_TARGET	AMX_TARGET_BF16
 
 /* tile registers (macros: the intrinsics paste the number into asm) */
 #define T_O0	0
@@ -50,12 +50,6 @@
 #define T_A1	5
 #define T_B0	6
 #define T_B1	7
-
-struct tile_config {
-	uint8_t palette, start_row, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-};
 
 /* Per-thread scores and probabilities of one query block. */
 struct attn_thread {
@@ -140,19 +134,11 @@ pair_rows(const float *a, const float *b, __mmask16 m)
 	return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-/* Lanes of the 16 positions from j that are real (< n). */
-static __mmask16
-lanes(int j, int n)
-{
-	if (n - j >= 16)
-		return 0xffff;
-	return n - j <= 0 ? 0 : (__mmask16)((1u << (n - j)) - 1);
-}
-
+/* Lanes of the 16 positions from j that are real keys. */
 static __mmask16
 tail_mask(int j)
 {
-	return lanes(j, NA);
+	return lanes16(j, NA);
 }
 
 AMX_TARGET static inline __m512i
@@ -176,7 +162,7 @@ pack_q(struct attn_amx *a, const float *q, int ldq, int n, int h,
 	/* dims (2r, 2r+1) of 16 queries, scattered to their rows */
 	for (r = 0; r < DH / 2; r++)
 		for (j = 0; j < n; j += 16) {
-			__mmask16 m = lanes(j, n);
+			__mmask16 m = lanes16(j, n);
 			__m512i lo = _mm512_cvtepu16_epi32(cvt16(_mm512_mul_ps(
 			    _mm512_maskz_loadu_ps(m, q + (size_t)2 * r * ldq +
 			    j), sc)));
@@ -225,28 +211,6 @@ pack_kv(struct attn_amx *a, int slot, const float *k, const float *v, int h)
 		}
 }
 
-/* exp(x) for x <= 0 (scores minus their maximum). */
-AMX_TARGET static inline __m512
-exp512(__m512 x)
-{
-	__m512 k, r, p;
-
-	x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-	k = _mm512_roundscale_ps(_mm512_mul_ps(x,
-	    _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT |
-	    _MM_FROUND_NO_EXC);
-	r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), x);
-	r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-	p = _mm512_set1_ps(1.0f / 720.0f);
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-	return _mm512_scalef_ps(p, k);
-}
-
 /* p[i] = bf16(exp(s[i] - max)) over the real keys; returns their sum. */
 AMX_TARGET static float
 softmax_row(const float *s, uint16_t *p)
@@ -269,20 +233,6 @@ softmax_row(const float *s, uint16_t *p)
 		_mm256_storeu_si256((__m256i *)(p + j), b);
 	}
 	return _mm512_reduce_add_ps(sum);
-}
-
-AMX_TARGET static void
-tiles_configure(void)
-{
-	struct tile_config tc = { 0 };
-	int i;
-
-	tc.palette = 1;
-	for (i = 0; i <= T_B1; i++) {
-		tc.rows[i] = 16;
-		tc.colsb[i] = 64;
-	}
-	_tile_loadconfig(&tc);
 }
 
 /* Where a query block's results go: out[(h * DH + c) * ldo + q]. */
@@ -353,7 +303,7 @@ run_share(const struct attn_amx *a, int slot, const struct attn_out *o,
 {
 	int n_blocks = (o->n + QB - 1) / QB, total = a->n_head * n_blocks, w;
 
-	tiles_configure();
+	AMX_CONFIGURE(8);
 	for (w = total * t / nt; w < total * (t + 1) / nt; w++)
 		query_block(a, &a->t[t], slot, w / n_blocks, w % n_blocks * QB,
 		    o);

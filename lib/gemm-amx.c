@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx.h"
 #include "err.h"
 #include "gemm-amx.h"
 
-#define AMX_TARGET __attribute__((target( \
-	"amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+#define AMX_TARGET	AMX_TARGET_BF16
 
 /* tile registers (macros: the intrinsics paste the number into asm) */
 #define T_C00	0
@@ -31,41 +31,6 @@
 #define T_A1	5
 #define T_B0	6
 #define T_B1	7
-
-struct tile_config {
-	uint8_t palette, start_row, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-};
-
-static uint16_t
-to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fff + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
-}
-
-static float
-from_bf16(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
-/* Lanes of the 16 columns from j that exist (< n). */
-static __mmask16
-lanes(int j, int n)
-{
-	if (n - j >= 16)
-		return 0xffff;
-	return n - j <= 0 ? 0 : (__mmask16)((1u << (n - j)) - 1);
-}
 
 /*
  * X [k][n] into B tiles: xv[nb][c][r][j][2] = X[32c + 2r + {0,1}][16nb + j],
@@ -83,7 +48,7 @@ pack_x(const float *x, int ldx, int k, int n, uint16_t *xv)
 		const float *b = r0 + 1 < k ? a + ldx : x;
 
 		for (nb = 0; nb < nbs; nb++) {
-			__mmask16 m = lanes(16 * nb, n);
+			__mmask16 m = lanes16(16 * nb, n);
 			__mmask16 ma = r0 < k ? m : 0, mb = r0 + 1 < k ? m : 0;
 			__m512i lo = _mm512_cvtepu16_epi32((__m256i)
 			    _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(ma,
@@ -107,7 +72,7 @@ gelu512(__m512 v)
 	    -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
 	    0.37409196f, 1.00002368f, -1.26551223f };
 	__m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(
-	    0.70710678f)), t, p, e, k, r, q, erfc_z;
+	    0.70710678f)), t, p, erfc_z;
 	size_t i;
 
 	t = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(z,
@@ -115,20 +80,8 @@ gelu512(__m512 v)
 	p = _mm512_set1_ps(c[0]);
 	for (i = 1; i < sizeof(c) / sizeof(c[0]); i++)
 		p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[i]));
-	e = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_setzero_ps(), z), z, p);
-	e = _mm512_max_ps(e, _mm512_set1_ps(-87.0f));
-	k = _mm512_roundscale_ps(_mm512_mul_ps(e, _mm512_set1_ps(
-	    1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-	r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), e);
-	r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-	q = _mm512_set1_ps(1.0f / 720.0f);
-	q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 120.0f));
-	q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 24.0f));
-	q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f / 6.0f));
-	q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(0.5f));
-	q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
-	q = _mm512_fmadd_ps(q, r, _mm512_set1_ps(1.0f));
-	erfc_z = _mm512_mul_ps(t, _mm512_scalef_ps(q, k));
+	erfc_z = _mm512_mul_ps(t, exp512(_mm512_fmadd_ps(_mm512_sub_ps(
+	    _mm512_setzero_ps(), z), z, p)));
 	/* v >= 0: v (1 - erfc/2); v < 0: v erfc/2 */
 	erfc_z = _mm512_mask_sub_ps(erfc_z, _mm512_cmp_ps_mask(v,
 	    _mm512_setzero_ps(), _CMP_GE_OQ), _mm512_set1_ps(2.0f), erfc_z);
@@ -147,10 +100,10 @@ pack_bias(const float *bias, int m, uint16_t *bt, uint16_t *ones)
 
 	memset(bt, 0, (size_t)(m + 15) / 16 * 1024);
 	for (i = 0; i < m; i++) {
-		uint16_t hi = to_bf16(bias[i]);
+		uint16_t hi = bf16_round(bias[i]);
 
 		bt[(size_t)i * 32] = hi;
-		bt[(size_t)i * 32 + 1] = to_bf16(bias[i] - from_bf16(hi));
+		bt[(size_t)i * 32 + 1] = bf16_round(bias[i] - bf16_value(hi));
 	}
 	memset(ones, 0, 1024);
 	for (i = 0; i < 32; i++)
@@ -244,16 +197,10 @@ AMX_TARGET static void
 run_share(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
     const uint16_t *ones, int t, int nt)
 {
-	struct tile_config tc = { 0 };
 	int mbs = (p->m + 31) / 32, nbs = (p->n + 31) / 32, total = mbs * nbs;
 	int i, i0 = total * t / nt, i1 = total * (t + 1) / nt;
 
-	tc.palette = 1;
-	for (i = 0; i < 8; i++) {
-		tc.rows[i] = 16;
-		tc.colsb[i] = 64;
-	}
-	_tile_loadconfig(&tc);
+	AMX_CONFIGURE(8);
 	for (i = i0; i < i1; i++) {
 		int m = i % mbs * 32;
 

@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "err.h"
+#include "amx.h"
 #include "gemm.h"
 #include "gemm-amx.h"
 #include "gemv.h"
@@ -140,17 +141,6 @@ f16_to_f32(uint16_t h)
 	return (float)v;
 }
 
-/* Round to nearest even, as oneDNN and the hardware converts do. */
-static uint16_t
-f32_to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fff + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
-}
-
 static int
 mat_alloc(struct mat *m, const struct gemm *g, int rows, int cols, char *err)
 {
@@ -200,7 +190,7 @@ mat_fill(struct mat *m, size_t at, const void *f16, size_t n)
 		k = n - i < 1024 ? n - i : 1024;
 		f16_block(p + 2 * i, tmp, k);
 		for (j = 0; j < k; j++)
-			m->bf16[at + i + j] = f32_to_bf16(tmp[j]);
+			m->bf16[at + i + j] = bf16_round(tmp[j]);
 	}
 }
 

@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "amx.h"
 #include "gemv.h"
 
 #define ARCH_REQ_XCOMP_PERM	0x1023
@@ -28,20 +29,9 @@
 
 #define BF16_TARGET \
 	__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#define AMX_TARGET	__attribute__((target("amx-tile,amx-bf16,avx512f")))
+#define AMX_TARGET	AMX_TARGET_BF16
 #define DOT_COLS	8	/* columns per pass of the dot-product path */
 #define PAR_MIN_ELEMS	(1u << 20)	/* weights before using 2 threads */
-
-/* Round to nearest even, as the hardware converts do. */
-static uint16_t
-to_bf16(float f)
-{
-	uint32_t u;
-
-	memcpy(&u, &f, sizeof(u));
-	u += 0x7fff + ((u >> 16) & 1);
-	return (uint16_t)(u >> 16);
-}
 
 size_t
 gemv_packed_elems(int rows, int k)
@@ -150,7 +140,7 @@ pack_rows(const float *x, int ldx, int k, int j0, int n, int N,
 	for (kk = 0; kk < k; kk++)
 		for (j = 0; j < N; j++)
 			xt[(size_t)j * k + kk] = j < n ?
-			    to_bf16(x[(size_t)kk * ldx + j0 + j]) : 0;
+			    bf16_round(x[(size_t)kk * ldx + j0 + j]) : 0;
 }
 
 /*
@@ -162,12 +152,6 @@ pack_rows(const float *x, int ldx, int k, int j0, int n, int N,
 #define TILE_A	1
 #define TILE_B	2
 
-struct tile_config {
-	uint8_t palette, start_row, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-};
-
 static void
 pack_tiles(const float *x, int ldx, int k, int j0, int n, uint16_t *xv)
 {
@@ -178,7 +162,7 @@ pack_tiles(const float *x, int ldx, int k, int j0, int n, uint16_t *xv)
 
 		for (j = 0; j < 16; j++)
 			o[2 * j] = j < n ?
-			    to_bf16(x[(size_t)kk * ldx + j0 + j]) : 0;
+			    bf16_round(x[(size_t)kk * ldx + j0 + j]) : 0;
 	}
 }
 
@@ -186,14 +170,10 @@ AMX_TARGET static void
 amx_rows(const uint16_t *wp, int k, const uint16_t *xv, int n, float *y,
     ptrdiff_t ym, ptrdiff_t yj, int accumulate, int m0, int m1)
 {
-	struct tile_config tc = { 0 };
 	float out[16][16];
 	int m, c, i, j;
 
-	tc.palette = 1;
-	tc.rows[TILE_C] = tc.rows[TILE_A] = tc.rows[TILE_B] = 16;
-	tc.colsb[TILE_C] = tc.colsb[TILE_A] = tc.colsb[TILE_B] = 64;
-	_tile_loadconfig(&tc);
+	AMX_CONFIGURE(3);
 	for (m = m0; m < m1; m += 16) {
 		_tile_zero(TILE_C);
 		for (c = 0; c < k / 32; c++) {

@@ -24,21 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx.h"
 #include "err.h"
 #include "logits.h"
 
-#define AMX_TARGET __attribute__((target( \
-	"amx-tile,amx-int8,avx512f,avx512bw,avx512vl,f16c,fma")))
+#define AMX_TARGET	AMX_TARGET_INT8
 #define KC	64		/* int8 values of k per tile row */
 #define T_C	0
 #define T_A	1
 #define T_B	2
-
-struct tile_config {
-	uint8_t palette, start_row, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-};
 
 struct logits_head {
 	int n_vocab, d, blocks;
@@ -144,16 +138,10 @@ AMX_TARGET static void
 estimate(const struct logits_head *lh, const int8_t *xq, const float *sx,
     int n, float *out, int b0, int b1)
 {
-	struct tile_config tc = { 0 };
 	int32_t acc[16][16];
 	int kc = lh->d / KC, b, c, i, j;
 
-	tc.palette = 1;
-	for (i = T_C; i <= T_B; i++) {
-		tc.rows[i] = 16;
-		tc.colsb[i] = 64;
-	}
-	_tile_loadconfig(&tc);
+	AMX_CONFIGURE(3);
 	for (b = b0; b < b1; b++) {
 		_tile_zero(T_C);
 		for (c = 0; c < kc; c++) {
