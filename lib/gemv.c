@@ -32,6 +32,12 @@
 #define AMX_TARGET	AMX_TARGET_BF16
 #define DOT_COLS	8	/* columns per pass of the dot-product path */
 #define PAR_MIN_ELEMS	(1u << 20)	/* weights before using 2 threads */
+/*
+ * How far ahead of the tile loads to prefetch the weight stream: the
+ * hardware prefetcher alone left the vocabulary projection at 6.3-7.0
+ * ms, 16 KB ahead it took 5.4 (tiny, 40 MB, alternating runs).
+ */
+#define PREFETCH_BYTES	16384
 
 size_t
 gemv_packed_elems(int rows, int k)
@@ -177,6 +183,8 @@ amx_rows(const uint16_t *wp, int k, const uint16_t *xv, int n, float *y,
 	for (m = m0; m < m1; m += 16) {
 		_tile_zero(TILE_C);
 		for (c = 0; c < k / 32; c++) {
+			_mm_prefetch((const char *)packed_at(wp, k, m, c) +
+			    PREFETCH_BYTES, _MM_HINT_T0);
 			_tile_loadd(TILE_A, packed_at(wp, k, m, c), 64);
 			_tile_loadd(TILE_B, xv + (size_t)c * 512, 64);
 			_tile_dpbf16ps(TILE_C, TILE_A, TILE_B);

@@ -145,6 +145,9 @@ estimate(const struct logits_head *lh, const int8_t *xq, const float *sx,
 	for (b = b0; b < b1; b++) {
 		_tile_zero(T_C);
 		for (c = 0; c < kc; c++) {
+			/* as gemv.c: the hardware prefetcher alone is slower */
+			_mm_prefetch((const char *)lh->w + ((size_t)b * kc +
+			    c) * 1024 + 16384, _MM_HINT_T0);
 			_tile_loadd(T_A, lh->w + ((size_t)b * kc + c) * 1024,
 			    64);
 			_tile_loadd(T_B, xq + (size_t)c * 1024, 64);
