@@ -211,28 +211,59 @@ pack_kv(struct attn_amx *a, int slot, const float *k, const float *v, int h)
 		}
 }
 
-/* p[i] = bf16(exp(s[i] - max)) over the real keys; returns their sum. */
+/* e = bf16(exp(s - max)) of 16 keys from j, stored to p; adds e to sum. */
+AMX_TARGET static inline __m512
+exp16(const float *s, uint16_t *p, int j, __m512 mx, __m512 sum)
+{
+	__m512 e = _mm512_maskz_mov_ps(tail_mask(j),
+	    exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mx)));
+	__m256i b = cvt16(e);
+
+	_mm256_storeu_si256((__m256i *)(p + j), b);
+	/* sum what the product will see: the rounded values */
+	return _mm512_add_ps(sum, _mm512_castsi512_ps(_mm512_slli_epi32(
+	    _mm512_cvtepu16_epi32(b), 16)));
+}
+
+/*
+ * p[i] = bf16(exp(s[i] - max)) over the real keys (0 for the padding);
+ * returns their sum. Four independent accumulators per pass: with one,
+ * the chain of dependent max and add instructions was the kernel's
+ * largest cost.
+ */
 AMX_TARGET static float
 softmax_row(const float *s, uint16_t *p)
 {
-	__m512 mx = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
+	__m512 m0, m1, m2, m3, s0, s1, s2, s3, mx;
 	int j;
 
-	for (j = 0; j < NA; j += 16)
-		mx = _mm512_mask_max_ps(mx, tail_mask(j), mx,
+	m0 = m1 = m2 = m3 = _mm512_set1_ps(-INFINITY);
+	for (j = 0; j + 64 <= NP; j += 64) {
+		m0 = _mm512_mask_max_ps(m0, tail_mask(j), m0,
 		    _mm512_loadu_ps(s + j));
-	mx = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-	for (j = 0; j < NP; j += 16) {
-		__m512 e = _mm512_maskz_mov_ps(j < NA ? tail_mask(j) : 0,
-		    exp512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mx)));
-		__m256i b = cvt16(e);
-
-		/* sum what the product will see: the rounded values */
-		sum = _mm512_add_ps(sum, _mm512_castsi512_ps(
-		    _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16)));
-		_mm256_storeu_si256((__m256i *)(p + j), b);
+		m1 = _mm512_mask_max_ps(m1, tail_mask(j + 16), m1,
+		    _mm512_loadu_ps(s + j + 16));
+		m2 = _mm512_mask_max_ps(m2, tail_mask(j + 32), m2,
+		    _mm512_loadu_ps(s + j + 32));
+		m3 = _mm512_mask_max_ps(m3, tail_mask(j + 48), m3,
+		    _mm512_loadu_ps(s + j + 48));
 	}
-	return _mm512_reduce_add_ps(sum);
+	for (; j < NP; j += 16)
+		m0 = _mm512_mask_max_ps(m0, tail_mask(j), m0,
+		    _mm512_loadu_ps(s + j));
+	mx = _mm512_set1_ps(_mm512_reduce_max_ps(_mm512_max_ps(
+	    _mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3))));
+	s0 = s1 = s2 = s3 = _mm512_setzero_ps();
+	for (j = 0; j + 64 <= NP; j += 64) {
+		s0 = exp16(s, p, j, mx, s0);
+		s1 = exp16(s, p, j + 16, mx, s1);
+		s2 = exp16(s, p, j + 32, mx, s2);
+		s3 = exp16(s, p, j + 48, mx, s3);
+	}
+	for (; j < NP; j += 16)
+		s0 = exp16(s, p, j, mx, s0);
+	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1),
+	    _mm512_add_ps(s2, s3)));
 }
 
 /* Where a query block's results go: out[(h * DH + c) * ldo + q]. */
