@@ -1,0 +1,759 @@
+#!/usr/bin/env python3
+"""sottod under load: live streams sustained, idle microphone CPU, memory.
+
+    bench/daemon                         all three, tiny.en and base (~40 min)
+    bench/daemon --quick                 a short pass to check the harness (~5 min)
+    bench/daemon --only rss --minutes 60 --fast
+
+1. streams: for each model, one sottod; N = 1, 2, 3, ... concurrent
+   `sotto stream --format jsonl` clients, each sending --stream-seconds of
+   real speech (the files of the audio directory, looped) paced as live,
+   started a fraction of a step apart. N holds when the partial latency
+   p95 is at most --p95-limit (2 s) and the lag sottod reports
+   (status lag_s: audio received but not yet decoded, its largest session)
+   stays at most --max-lag; the sweep stops at the first N that does not.
+2. idle: sottod with the microphone on, through sottofake (the ALSA test
+   plugin of tests/daemon, a capture device paced by the clock) playing a
+   quiet floor (white noise at --idle-dbfs); the CPU time of sottod from
+   /proc/PID/stat over --idle-seconds, with no listener and with one
+   `sotto listen`; and sottod with the microphone off, for reference.
+3. rss: one stream of --minutes of speech (paced as live, or --fast: as
+   fast as sottod takes it); VmRSS and RssAnon of sottod from
+   /proc/PID/status every --rss-interval seconds; start, end, max and the
+   least-squares slope per 10 minutes of audio.
+
+Latency is computed as in tests/daemon (test_daemon.latencies): the arrival
+time of an event minus the arrival of `opened` minus the stream time the
+event ends at. The daemon, the clients and the status client are those of
+tests/daemon/conftest.py.
+
+Every measurement notes what else ran: the CPU time the rest of the machine
+used during it (from /proc/stat, minus sottod, its clients and this
+script), in cores. Before each one the script waits (up to --wait seconds)
+until the rest of the machine uses at most --max-other cores, and a stream
+run disturbed by more than that is run once more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import os
+import random
+import resource
+import shlex
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import wave
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "benchmarks.md"
+RUNS_MARK = "<!-- bench/daemon inserts runs below this line -->"
+HZ = os.sysconf("SC_CLK_TCK")
+RATE = 16000
+
+
+def log(msg: str) -> None:
+    print(f"[daemon-bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# --- /proc ------------------------------------------------------------------------------
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
+def proc_mem_kb(pid: int) -> dict:
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "Threads"):
+                out[k] = int(v.split()[0])
+    return out
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine spent busy (all cores) since boot."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest is in user)
+    return (sum(v[:8]) - v[3] - v[4]) / HZ
+
+
+def loadavg() -> float:
+    with open("/proc/loadavg") as f:
+        return float(f.read().split()[0])
+
+
+def own_cpu_s() -> float:
+    """This script and its reaped children (the clients), in seconds."""
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+class Window:
+    """A measured stretch of time: sottod's CPU and the rest of the machine's.
+
+    `other` is the machine's busy time minus sottod's, this script's and its
+    reaped children's, per second of wall time: the cores that other work
+    took meanwhile. Clients must be reaped before end() to be counted."""
+
+    def __init__(self, pid: int | None):
+        self.pid = pid
+        self.load0 = loadavg()
+        self.t0 = time.monotonic()
+        self.busy0 = machine_busy_s()
+        self.own0 = own_cpu_s()
+        self.d0 = proc_cpu_s(pid) if pid else 0.0
+
+    def end(self) -> "Window":
+        self.wall = time.monotonic() - self.t0
+        self.sottod_s = (proc_cpu_s(self.pid) if self.pid else 0.0) - self.d0
+        busy = machine_busy_s() - self.busy0
+        own = own_cpu_s() - self.own0
+        self.other = max(0.0, busy - self.sottod_s - own) / self.wall
+        self.load1 = loadavg()
+        return self
+
+    @property
+    def sottod_pct(self) -> float:
+        return 100.0 * self.sottod_s / self.wall
+
+
+def wait_quiet(max_other: float, budget: float, pid: int | None = None) -> tuple[float, float]:
+    """Wait until the rest of the machine uses at most max_other cores
+    (10 s samples), at most budget seconds. Returns (other, waited)."""
+    t0 = time.monotonic()
+    while True:
+        w = Window(pid)
+        time.sleep(10)
+        other = w.end().other
+        waited = time.monotonic() - t0
+        if other <= max_other or waited >= budget:
+            if other > max_other:
+                log(f"other load still {other:.2f} cores after {waited:.0f} s; measuring anyway")
+            return other, waited
+        log(f"other processes use {other:.2f} cores (load average {loadavg():.2f}); waiting")
+
+
+# --- audio --------------------------------------------------------------------------------
+
+def read_pcm(path: Path) -> bytes:
+    with wave.open(str(path)) as w:
+        if (w.getframerate(), w.getnchannels(), w.getsampwidth()) != (RATE, 1, 2):
+            raise SystemExit(f"bench/daemon: {path}: not 16 kHz mono s16")
+        return w.readframes(w.getnframes())
+
+
+def speech_reel(audio: Path) -> tuple[bytes, list[str]]:
+    """Every file of the manifest, in its order, 0.5 s of silence after each."""
+    names = []
+    with open(audio / "manifest.tsv") as f:
+        f.readline()
+        for line in f:
+            if line.strip():
+                names.append(line.split("\t", 1)[0])
+    gap = bytes(RATE // 2 * 2)
+    return b"".join(read_pcm(audio / n) + gap for n in names), names
+
+
+def looped(reel: bytes, offset_s: float, seconds: float) -> bytes:
+    """seconds of the reel from offset_s, wrapping around."""
+    n = int(seconds * RATE) * 2
+    at = int(offset_s * RATE) * 2 % len(reel)
+    out = bytearray()
+    while len(out) < n:
+        out += reel[at:at + n - len(out)]
+        at = 0
+    return bytes(out)
+
+
+def write_wav(path: Path, pcm: bytes) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(pcm)
+    return path
+
+
+def noise_floor(seconds: float, dbfs: float) -> bytes:
+    """White noise with an RMS of dbfs (relative to full scale), s16le:
+    10 s of it, repeated."""
+    rng = random.Random(1)
+    sd = 32768.0 * 10 ** (dbfs / 20)
+    n = 10 * RATE
+    block = struct.pack(f"<{n}h", *(max(-32768, min(32767, round(rng.gauss(0.0, sd)))) for _ in range(n)))
+    return block * math.ceil(seconds / 10)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def pct(xs: list[float], p: float) -> float:
+    return conftest.percentile(xs, p)
+
+
+def f2(x: float | None, nd: int = 2) -> str:
+    return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{nd}f}"
+
+
+def slope_per_10min(pts: list[tuple[float, float]]) -> float:
+    """Least-squares slope of y over x (minutes), times 10."""
+    if len(pts) < 2:
+        return float("nan")
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    if sxx == 0:
+        return float("nan")
+    return 10 * sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+class StatusPoller(threading.Thread):
+    """A STATUS request every `every` s on its own connection."""
+
+    def __init__(self, socket_path: str, every: float = 1.0):
+        super().__init__(daemon=True)
+        self.c = conftest.RawClient(socket_path, timeout=10)
+        self.c.hello()
+        self.every = every
+        self.samples: list[tuple[float, dict]] = []
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            try:
+                self.c.send(conftest.frame(conftest.MSG_STATUS))
+                ev = self.c.event()
+            except OSError:
+                return
+            if ev is None:
+                return
+            self.samples.append((time.monotonic(), ev))
+            self.halt.wait(self.every)
+
+    def stop(self) -> list[tuple[float, dict]]:
+        self.halt.set()
+        self.join(15)
+        self.c.close()
+        return self.samples
+
+
+def stream_ok(s) -> tuple[bool, str]:
+    if s.proc.returncode != 0:
+        return False, f"exit {s.proc.returncode}: {s.stderr.strip()[-200:]}"
+    if not s.events("end"):
+        return False, "no end event"
+    if s.events("error"):
+        return False, f"error {s.events('error')[0]}"
+    ids = [e["id"] for e in s.events("final")]
+    if ids != list(range(len(ids))):
+        return False, f"final ids {ids[:10]}..."
+    return True, ""
+
+
+# --- the benchmark -------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, a):
+        self.a = a
+        self.tmp = Path(tempfile.mkdtemp(prefix="sotto-daemon-bench-"))
+        self.results: dict = {"streams": {}, "idle": {}, "rss": None}
+        self.notes: list[str] = []
+
+    # -- setup --
+
+    def setup(self) -> None:
+        a = self.a
+        build = Path(a.build_dir)
+        if not a.no_build:
+            if not (build / "build.ninja").is_file():
+                subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
+            log(f"meson compile -C {build}")
+            subprocess.run(["meson", "compile", "-C", str(build), "daemon/sottod", "client/sotto:executable",
+                            "tests/daemon/asound_module_pcm_sottofake"],
+                           cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        for b in (conftest.SOTTOD, conftest.SOTTO):
+            if not b.is_file():
+                raise SystemExit(f"bench/daemon: {b} missing (meson compile -C {build})")
+        self.plugin = build / "tests" / "daemon" / "libasound_module_pcm_sottofake.so"
+        env = dict(os.environ)
+        env.setdefault("SOTTO_PYTHON", sys.executable)
+        self.models = {}
+        want = a.models + a.idle_models + ([a.rss_model] if "rss" in a.only else [])
+        for name in dict.fromkeys(want):
+            out = subprocess.run([str(REPO / "scripts" / "fetch-model"), name], cwd=REPO, env=env, check=True,
+                                 capture_output=True, text=True).stdout.split()
+            self.models[name] = Path(out[-1])
+        self.reel, self.files = speech_reel(Path(a.audio))
+        self.reel_s = len(self.reel) / 2 / RATE
+
+    def daemon(self, model: str, tag: str, conf: str = "", env: dict | None = None):
+        d = conftest.Daemon(self.tmp / tag, self.models[model], conf=conf, env=env,
+                            argv=["--precision", self.a.precision])
+        d.start(timeout=120)
+        return d
+
+    # -- 1. concurrent live streams --
+
+    def streams(self, model: str) -> None:
+        a = self.a
+        log(f"{model}: live streams, {a.stream_seconds:.0f} s of speech each")
+        wavs = []
+        for i in range(a.max_streams):
+            wavs.append(write_wav(self.tmp / f"stream-{i}.wav",
+                                  looped(self.reel, i * 37.0, a.stream_seconds)))
+        d = self.daemon(model, f"streams-{model}")
+        rows = self.results["streams"][model] = []
+        try:
+            n = 1
+            while n <= a.max_streams:
+                row = None
+                for attempt in range(2):
+                    other0, waited = wait_quiet(a.max_other, a.wait, d.proc.pid)
+                    row = self.stream_run(d, wavs[:n])
+                    row.update(other_before=other0, waited_s=waited, attempt=attempt + 1)
+                    log(f"{model} N={n}: partial p50/p95 {f2(row['partial_p50'])}/{f2(row['partial_p95'])} s, "
+                        f"final p50/p95 {f2(row['final_p50'])}/{f2(row['final_p95'])} s, max lag "
+                        f"{f2(row['max_lag'])} s, sottod {row['sottod_pct']:.0f}%, other "
+                        f"{row['other']:.2f} cores: {'held' if row['held'] else 'NOT held'}")
+                    if row["other"] <= a.max_other:
+                        break
+                    log(f"other load {row['other']:.2f} cores during the run: running N={n} again")
+                rows.append(row)
+                if not row["held"]:
+                    break
+                n += 1
+        finally:
+            rss = proc_mem_kb(d.proc.pid)["VmRSS"] / 1024
+            d.stop()
+        self.results["streams"][model + ":rss_after_mb"] = rss
+
+    def stream_run(self, d, wavs: list[Path]) -> dict:
+        a = self.a
+        n = len(wavs)
+        poll = StatusPoller(d.socket)
+        w = Window(d.proc.pid)
+        poll.start()
+        streams = []
+        for i, wav in enumerate(wavs):
+            if i and a.stagger:
+                time.sleep(a.step_ms / 1000.0 / n)
+            streams.append(conftest.Stream(d.socket, wav))
+        for s in streams:
+            s.wait(timeout=a.stream_seconds * 3 + 180)
+        w.end()
+        samples = poll.stop()
+        part, fin, drains, errs = [], [], [], []
+        for s in streams:
+            ok, why = stream_ok(s)
+            if not ok:
+                errs.append(why)
+                continue
+            p, f = latencies(s)
+            part += p
+            fin += f
+            t_open = next(t for t, e in s.lines if e["type"] == "opened")
+            t_end = next(t for t, e in s.lines if e["type"] == "end")
+            drains.append(t_end - t_open - a.stream_seconds)
+        lags = [e.get("lag_s", 0.0) for _, e in samples]
+        rtfs = [e.get("rtf", 0.0) for _, e in samples if e.get("sessions")]
+        row = dict(streams=n, partials=len(part), finals=len(fin),
+                   partial_p50=pct(part, 50), partial_p95=pct(part, 95),
+                   final_p50=pct(fin, 50), final_p95=pct(fin, 95),
+                   max_lag=max(lags) if lags else float("nan"),
+                   rtf=pct(rtfs, 50) if rtfs else float("nan"),
+                   drain_max=max(drains) if drains else float("nan"),
+                   sottod_pct=w.sottod_pct, other=w.other, load0=w.load0, load1=w.load1,
+                   wall=w.wall, errors=errs)
+        row["held"] = (not errs and bool(part) and row["partial_p95"] <= a.p95_limit
+                       and row["max_lag"] <= a.max_lag)
+        return row
+
+    # -- 2. idle microphone --
+
+    def idle(self, model: str) -> None:
+        a = self.a
+        log(f"{model}: idle microphone, {a.idle_seconds:.0f} s per measurement")
+        if not self.plugin.is_file():
+            raise SystemExit(f"bench/daemon: {self.plugin} missing (meson compile -C {a.build_dir})")
+        rows = self.results["idle"][model] = []
+
+        # The microphone off: the floor of an idle sottod.
+        d = self.daemon(model, f"idle-off-{model}")
+        try:
+            time.sleep(3)
+            other0, _ = wait_quiet(a.max_other, a.wait, d.proc.pid)
+            w = Window(d.proc.pid)
+            time.sleep(a.idle_seconds)
+            w.end()
+            rows.append(dict(case="microphone off, no client", pct=w.sottod_pct, wall=w.wall,
+                             other=w.other, load0=w.load0, events="", rss_mb=proc_mem_kb(d.proc.pid)["VmRSS"] / 1024))
+        finally:
+            d.stop()
+
+        # The microphone on, a quiet floor, no listener, then one listener.
+        total = 30 + 2 * a.idle_seconds + 2 * a.wait + 60
+        raw = self.tmp / "floor.raw"
+        raw.write_bytes(noise_floor(total, a.idle_dbfs))
+        rc = self.tmp / "asoundrc"
+        origin = self.tmp / f"origin-{model}"
+        origin.unlink(missing_ok=True)
+        rc.write_text(f'pcm_type.sottofake {{\n\tlib "{self.plugin.resolve()}"\n}}\n'
+                      f'pcm.sottomic {{\n\ttype sottofake\n\tfile "{raw}"\n\torigin "{origin}"\n}}\n')
+        env = {"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{rc}"}
+        d = self.daemon(model, f"idle-mic-{model}", env=env,
+                        conf="[mic]\nenabled = yes\ndevice = sottomic\nrate = 16000\nchannels = 1\n")
+        try:
+            st = conftest.RawClient(d.socket)
+            st.hello()
+            deadline = time.monotonic() + 30
+            mic = None
+            while time.monotonic() < deadline:
+                st.send(conftest.frame(conftest.MSG_STATUS))
+                mic = st.event()["mic"]
+                if mic == "capturing":
+                    break
+                time.sleep(0.5)
+            st.close()
+            if mic != "capturing":
+                raise SystemExit(f"bench/daemon: the microphone is {mic!r}, not capturing:\n{d.log()}")
+            time.sleep(5)
+            other0, _ = wait_quiet(a.max_other, a.wait, d.proc.pid)
+            w = Window(d.proc.pid)
+            time.sleep(a.idle_seconds)
+            w.end()
+            rows.append(dict(case="microphone on, no listener", pct=w.sottod_pct, wall=w.wall,
+                             other=w.other, load0=w.load0, events="",
+                             rss_mb=proc_mem_kb(d.proc.pid)["VmRSS"] / 1024))
+            listener = Listen(d.socket)
+            time.sleep(3)
+            w = Window(d.proc.pid)
+            time.sleep(a.idle_seconds)
+            w.end()
+            rss = proc_mem_kb(d.proc.pid)["VmRSS"] / 1024
+        finally:
+            d.stop()
+        listener.wait(60)
+        kinds: dict[str, int] = {}
+        for _, e in listener.lines:
+            kinds[e["type"]] = kinds.get(e["type"], 0) + 1
+        text = listener.text().strip()
+        rows.append(dict(case="microphone on, 1 listener", pct=w.sottod_pct, wall=w.wall, other=w.other,
+                         load0=w.load0, rss_mb=rss,
+                         events=", ".join(f"{v} {k}" for k, v in kinds.items()) + (f"; text {text[:40]!r}"
+                                                                                   if text else "; no text")))
+
+    # -- 3. resident memory over a long stream --
+
+    def rss(self) -> None:
+        a = self.a
+        model = a.rss_model
+        mode = "fast" if a.fast else "live"
+        log(f"{model}: resident memory over {a.minutes:g} min of speech ({mode})")
+        wav = write_wav(self.tmp / "long.wav", looped(self.reel, 0.0, a.minutes * 60))
+        d = self.daemon(model, f"rss-{model}")
+        try:
+            time.sleep(2)
+            other0, waited = wait_quiet(a.max_other, a.wait, d.proc.pid)
+            before = proc_mem_kb(d.proc.pid)
+            w = Window(d.proc.pid)
+            s = conftest.Stream(d.socket, *(["--fast"] if a.fast else []), wav)
+            t0 = time.monotonic()
+            samples = []
+
+            def sample():
+                m = proc_mem_kb(d.proc.pid)
+                ends = [e["end"] if "end" in e else e["segments"][-1]["end"]
+                        for _, e in s.lines[-50:] if e.get("type") in ("partial", "final")
+                        and (e.get("type") == "final" or e.get("text", "").strip())]
+                samples.append(dict(wall_min=(time.monotonic() - t0) / 60,
+                                    audio_min=(max(ends) / 60 if ends else 0.0),
+                                    cpu_s=proc_cpu_s(d.proc.pid),
+                                    **{k: v / 1024 for k, v in m.items() if k != "Threads"},
+                                    threads=m.get("Threads")))
+
+            sample()
+            while s.proc.poll() is None:
+                nxt = t0 + len(samples) * a.rss_interval
+                while s.proc.poll() is None and time.monotonic() < nxt:
+                    time.sleep(min(1.0, max(0.0, nxt - time.monotonic())))
+                if s.proc.poll() is None:
+                    sample()
+            s.wait(120)
+            w.end()
+            after = proc_mem_kb(d.proc.pid)
+            ok, why = stream_ok(s)
+        finally:
+            d.stop()
+        if not ok:
+            raise SystemExit(f"bench/daemon: the long stream failed: {why}")
+        if not a.fast:
+            for x in samples:
+                x["audio_min"] = x["wall_min"]  # paced as live: stream time is wall time
+        words = len(s.text().split())
+        # Slopes: after the first --warmup minutes of audio (the first steps
+        # allocate the engine's buffers), and over the second half.
+        warm = [x for x in samples if x["audio_min"] >= a.warmup] or samples[-1:]
+        pts = [(x["audio_min"], x["VmRSS"]) for x in warm]
+        half = [p for p in pts if p[0] >= samples[-1]["audio_min"] / 2]
+        self.results["rss"] = dict(
+            model=model, mode=mode, minutes=a.minutes, interval=a.rss_interval, samples=samples,
+            before_mb=before["VmRSS"] / 1024, after_mb=after["VmRSS"] / 1024, hwm_mb=after["VmHWM"] / 1024,
+            start_mb=samples[0]["VmRSS"], end_mb=samples[-1]["VmRSS"],
+            max_mb=max(x["VmRSS"] for x in samples),
+            anon_start_mb=samples[0]["RssAnon"], anon_end_mb=samples[-1]["RssAnon"],
+            anon_max_mb=max(x["RssAnon"] for x in samples),
+            slope=slope_per_10min(pts), slope_half=slope_per_10min(half),
+            slope_anon=slope_per_10min([(x["audio_min"], x["RssAnon"]) for x in warm]),
+            warm_mb=warm[0]["VmRSS"], warm_anon_mb=warm[0]["RssAnon"], warm_at=warm[0]["audio_min"],
+            warmup=a.warmup,
+            wall_min=w.wall / 60, sottod_pct=w.sottod_pct, other=w.other, load0=w.load0, load1=w.load1,
+            finals=len(s.events("final")), words=words, other_before=other0, waited_s=waited)
+
+    # -- the report --
+
+    def report(self, started: dt.datetime, load_start: float, wall_min: float) -> str:
+        a = self.a
+        R = self.results
+        L = [f"### {started:%Y-%m-%d %H:%M} UTC: sottod, {', '.join(a.only)}", ""]
+        L.append(f"Command: `{a.command}`. Machine: {cpu_model()}, {os.cpu_count()} logical CPUs; sottod "
+                 f"`-t 2 --precision {a.precision}`, step {a.step_ms} ms, everything else at its default. "
+                 f"Source: {source_note(Path(a.build_dir))}. Load average when the run began: "
+                 f"{load_start:.2f} (1 min); the \"other\" columns are the cores the rest of the machine "
+                 f"used during each measurement (from /proc/stat, minus sottod, its clients and the "
+                 f"harness). Wall time of the whole run: {wall_min:.1f} min.")
+        L.append("")
+        if "streams" in a.only:
+            L.append(f"**Live streams.** Each stream: `sotto stream --format jsonl` of {a.stream_seconds:g} s "
+                     f"of the speech files looped (each stream from another point of the "
+                     f"{self.reel_s:.0f} s reel), paced as live"
+                     f"{', started step/N apart' if a.stagger else ', all started at once'}. Latency = "
+                     f"arrival - arrival of `opened` - the event's `end` (tests/daemon). Held: every stream "
+                     f"complete, partial p95 <= {a.p95_limit:g} s and status `lag_s` <= {a.max_lag:g} s "
+                     f"throughout.")
+            L.append("")
+            L.append("| model | streams | partials | partial p50 s | partial p95 s | finals | final p50 s | "
+                     "final p95 s | max lag s | end after audio s | sottod CPU % | other cores | held |")
+            L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+            summary = []
+            for model in a.models:
+                rows = R["streams"].get(model) or []
+                for r in rows:
+                    held = "yes" if r["held"] else "**no**" + (f" ({r['errors'][0]})" if r["errors"] else "")
+                    if r["attempt"] > 1:
+                        held += " (2nd try)"
+                    L.append(f"| {model} | {r['streams']} | {r['partials']} | {f2(r['partial_p50'])} | "
+                             f"{f2(r['partial_p95'])} | {r['finals']} | {f2(r['final_p50'])} | "
+                             f"{f2(r['final_p95'])} | {f2(r['max_lag'])} | {f2(r['drain_max'])} | "
+                             f"{r['sottod_pct']:.0f} | {r['other']:.2f} | {held} |")
+                held = [r["streams"] for r in rows if r["held"]]
+                best = max(held) if held else 0
+                cap = "" if rows and not rows[-1]["held"] else f" (the sweep stopped at --max-streams {a.max_streams})"
+                summary.append(f"{model} **{best}**{cap}")
+            L.append("")
+            L.append(f"Sustained with partial p95 <= {a.p95_limit:g} s: {', '.join(summary)}.")
+            L.append("")
+        if "idle" in a.only:
+            L.append(f"**Idle microphone.** sottod with `[mic] enabled = yes` on sottofake "
+                     f"(tests/daemon/pcm-sottofake.c: a capture device paced by the clock) playing white "
+                     f"noise at {a.idle_dbfs:g} dBFS RMS (a quiet microphone's floor); CPU time of sottod "
+                     f"(utime + stime, all threads, /proc/PID/stat) over {a.idle_seconds:g} s.")
+            L.append("")
+            L.append("| model | case | sottod CPU, % of one core | CPU s per minute | VmRSS MB | "
+                     "what the listener got | other cores |")
+            L.append("|---|---|---:|---:|---:|---|---:|")
+            for model in a.idle_models:
+                for r in R["idle"].get(model) or []:
+                    L.append(f"| {model} | {r['case']} | {r['pct']:.2f} | {r['pct'] * 0.6:.3f} | "
+                             f"{r['rss_mb']:.0f} | {r['events']} | {r['other']:.2f} |")
+            L.append("")
+        x = R.get("rss")
+        if "rss" in a.only and x:
+            how = ("as fast as sottod takes it (`--fast`)" if x["mode"] == "fast" else "paced as live")
+            L.append(f"**Resident memory.** {x['model']}: one `sotto stream` of {x['minutes']:g} min of the "
+                     f"speech files looped, {how}, in {x['wall_min']:.1f} min of wall time ({x['finals']} finals, "
+                     f"{x['words']} words; sottod used {x['sottod_pct']:.0f}% of a core, other work "
+                     f"{x['other']:.2f} cores). VmRSS and RssAnon of sottod every {x['interval']:g} s; slopes "
+                     f"are least squares over the samples against minutes of audio streamed.")
+            L.append("")
+            L.append("| | VmRSS MB | RssAnon MB |")
+            L.append("|---|---:|---:|")
+            L.append(f"| idle, model loaded, before the stream | {x['before_mb']:.1f} | |")
+            L.append(f"| start of the stream | {x['start_mb']:.1f} | {x['anon_start_mb']:.1f} |")
+            L.append(f"| after {x['warm_at']:.1f} min of audio (first sample past --warmup {x['warmup']:g}) | "
+                     f"{x['warm_mb']:.1f} | {x['warm_anon_mb']:.1f} |")
+            L.append(f"| end of the stream | {x['end_mb']:.1f} | {x['anon_end_mb']:.1f} |")
+            L.append(f"| max | {x['max_mb']:.1f} | {x['anon_max_mb']:.1f} |")
+            L.append(f"| after the stream ended | {x['after_mb']:.1f} | |")
+            L.append(f"| slope, MB per 10 min of audio, from {x['warm_at']:.1f} min on | {f2(x['slope'])} | "
+                     f"{f2(x['slope_anon'])} |")
+            L.append(f"| slope, MB per 10 min of audio, second half | {f2(x['slope_half'])} | |")
+            L.append("")
+            step = max(1, round(len(x["samples"]) / 12))
+            series = x["samples"][::step]
+            if series[-1] is not x["samples"][-1]:
+                series.append(x["samples"][-1])
+            L.append(("Samples" if step == 1 else f"Every {step}th sample") + ": " + ", ".join(
+                f"{s['audio_min']:.1f} min {s['VmRSS']:.1f}" for s in series) + " (audio minutes, VmRSS MB).")
+            L.append("")
+        return "\n".join(L)
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def source_note(build: Path) -> str:
+    """Which source the build directory compiles, and its git state."""
+    try:
+        info = json.loads((build / "meson-info" / "meson-info.json").read_text())
+        src = Path(info["directories"]["source"])
+    except (OSError, ValueError, KeyError):
+        return f"build {build} (source unknown)"
+    r = subprocess.run(["git", "-C", str(src), "describe", "--always", "--dirty"], capture_output=True, text=True)
+    desc = r.stdout.strip() or "not a git checkout"
+    note = f"sotto {desc} ({src}), build {build}"
+    if desc.endswith("-dirty"):
+        r = subprocess.run(["git", "-C", str(src), "status", "--porcelain", "--", "lib", "daemon", "client"],
+                           capture_output=True, text=True)
+        changed = [ln[3:] for ln in r.stdout.splitlines()]
+        if changed:
+            note += f", with uncommitted changes in {', '.join(changed)}"
+    return note
+
+
+def insert_docs(section: str) -> None:
+    text = DOCS.read_text()
+    if RUNS_MARK not in text:
+        raise SystemExit(f"bench/daemon: {DOCS} has no line {RUNS_MARK!r} (in its \"## sottod\" section)")
+    head, tail = text.split(RUNS_MARK, 1)
+    DOCS.write_text(head + RUNS_MARK + "\n\n" + section.rstrip("\n") + "\n" + tail)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(prog="bench/daemon", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="check the harness: tiny.en, 20 s streams, N <= 2, 15 s idle, 2 min --fast rss, no docs")
+    ap.add_argument("--only", help="comma-separated subset of streams,idle,rss [all]")
+    ap.add_argument("--models", help="models of the stream sweep [tiny.en,base]")
+    ap.add_argument("--stream-seconds", type=float, help="audio per stream in each run [60]")
+    ap.add_argument("--max-streams", type=int, help="stop the sweep here [12]")
+    ap.add_argument("--p95-limit", type=float, default=2.0, help="partial latency p95 bound, s [2]")
+    ap.add_argument("--max-lag", type=float, default=4.0,
+                    help="bound on status lag_s, s [4: half of the 8 s at which sottod stops reading a client]")
+    ap.add_argument("--stagger", action=argparse.BooleanOptionalAction, default=True,
+                    help="start the N streams step/N apart rather than at once [yes]")
+    ap.add_argument("--idle-models", help="models of the idle measurement [the first of --models]")
+    ap.add_argument("--idle-seconds", type=float, help="length of each idle measurement [60]")
+    ap.add_argument("--idle-dbfs", type=float, default=-60.0,
+                    help="RMS of the microphone's noise floor, dBFS [-60; sottod's gate is at -50]")
+    ap.add_argument("--minutes", type=float, help="audio of the memory stream, minutes [60]")
+    ap.add_argument("--fast", action="store_true", help="send the memory stream as fast as sottod takes it")
+    ap.add_argument("--rss-model", help="model of the memory stream [tiny.en]")
+    ap.add_argument("--rss-interval", type=float, default=30.0, help="seconds between memory samples [30]")
+    ap.add_argument("--warmup", type=float, default=2.0,
+                    help="minutes of audio left out of the memory slope (the engine's first allocations) [2]")
+    ap.add_argument("--step-ms", type=int, default=1000,
+                    help="sottod's step_ms (the default config's; used for the stagger) [1000]")
+    ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"), help="sottod --precision [auto]")
+    ap.add_argument("--max-other", type=float, default=0.5,
+                    help="cores the rest of the machine may use during a measurement [0.5]")
+    ap.add_argument("--wait", type=float, default=600,
+                    help="wait at most this long (s) for the rest of the machine to quieten [600]")
+    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
+                    help="directory with manifest.tsv and the 16 kHz wav files [../shared/audio]")
+    ap.add_argument("--build-dir", default=str(REPO / "build-bench"),
+                    help="meson build directory, set up as a release build if missing [build-bench]")
+    ap.add_argument("--no-build", action="store_true", help="do not run meson compile first")
+    ap.add_argument("--docs", action=argparse.BooleanOptionalAction,
+                    help="insert the report into docs/benchmarks.md [yes, except with --quick]")
+    ap.add_argument("--json", metavar="FILE", help="also write every result here")
+    a = ap.parse_args()
+    q = a.quick
+    a.only = (a.only or "streams,idle,rss").split(",")
+    if set(a.only) - {"streams", "idle", "rss"}:
+        ap.error(f"--only: unknown {set(a.only) - {'streams', 'idle', 'rss'}}")
+    a.models = (a.models or ("tiny.en" if q else "tiny.en,base")).split(",")
+    a.idle_models = a.idle_models.split(",") if a.idle_models else a.models[:1]
+    a.stream_seconds = a.stream_seconds or (20 if q else 60)
+    a.max_streams = a.max_streams or (2 if q else 12)
+    a.idle_seconds = a.idle_seconds or (15 if q else 60)
+    a.minutes = a.minutes or (2 if q else 60)
+    a.rss_model = a.rss_model or "tiny.en"
+    if q:
+        a.fast = True
+    if a.warmup > a.minutes / 2:
+        a.warmup = a.minutes / 4
+    if a.docs is None:
+        a.docs = not q
+    if "streams" not in a.only:
+        a.models = []
+    if "idle" not in a.only:
+        a.idle_models = []
+    a.command = "bench/daemon " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    a.build_dir = str(Path(a.build_dir).resolve())
+
+    # tests/daemon's daemon and clients, on this build.
+    os.environ["SOTTO_BUILD_DIR"] = a.build_dir
+    sys.path.insert(0, str(REPO / "tests" / "daemon"))
+    global conftest, latencies, Listen
+    import conftest  # noqa: E402
+    from test_daemon import latencies  # noqa: E402
+    from test_mic import Listen  # noqa: E402
+
+    started = dt.datetime.now(dt.timezone.utc)
+    t0 = time.monotonic()
+    load_start = loadavg()
+    log(f"load average {load_start:.2f}")
+    b = Bench(a)
+    try:
+        b.setup()
+        for model in a.models:
+            b.streams(model)
+        for model in a.idle_models:
+            b.idle(model)
+        if "rss" in a.only:
+            b.rss()
+    except BaseException as e:  # pytest.fail() from conftest raises a BaseException
+        if type(e).__name__ in ("Failed", "AssertionError"):
+            raise SystemExit(f"bench/daemon: {e}")
+        raise
+    finally:
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    section = b.report(started, load_start, (time.monotonic() - t0) / 60)
+    print(section)
+    out = (Path(a.json) if a.json else
+           Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sotto" / "bench" / "results"
+           / f"daemon-{started:%Y%m%d-%H%M%S}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"argv": sys.argv, "results": b.results}, indent=1, default=str))
+    log(f"results: {out}")
+    if a.docs:
+        insert_docs(section)
+        log(f"inserted into {DOCS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
