@@ -187,8 +187,10 @@ class Bench:
             check(cmd, rc, err)
             r = json.loads(out.strip().splitlines()[-1])
             vals = {k: r[k] for k in ("load_s", "encoder_s", "step1_ms", "step5_ms")}
-            if r.get("matmul_ceiling_tflops"):
-                vals["ceiling_tflops"] = r["matmul_ceiling_tflops"]
+            for k, key in (("matmul_ceiling_tflops", "ceiling_tflops"),
+                           ("matmul_onednn_tflops", "onednn_tflops"), ("matmul_amx_tflops", "amx_tflops")):
+                if r.get(k):
+                    vals[key] = r[k]
         elif tool.startswith("whispercpp"):
             cmd = [str(self.wcpp["bin_dir"] / "whisper-bench"), "-m", str(m["ggml"]), "-t", str(THREADS),
                    "-fa" if tool == "whispercpp" else "-nfa"]
@@ -346,8 +348,11 @@ class Bench:
                 L.append("")
             ceil, enc = self.med(model, "sotto-bf16", "ceiling_tflops"), self.med(model, "sotto-bf16", "encoder_s")
             if ceil and enc and gf:
-                L.append(f"bf16 matmul ceiling in this run (oneDNN, encoder-shaped products, best of "
-                         f"[3d x d], [4d x d], [d x 4d] by 1500): {ceil:.2f} TFLOP/s; the bf16 encoder "
+                od, ax = self.med(model, "sotto-bf16", "onednn_tflops"), self.med(model, "sotto-bf16", "amx_tflops")
+                parts = ", ".join(x for x in (f"oneDNN token-major {od:.2f}" if od else "",
+                                              f"sotto's AMX kernel {ax:.2f}" if ax else "") if x)
+                L.append(f"bf16 matmul ceiling in this run (encoder-shaped products, best of "
+                         f"[3d x d], [4d x d], [d x 4d] by 1500: {parts}): {ceil:.2f} TFLOP/s; the bf16 encoder "
                          f"achieved {gf / enc / 1e3:.2f} TFLOP/s ({gf / enc / 1e3 / ceil:.0%} of it).\n")
             cli = [(t, self.med(model, t, "cli_encode_ms"), self.med(model, t, "cli_decode_ms"))
                    for t in ("whispercpp",) if self.med(model, t, "cli_encode_ms")]
