@@ -36,9 +36,14 @@ RUNS_MARK = "<!-- bench/run appends runs below this line -->"
 DIMS = {"tiny": (384, 4, 80), "base": (512, 6, 80), "small": (768, 12, 80),
         "medium": (1024, 24, 80), "large": (1280, 32, 80), "large-v3": (1280, 32, 128)}
 
-MICRO_TOOLS = ["sotto-fp32", "sotto-bf16", "whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"]
-FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "whispercpp", "fw-int8", "fw-fp32"]
-LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16",
+MICRO_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"]
+FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "fw-int8", "fw-fp32"]
+# sotto-avx2: fp32 with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA), the path
+# of a CPU without AMX or AVX-512; sotto's own vector loops still pick
+# AVX-512 when the CPU has it.
+SOTTO_RUN = {"sotto-fp32": ("fp32", {}), "sotto-bf16": ("bf16", {}),
+             "sotto-avx2": ("fp32", {"ONEDNN_MAX_CPU_ISA": "AVX2"})}
+LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-avx2": "sotto fp32, oneDNN AVX2 only",
          "whispercpp": "whisper.cpp (flash attn)", "whispercpp-nofa": "whisper.cpp (no flash attn)",
          "fw-int8": "faster-whisper int8", "fw-fp32": "faster-whisper float32"}
 
@@ -68,9 +73,9 @@ def encoder_gflop(model: str) -> float | None:
     return (conv + n * layer) / 1e9
 
 
-def run_rss(cmd: list[str], timeout: float = 900) -> tuple[float, int, str, str, int]:
+def run_rss(cmd: list[str], timeout: float = 900, extra_env=None) -> tuple[float, int, str, str, int]:
     """Run cmd with stdout/stderr to temp files; (wall s, peak RSS KiB, out, err, rc)."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(THREADS))
+    env = dict(os.environ, OMP_NUM_THREADS=str(THREADS), **(extra_env or {}))
     with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env)
@@ -175,20 +180,24 @@ class Bench:
         self.results.setdefault(model, {}).setdefault(tool, {}).setdefault(key, []).append(value)
 
     def note_cmd(self, kind, tool, cmd):
-        self.commands.setdefault(f"{kind} {tool}", shlex.join(map(str, cmd)))
+        env = " ".join(f"{k}={v}" for k, v in SOTTO_RUN.get(tool, ("", {}))[1].items())
+        self.commands.setdefault(f"{kind} {tool}", (env + " " if env else "") + shlex.join(map(str, cmd)))
 
     def micro(self, model, tool):
         m = self.models[model]
         a = self.args
         if tool.startswith("sotto"):
-            cmd = [str(self.sotto_bench), str(m["gguf"]), "--precision", tool.split("-")[1],
+            prec, env = SOTTO_RUN[tool]
+            cmd = [str(self.sotto_bench), str(m["gguf"]), "--precision", prec,
                    "--threads", str(THREADS), "--runs", str(a.inner_runs)]
-            wall, rss, out, err, rc = run_rss(cmd)
+            wall, rss, out, err, rc = run_rss(cmd, extra_env=env)
             check(cmd, rc, err)
             r = json.loads(out.strip().splitlines()[-1])
             vals = {k: r[k] for k in ("load_s", "encoder_s", "step1_ms", "step5_ms")}
-            if r.get("matmul_ceiling_tflops"):
-                vals["ceiling_tflops"] = r["matmul_ceiling_tflops"]
+            for k, key in (("matmul_ceiling_tflops", "ceiling_tflops"),
+                           ("matmul_onednn_tflops", "onednn_tflops"), ("matmul_amx_tflops", "amx_tflops")):
+                if r.get(k):
+                    vals[key] = r[k]
         elif tool.startswith("whispercpp"):
             cmd = [str(self.wcpp["bin_dir"] / "whisper-bench"), "-m", str(m["ggml"]), "-t", str(THREADS),
                    "-fa" if tool == "whispercpp" else "-nfa"]
@@ -218,9 +227,10 @@ class Bench:
         texts = {}
         extra = {}
         if tool.startswith("sotto"):
-            cmd = [str(self.sotto), "transcribe", "-m", str(m["gguf"]), "--precision", tool.split("-")[1],
+            prec, env = SOTTO_RUN[tool]
+            cmd = [str(self.sotto), "transcribe", "-m", str(m["gguf"]), "--precision", prec,
                    "-t", str(THREADS), "--beam-size", "1", "-l", "en", "-f", "json", "-q", *files]
-            wall, rss, out, err, rc = run_rss(cmd)
+            wall, rss, out, err, rc = run_rss(cmd, extra_env=env)
             check(cmd, rc, err)
             for line in out.splitlines():
                 if line.strip():
@@ -327,7 +337,7 @@ class Bench:
             L.append("")
             # Ratios: the peer's median over sotto's (>1: sotto is faster / smaller).
             rows = []
-            for mine in ("sotto-bf16", "sotto-fp32"):
+            for mine in ("sotto-bf16", "sotto-fp32", "sotto-avx2"):
                 if mine not in self.results.get(model, {}):
                     continue
                 for peer in ("whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"):
@@ -346,8 +356,11 @@ class Bench:
                 L.append("")
             ceil, enc = self.med(model, "sotto-bf16", "ceiling_tflops"), self.med(model, "sotto-bf16", "encoder_s")
             if ceil and enc and gf:
-                L.append(f"bf16 matmul ceiling in this run (oneDNN, encoder-shaped products, best of "
-                         f"[3d x d], [4d x d], [d x 4d] by 1500): {ceil:.2f} TFLOP/s; the bf16 encoder "
+                od, ax = self.med(model, "sotto-bf16", "onednn_tflops"), self.med(model, "sotto-bf16", "amx_tflops")
+                parts = ", ".join(x for x in (f"oneDNN token-major {od:.2f}" if od else "",
+                                              f"sotto's AMX kernel {ax:.2f}" if ax else "") if x)
+                L.append(f"bf16 matmul ceiling in this run (encoder-shaped products, best of "
+                         f"[3d x d], [4d x d], [d x 4d] by 1500: {parts}): {ceil:.2f} TFLOP/s; the bf16 encoder "
                          f"achieved {gf / enc / 1e3:.2f} TFLOP/s ({gf / enc / 1e3 / ceil:.0%} of it).\n")
             cli = [(t, self.med(model, t, "cli_encode_ms"), self.med(model, t, "cli_decode_ms"))
                    for t in ("whispercpp",) if self.med(model, t, "cli_encode_ms")]

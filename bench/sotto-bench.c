@@ -85,45 +85,71 @@ encoder_flops(const struct hparams *hp)
 	return f;
 }
 
-/*
- * The bf16 matmul ceiling on encoder-shaped products, measured with the
- * same oneDNN primitives the encoder uses: best TFLOP/s over the shapes.
- */
+/* Median TFLOP/s of 10 runs (after one warm-up) of the product m x k x n. */
 static double
-matmul_ceiling(struct gemm *g, int d)
+product_tflops(struct gemm *g, const struct mat *w, const uint16_t *x16,
+    const float *x, float *y, int m, int k, int n, int amx)
 {
-	int shapes[3][3] = { { 3 * d, d, 1500 }, { 4 * d, d, 1500 },
-	    { d, 4 * d, 1500 } };
-	double best = 0.0, t[16];
-	uint16_t *a, *b;
-	float *c;
 	char err[SOTTO_ERR_MAX];
-	int i, r;
+	double t[11];
+	int r, rc;
 
-	a = calloc((size_t)4 * d * 4 * d, 2);
-	b = calloc((size_t)4 * d * 1500, 2);
-	c = calloc((size_t)4 * d * 1500, 4);
-	for (i = 0; a != NULL && b != NULL && c != NULL && i < 3; i++) {
-		int m = shapes[i][0], k = shapes[i][1], n = shapes[i][2];
+	for (r = 0; r < 11; r++) {
+		double t0 = now();
 
-		for (r = 0; r < 11; r++) {
-			double t0 = now();
-
-			if (gemm_bf16(g, m, n, k, a, k, 1, b, n, 1, c, n,
-			    err) != 0)
-				break;
-			t[r] = now() - t0;
-		}
-		if (r == 11) {
-			double tf = 2.0 * m * n * k / median(t + 1, 10) / 1e12;
-
-			best = tf > best ? tf : best;
-		}
+		if (amx)
+			rc = gemm_linear(g, w, x, n, n, y, WHISPER_AUDIO_LD,
+			    NULL, 0, err);
+		else	/* token-major, oneDNN's fast form: Y^T = X^T W^T */
+			rc = gemm_bf16(g, n, m, k, x16, k, 1, w->bf16, 1, k, y,
+			    m, err);
+		if (rc != 0)
+			return 0.0;
+		t[r] = now() - t0;
 	}
-	free(a);
-	free(b);
-	free(c);
-	return best;
+	return 2.0 * m * n * k / median(t + 1, 10) / 1e12;
+}
+
+/*
+ * The bf16 matmul ceiling on encoder-shaped products ([3d x d], [4d x d],
+ * [d x 4d] by 1500): the best TFLOP/s of oneDNN in its fastest form
+ * (activations token-major) and of sotto's AMX kernel (channels-first,
+ * as the encoder runs it).
+ */
+static void
+matmul_ceiling(const struct sotto_model *m, double *onednn, double *amx)
+{
+	int d = m->hp.n_audio_state, i;
+	int shapes[3][2] = { { 3 * d, d }, { 4 * d, d }, { d, 4 * d } };
+	uint16_t *f16 = calloc((size_t)4 * d * 4 * d, 2);
+	uint16_t *x16 = calloc((size_t)4 * d * 1500, 2);
+	float *x = calloc((size_t)4 * d * 1500, 4);
+	float *y = aligned_alloc(64, (size_t)4 * d * WHISPER_AUDIO_LD * 4);
+	char err[SOTTO_ERR_MAX];
+
+	*onednn = *amx = 0.0;
+	for (i = 0; f16 != NULL && x16 != NULL && x != NULL && y != NULL &&
+	    i < 3; i++) {
+		int rows = shapes[i][0], k = shapes[i][1];
+		struct mat w;
+		double tf;
+
+		if (mat_init_f16(&w, m->gemm, f16, rows, k, err) != 0)
+			break;
+		tf = product_tflops(m->gemm, &w, x16, x, y, rows, k, 1500, 0);
+		*onednn = tf > *onednn ? tf : *onednn;
+		if (gemm_has_amx(m->gemm) && mat_pack(&w, m->gemm, 1, err) ==
+		    0) {
+			tf = product_tflops(m->gemm, &w, x16, x, y, rows, k,
+			    1500, 1);
+			*amx = tf > *amx ? tf : *amx;
+		}
+		mat_free(&w);
+	}
+	free(f16);
+	free(x16);
+	free(x);
+	free(y);
 }
 
 /* Median time of one cached-token step with n_beams beams. */
@@ -165,7 +191,7 @@ main(int argc, char **argv)
 	struct sotto_model *m;
 	struct sotto_state *st;
 	char err[SOTTO_ERR_MAX];
-	double t0, load, enc, step1, step5, ceiling = 0.0;
+	double t0, load, enc, step1, step5, onednn = 0.0, amx = 0.0;
 	int i, runs = 5;
 
 	if (getenv("OMP_WAIT_POLICY") == NULL) {
@@ -204,15 +230,16 @@ main(int argc, char **argv)
 	    bench_steps(st, 5, 100, &step5) != 0)
 		return 1;
 	if (m->precision == SOTTO_PRECISION_BF16)
-		ceiling = matmul_ceiling(m->gemm, m->hp.n_audio_state);
+		matmul_ceiling(m, &onednn, &amx);
 	printf("{\"model\":\"%s\",\"precision\":\"%s\",\"threads\":%d,"
 	    "\"load_s\":%.4f,\"encoder_s\":%.4f,\"step1_ms\":%.3f,"
 	    "\"step5_ms\":%.3f,\"encoder_gflop\":%.2f,"
-	    "\"encoder_tflops\":%.3f,\"matmul_ceiling_tflops\":%.3f}\n",
+	    "\"encoder_tflops\":%.3f,\"matmul_ceiling_tflops\":%.3f,"
+	    "\"matmul_onednn_tflops\":%.3f,\"matmul_amx_tflops\":%.3f}\n",
 	    m->name, m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
 	    m->threads, load, enc, step1 * 1e3, step5 * 1e3,
 	    encoder_flops(&m->hp) / 1e9, encoder_flops(&m->hp) / enc / 1e12,
-	    ceiling);
+	    onednn > amx ? onednn : amx, onednn, amx);
 	sotto_state_free(st);
 	sotto_model_free(m);
 	return 0;

@@ -64,15 +64,17 @@ def assert_no_crash(cp: subprocess.CompletedProcess, what: str = "") -> None:
 
 
 def run_sotto(args, *, timeout: float = 900, check_crash: bool = True,
-              cwd: Path = REPO) -> subprocess.CompletedProcess:
-    """Run `sotto transcribe ARGS` and return the CompletedProcess (text)."""
+              cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run `sotto transcribe ARGS` (extra environment env) and return the
+    CompletedProcess (text)."""
     if not (SOTTO_BIN.is_file() and os.access(SOTTO_BIN, os.X_OK)):
         pytest.fail(f"{SOTTO_BIN} is missing: build it with scripts/setup")
     cmd = [str(SOTTO_BIN), "transcribe", *[str(a) for a in args]]
     try:
         cp = subprocess.run(cmd, cwd=cwd, stdin=subprocess.DEVNULL,
                             capture_output=True, text=True, errors="replace",
-                            timeout=timeout)
+                            timeout=timeout,
+                            env=dict(os.environ, **env) if env else None)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"sotto timed out after {timeout} s: {cmd}\n"
                     f"stderr:\n{(e.stderr or b'')[-4000:]!r}")

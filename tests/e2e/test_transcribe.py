@@ -104,6 +104,35 @@ def test_bf16(request, manifest, ref_greedy, tiny_model):
             report(f"bf16: not supported by this CPU; sotto refused (exit {cp.returncode})")
 
 
+# --- (d) CPUs without AMX or AVX-512 ------------------------------------------------
+
+ISA_FILES = ["jfk.wav", "2830-3980-0043.wav",
+             "sense_and_sensibility_01_austen_64kb-0890.wav"]
+
+
+@pytest.mark.parametrize("isa", ["AVX512_CORE_BF16", "AVX2"])
+def test_forced_isa(isa, manifest, ref_greedy, tiny_model):
+    """The paths of a CPU with AVX512-BF16 but no AMX (bf16: oneDNN for
+    the encoder, gemv.c's dot products for the decoder) and of one without
+    AVX-512 (fp32 on AVX2), forced through oneDNN's max-ISA setting, which
+    sotto also reads to decide whether it may use AMX: they must give
+    words as good as the fp32 reference on these files."""
+    cp = run_sotto(["-m", tiny_model, "-l", "en", "-f", "json", "--beam-size", "1",
+                    *[AUDIO_DIR / n for n in ISA_FILES]],
+                   env={"ONEDNN_MAX_CPU_ISA": isa})
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    got = by_name(parse_json_lines(cp.stdout))
+    refs = [manifest[n] for n in ISA_FILES]
+    w_ref = werlib.wer(refs, [ref_greedy[n]["text"] for n in ISA_FILES])
+    w_got = werlib.wer(refs, [got[n].get("text", "") for n in ISA_FILES])
+    same = sum(squash(got[n].get("text", "")) == squash(ref_greedy[n]["text"])
+               for n in ISA_FILES)
+    report(f"ONEDNN_MAX_CPU_ISA={isa}: {same} of {len(ISA_FILES)} files give the fp32 "
+           f"reference text; WER {w_got:.4f} vs {w_ref:.4f}")
+    assert w_got <= w_ref + 1e-12, (
+        f"{isa}: WER {w_got:.4f} worse than the fp32 reference's {w_ref:.4f}")
+
+
 # --- (e) output formats ---------------------------------------------------------------
 
 SRT_TIME = r"(\d{2}):(\d{2}):(\d{2}),(\d{3})"
