@@ -32,38 +32,6 @@
 #define T_B0	6
 #define T_B1	7
 
-/*
- * X [k][n] into B tiles: xv[nb][c][r][j][2] = X[32c + 2r + {0,1}][16nb + j],
- * zero past k and n. One 64-byte tile row is two rows of X interleaved.
- */
-AMX_TARGET static void
-pack_x(const float *x, int ldx, int k, int n, uint16_t *xv)
-{
-	int kc = (k + 31) / 32, nbs = (n + 31) / 32 * 2, kp;
-
-#pragma omp parallel for schedule(static)
-	for (kp = 0; kp < kc * 16; kp++) {
-		int r0 = 2 * kp, nb;
-		const float *a = r0 < k ? x + (size_t)r0 * ldx : x;
-		const float *b = r0 + 1 < k ? a + ldx : x;
-
-		for (nb = 0; nb < nbs; nb++) {
-			__mmask16 m = lanes16(16 * nb, n);
-			__mmask16 ma = r0 < k ? m : 0, mb = r0 + 1 < k ? m : 0;
-			__m512i lo = _mm512_cvtepu16_epi32((__m256i)
-			    _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(ma,
-			    a + 16 * nb)));
-			__m512i hi = _mm512_cvtepu16_epi32((__m256i)
-			    _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mb,
-			    b + 16 * nb)));
-
-			_mm512_storeu_si512(xv + (((size_t)nb * kc + kp / 16) *
-			    16 + kp % 16) * 32, _mm512_or_si512(lo,
-			    _mm512_slli_epi32(hi, 16)));
-		}
-	}
-}
-
 /* erf-GELU, as layers.c's: erfc(z) = t exp(-z^2 + P(t)). */
 AMX_TARGET static inline __m512
 gelu512(__m512 v)
@@ -88,6 +56,47 @@ gelu512(__m512 v)
 	erfc_z = _mm512_mask_sub_ps(erfc_z, _mm512_cmp_ps_mask(v,
 	    _mm512_setzero_ps(), _CMP_GE_OQ), _mm512_set1_ps(2.0f), erfc_z);
 	return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), erfc_z);
+}
+
+/* 16 values of a row of X, through GELU when gelu is set. */
+AMX_TARGET static inline __m512i
+load_x(const float *row, __mmask16 m, int gelu)
+{
+	__m512 v = _mm512_maskz_loadu_ps(m, row);
+
+	if (gelu)
+		v = _mm512_maskz_mov_ps(m, gelu512(v));
+	return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v));
+}
+
+/*
+ * X [k][n] into B tiles: xv[nb][c][r][j][2] = X[32c + 2r + {0,1}][16nb + j],
+ * zero past k and n. One 64-byte tile row is two rows of X interleaved.
+ * With gelu, the tiles get GELU(X): the activation costs no pass of its
+ * own over memory.
+ */
+AMX_TARGET static void
+pack_x(const float *x, int ldx, int k, int n, int gelu, uint16_t *xv)
+{
+	int kc = (k + 31) / 32, nbs = (n + 31) / 32 * 2, kp;
+
+#pragma omp parallel for schedule(static)
+	for (kp = 0; kp < kc * 16; kp++) {
+		int r0 = 2 * kp, nb;
+		const float *a = r0 < k ? x + (size_t)r0 * ldx : x;
+		const float *b = r0 + 1 < k ? a + ldx : x;
+
+		for (nb = 0; nb < nbs; nb++) {
+			__mmask16 m = lanes16(16 * nb, n);
+			__mmask16 ma = r0 < k ? m : 0, mb = r0 + 1 < k ? m : 0;
+			__m512i lo = load_x(a + 16 * nb, ma, gelu);
+			__m512i hi = load_x(b + 16 * nb, mb, gelu);
+
+			_mm512_storeu_si512(xv + (((size_t)nb * kc + kp / 16) *
+			    16 + kp % 16) * 32, _mm512_or_si512(lo,
+			    _mm512_slli_epi32(hi, 16)));
+		}
+	}
 }
 
 /*
@@ -242,7 +251,8 @@ amx_gemm_run(const struct amx_gemm *p, uint16_t *scratch)
 		bt = ones + 512;
 		pack_bias(p->bias, p->m, bt, ones);
 	}
-	pack_x(p->x, p->ldx, p->k, p->n, scratch);
+	pack_x(p->x, p->ldx, p->k, p->n, (p->flags & AMX_GELU_X) != 0,
+	    scratch);
 #pragma omp parallel
 	run_share(p, scratch, bt, ones, omp_get_thread_num(),
 	    omp_get_num_threads());

@@ -10,6 +10,7 @@
 
 #define AMX_GELU	1	/* y = gelu(w x + b) */
 #define AMX_ACCUMULATE	2	/* y += w x + b */
+#define AMX_GELU_X	4	/* the product takes gelu(x) */
 
 /* y[m][n] (row stride ldy) = W[m][k] x[k][n] (row stride ldx) + bias */
 struct amx_gemm {

@@ -495,10 +495,13 @@ gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
 		p.ldy = ldy;
 		p.bias = bias;
 		p.flags = (flags & GEMM_GELU ? AMX_GELU : 0) |
-		    (flags & GEMM_ACCUMULATE ? AMX_ACCUMULATE : 0);
+		    (flags & GEMM_ACCUMULATE ? AMX_ACCUMULATE : 0) |
+		    (flags & GEMM_GELU_X ? AMX_GELU_X : 0);
 		amx_gemm_run(&p, g->amx_scratch);
 		return 0;
 	}
+	if (flags & GEMM_GELU_X)
+		layer_gelu((float *)x, w->cols, n, ldx);
 	if ((rc = gemm_wx(g, w, x, ldx, n, y, ldy,
 	    (flags & GEMM_ACCUMULATE) != 0, err)) != 0)
 		return rc;

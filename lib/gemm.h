@@ -45,6 +45,8 @@ int	gemm_wx(struct gemm *, const struct mat *w, const float *x, int ldx,
 
 #define GEMM_GELU	1	/* y = gelu(W x + b) */
 #define GEMM_ACCUMULATE	2	/* y += W x + b */
+#define GEMM_GELU_X	4	/* the product takes gelu(x); x may be
+				   overwritten with gelu(x) */
 
 /* y = W x + bias (bias may be NULL), then flags; fused where possible. */
 int	gemm_linear(struct gemm *, const struct mat *w, const float *x,

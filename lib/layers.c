@@ -179,6 +179,16 @@ layer_bias_gelu(float *x, int c, int s, int ld, const float *b)
 }
 
 void
+layer_gelu(float *x, int c, int s, int ld)
+{
+	int i;
+
+#pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
+	for (i = 0; i < c; i++)
+		flat_gelu(x + (size_t)i * ld, (size_t)s);
+}
+
+void
 layer_add(float *y, const float *x, int c, int s, int ld)
 {
 	int i;

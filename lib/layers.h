@@ -22,6 +22,8 @@ void	layer_add_bias(float *x, int c, int s, int ld, const float *b);
 void	layer_bias_gelu(float *x, int c, int s, int ld, const float *b);
 
 /* y += x (both [c][s]). */
+void	layer_gelu(float *x, int c, int s, int ld);
+
 void	layer_add(float *y, const float *x, int c, int s, int ld);
 
 /* Row-wise softmax of n values, in place. */

@@ -195,6 +195,9 @@ check_amx_gemm(int m, int k, int n, int flags, int with_bias)
 	p.bias = with_bias ? b : NULL;
 	p.flags = flags;
 	amx_gemm_run(&p, scratch);
+	if (flags & AMX_GELU_X)		/* the reference on gelu(x) */
+		for (i = 0; i < k * n; i++)
+			x[i] = (float)gelu_ref(x[i]);
 	for (i = 0; i < m; i++)
 		for (j = 0; j < n; j++) {
 			double v = dot_ref(w, k, i, x, n, j) +
@@ -226,6 +229,7 @@ test_amx_gemm(void **state)
 	check_amx_gemm(48, 240, 100, AMX_GELU, 1);	/* 1x2 tail, k pad */
 	check_amx_gemm(32, 96, 33, AMX_ACCUMULATE, 1);
 	check_amx_gemm(16, 32, 17, 0, 1);
+	check_amx_gemm(64, 96, 70, AMX_GELU_X | AMX_ACCUMULATE, 1);
 }
 
 /* Naive attention of query j of head h: out[c] for c < 64. */
