@@ -607,7 +607,7 @@ class Bench:
             series = x["samples"][::step]
             if series[-1] is not x["samples"][-1]:
                 series.append(x["samples"][-1])
-            L.append(("Samples" if step == 1 else f"Every {step}th sample") + ": " + ", ".join(
+            L.append(("Samples" if step == 1 else f"One sample in {step}") + ": " + ", ".join(
                 f"{s['audio_min']:.1f} min {s['VmRSS']:.1f}" for s in series) + " (audio minutes, VmRSS MB).")
             L.append("")
         return "\n".join(L)
