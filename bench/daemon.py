@@ -30,8 +30,9 @@ tests/daemon/conftest.py.
 Every measurement notes what else ran: the CPU time the rest of the machine
 used during it (from /proc/stat, minus sottod, its clients and this
 script), in cores. Before each one the script waits (up to --wait seconds)
-until the rest of the machine uses at most --max-other cores, and a stream
-run disturbed by more than that is run once more.
+until the rest of the machine uses at most --max-other cores; a stream run
+disturbed by more than that which did not hold is run once more (one that
+held in spite of it stands, with pessimistic latencies).
 """
 
 from __future__ import annotations
@@ -330,7 +331,10 @@ class Bench:
                         f"final p50/p95 {f2(row['final_p50'])}/{f2(row['final_p95'])} s, max lag "
                         f"{f2(row['max_lag'])} s, sottod {row['sottod_pct']:.0f}%, other "
                         f"{row['other']:.2f} cores: {'held' if row['held'] else 'NOT held'}")
-                    if row["other"] <= a.max_other:
+                    # A run that held in spite of other work stands (the
+                    # latencies are then pessimistic); one that failed is
+                    # only conclusive on a quiet machine.
+                    if row["held"] or row["other"] <= a.max_other:
                         break
                     log(f"other load {row['other']:.2f} cores during the run: running N={n} again")
                 rows.append(row)
