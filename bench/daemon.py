@@ -541,6 +541,17 @@ class Bench:
                  f"used during each measurement (from /proc/stat, minus sottod, its clients and the "
                  f"harness). Wall time of the whole run: {wall_min:.1f} min.")
         L.append("")
+        others = [r["other"] for m in a.models for r in R["streams"].get(m) or []]
+        others += [r["other"] for m in a.idle_models for r in R["idle"].get(m) or []]
+        if R.get("rss"):
+            others.append(R["rss"]["other"])
+        if others and max(others) > a.max_other:
+            L.append(f"**The machine was busy**: other work used up to {max(others):.2f} of its "
+                     f"{os.cpu_count()} cores during these measurements (more than --max-other "
+                     f"{a.max_other:g}). sottod got less compute than it would alone: its latencies and "
+                     f"the streams it sustained are pessimistic; its own CPU time and memory are not "
+                     f"affected much.")
+            L.append("")
         if "streams" in a.only:
             L.append(f"**Live streams.** Each stream: `sotto stream --format jsonl` of {a.stream_seconds:g} s "
                      f"of the speech files looped (each stream from another point of the "
