@@ -662,7 +662,7 @@ def insert_docs(section: str) -> None:
     if RUNS_MARK not in text:
         raise SystemExit(f"bench/daemon: {DOCS} has no line {RUNS_MARK!r} (in its \"## sottod\" section)")
     head, tail = text.split(RUNS_MARK, 1)
-    DOCS.write_text(head + RUNS_MARK + "\n\n" + section.rstrip("\n") + "\n" + tail)
+    DOCS.write_text(head + RUNS_MARK + "\n\n" + section.strip("\n") + "\n\n" + tail.lstrip("\n"))
 
 
 def main() -> int:
