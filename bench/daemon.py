@@ -337,6 +337,8 @@ class Bench:
                     if row["held"] or row["other"] <= a.max_other or attempt:
                         break
                     log(f"other load {row['other']:.2f} cores during the run: running N={n} again")
+                    row["superseded"] = True
+                    rows.append(row)
                 rows.append(row)
                 if not row["held"]:
                     break
@@ -569,12 +571,15 @@ class Bench:
                 rows = R["streams"].get(model) or []
                 for r in rows:
                     held = "yes" if r["held"] else "**no**" + (f" ({r['errors'][0]})" if r["errors"] else "")
-                    if r["attempt"] > 1:
+                    if r.get("superseded"):
+                        held += ", disturbed: run again"
+                    elif r["attempt"] > 1:
                         held += " (2nd try)"
                     L.append(f"| {model} | {r['streams']} | {r['partials']} | {f2(r['partial_p50'])} | "
                              f"{f2(r['partial_p95'])} | {r['finals']} | {f2(r['final_p50'])} | "
                              f"{f2(r['final_p95'])} | {f2(r['max_lag'])} | {f2(r['drain_max'])} | "
                              f"{r['sottod_pct']:.0f} | {r['other']:.2f} | {held} |")
+                rows = [r for r in rows if not r.get("superseded")]
                 held = [r["streams"] for r in rows if r["held"]]
                 best = max(held) if held else 0
                 cap = "" if rows and not rows[-1]["held"] else f" (the sweep stopped at --max-streams {a.max_streams})"
