@@ -56,6 +56,9 @@ import wave
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+from bench import cpu_model  # noqa: E402  (bench/run's report helpers)
+
 DOCS = REPO / "docs" / "benchmarks.md"
 RUNS_MARK = "<!-- bench/daemon inserts runs below this line -->"
 HZ = os.sysconf("SC_CLK_TCK")
@@ -631,16 +634,6 @@ class Bench:
                 f"{s['audio_min']:.1f} min {s['VmRSS']:.1f}" for s in series) + " (audio minutes, VmRSS MB).")
             L.append("")
         return "\n".join(L)
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def source_note(build: Path) -> str:

@@ -8,8 +8,9 @@
  * its fast kernel; it reaches 460-650 only if the activations are
  * transposed. With W packed once at load (gemv.c's 16x32 blocks are the
  * A tiles) and X repacked per call into B tiles, the C tiles are rows of
- * Y as they are, and bias, GELU and the residual are applied as each
- * 16x16 block leaves the tiles.
+ * Y as they are: the accumulators start from Y for the residual, the bias
+ * is one more tile product, and GELU runs on Y after the products or on X
+ * as it is packed.
  */
 #include <immintrin.h>
 #include <omp.h>

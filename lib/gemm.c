@@ -36,10 +36,10 @@ struct gemm {
 	struct gemm_prim *prims;	/* owned */
 	size_t n_prims, cap_prims;
 	uint16_t *xbuf;			/* bf16 copy of the current x */
-	size_t xbuf_len;
+	size_t xbuf_len;		/* bytes */
 	int amx;			/* gemv may use tile products */
-	uint16_t *gemv_scratch;		/* owned, for k <= gemv_k */
-	int gemv_k;
+	uint16_t *gemv_scratch;		/* owned, gemv_len bytes */
+	size_t gemv_len;
 	uint16_t *amx_scratch;		/* owned, amx_len bytes */
 	size_t amx_len;
 };
@@ -255,21 +255,42 @@ dnnl_failed(dnnl_status_t s, const char *what, char *err)
 	    what, (int)s);
 }
 
+/*
+ * Make *buf hold at least need bytes (64-byte aligned), keeping it when it
+ * already does: the shapes are static, so this allocates on first use.
+ */
+static int
+scratch_reserve(uint16_t **buf, size_t *len, size_t need, char *err)
+{
+	if (need <= *len)
+		return 0;
+	free(*buf);
+	*buf = aligned_alloc(64, (need + 63) & ~(size_t)63);
+	*len = *buf == NULL ? 0 : need;
+	if (*buf == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* With AMX, a packed weight over more than a tile's columns. */
+static int
+use_amx_gemm(const struct gemm *g, const struct mat *w, int n, int ldy)
+{
+	return w->packed != NULL && g->amx && n > 16 &&
+	    amx_gemm_fits(w->rows, w->cols, n, ldy);
+}
+
 /* Convert x [k][n] (row stride ldx) to a contiguous bf16 [k][n]. */
 static int
 gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
     char *err)
 {
 	size_t need = (size_t)k * n;
-	int i;
+	int i, rc;
 
-	if (need > g->xbuf_len) {
-		free(g->xbuf);
-		g->xbuf = aligned_alloc(64, (need * 2 + 63) & ~(size_t)63);
-		g->xbuf_len = g->xbuf == NULL ? 0 : need;
-		if (g->xbuf == NULL)
-			return err_set(err, SOTTO_ENOMEM, "out of memory");
-	}
+	if ((rc = scratch_reserve(&g->xbuf, &g->xbuf_len, need * 2,
+	    err)) != 0)
+		return rc;
 #pragma omp parallel for schedule(static) if (need > 65536)
 	for (i = 0; i < k; i++)
 		layer_to_bf16(x + (size_t)i * ldx, g->xbuf + (size_t)i * n, n);
@@ -412,15 +433,11 @@ gemm_packed(struct gemm *g, const struct mat *w, const float *x, int ldx,
     int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
 {
 	struct gemv_args a = { 0 };
+	int rc;
 
-	if (w->cols > g->gemv_k) {
-		free(g->gemv_scratch);
-		g->gemv_scratch = aligned_alloc(64,
-		    GEMV_SCRATCH_BYTES(w->cols));
-		g->gemv_k = g->gemv_scratch == NULL ? 0 : w->cols;
-		if (g->gemv_scratch == NULL)
-			return err_set(err, SOTTO_ENOMEM, "out of memory");
-	}
+	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+	    GEMV_SCRATCH_BYTES(w->cols), err)) != 0)
+		return rc;
 	a.wp = w->packed;
 	a.rows = w->rows;
 	a.k = w->cols;
@@ -446,8 +463,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
 		    w->cols, x, ldx, accumulate ? 1.0f : 0.0f, y, ldy, err);
-	if (w->packed != NULL && g->amx && n > 16 &&
-	    amx_gemm_fits(w->rows, w->cols, n, ldy))
+	if (use_amx_gemm(g, w, n, ldy))
 		return gemm_linear(g, w, x, ldx, n, y, ldy, NULL,
 		    accumulate ? GEMM_ACCUMULATE : 0, err);
 	if (w->packed != NULL)
@@ -472,19 +488,13 @@ gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
 {
 	int rc;
 
-	if (w->packed != NULL && g->amx && n > 16 &&
-	    amx_gemm_fits(w->rows, w->cols, n, ldy)) {
+	if (use_amx_gemm(g, w, n, ldy)) {
 		struct amx_gemm p = { 0 };
 		size_t need = amx_gemm_scratch_bytes(w->rows, w->cols, n);
 
-		if (need > g->amx_len) {
-			free(g->amx_scratch);
-			g->amx_scratch = aligned_alloc(64, need);
-			g->amx_len = g->amx_scratch == NULL ? 0 : need;
-			if (g->amx_scratch == NULL)
-				return err_set(err, SOTTO_ENOMEM, "out of "
-				    "memory");
-		}
+		if ((rc = scratch_reserve(&g->amx_scratch, &g->amx_len, need,
+		    err)) != 0)
+			return rc;
 		p.w = w->packed;
 		p.m = w->rows;
 		p.k = w->cols;
