@@ -1,16 +1,15 @@
 /*
- * The commit policy of a stream: LocalAgreement-2 over token ids.
+ * The commit policy of a stream: LocalAgreement-2 over words.
  *
  * Each step decodes the window with the committed tokens still inside it
  * forced as a prefix; the hypothesis is what the decoder sampled after
- * it. The longest common prefix of this hypothesis and the previous one
- * is committed, cut back to a word boundary (a timestamp, or a text token
- * whose bytes start with a space, on both sides), so a word is final only
- * when two consecutive decodes agree on all of it. Agreed timestamps are
- * committed too: once a Whisper segment is closed (text, then its end
- * timestamp) and another one after it, the window slides to the end of
- * the older one, its tokens move to the prompt history, and the
- * remaining prefix and hypothesis are shifted to the new window.
+ * it. A word of it is committed when the previous hypothesis has the same
+ * word (the same tokens) at the same place, every word before it is
+ * committed, something follows it in both, and its estimated end is
+ * SETTLE_SECONDS or more before the end of the decoded audio. Timestamps
+ * take no part in the agreement; the settled ones after the last
+ * committed word are committed with it, and the closed segments they make
+ * are where stream-slide.c moves the window to.
  *
  * Finals carry stream times: a timestamp token gives its time exactly;
  * a cut inside a segment is estimated by interpolating between the
@@ -27,7 +26,6 @@
 #include "stream.h"
 #include "tokenizer.h"
 
-#define TS_SECONDS	0.02
 /*
  * Words ending this close to the end of the decoded audio are not
  * committed on agreement alone: two hypotheses of a word cut off by the
@@ -35,20 +33,14 @@
  */
 #define SETTLE_SECONDS	1.0
 
-static int
-is_ts(const struct sotto_stream *s, int32_t t)
-{
-	return t >= s->tb;
-}
-
 /* A timestamp, or a text token whose first byte is a space. */
-static int
-word_start(const struct sotto_stream *s, int32_t t)
+int
+stream_word_start(const struct sotto_stream *s, int32_t t)
 {
 	const char *b;
 	size_t len;
 
-	if (is_ts(s, t))
+	if (stream_is_ts(s, t))
 		return 1;
 	b = tok_token_bytes(s->model->tok, t, &len);
 	return b != NULL && len > 0 && b[0] == ' ';
@@ -78,23 +70,23 @@ text_bytes(const struct sotto_stream *s, const int32_t *t, int from, int to)
  * else between the timestamps around i (the window end if none follows)
  * in proportion to the text bytes before i.
  */
-static double
-estimate(const struct sotto_stream *s, const int32_t *seq, int n, int i)
+double
+stream_estimate(const struct sotto_stream *s, const int32_t *seq, int n, int i)
 {
 	double ta = 0.0, tb = (double)s->n_win / SOTTO_SAMPLE_RATE;
 	size_t before, total;
 	int a, b;
 
-	if (i < n && is_ts(s, seq[i]))
-		return (seq[i] - s->tb) * TS_SECONDS;
-	for (a = i - 1; a >= 0 && !is_ts(s, seq[a]); a--)
+	if (i < n && stream_is_ts(s, seq[i]))
+		return (seq[i] - s->tb) * STREAM_TS_SECONDS;
+	for (a = i - 1; a >= 0 && !stream_is_ts(s, seq[a]); a--)
 		;
-	for (b = i; b < n && !is_ts(s, seq[b]); b++)
+	for (b = i; b < n && !stream_is_ts(s, seq[b]); b++)
 		;
 	if (a >= 0)
-		ta = (seq[a] - s->tb) * TS_SECONDS;
+		ta = (seq[a] - s->tb) * STREAM_TS_SECONDS;
 	if (b < n)
-		tb = (seq[b] - s->tb) * TS_SECONDS;
+		tb = (seq[b] - s->tb) * STREAM_TS_SECONDS;
 	if (tb < ta)
 		tb = ta;
 	before = text_bytes(s, seq, a + 1, i);
@@ -175,19 +167,19 @@ emit_range(struct sotto_stream *s, const int32_t *seq, int n, int c0,
 	int i = c0, a, b, from, to, rc;
 
 	while (i < c1) {
-		if (is_ts(s, seq[i])) {
+		if (stream_is_ts(s, seq[i])) {
 			i++;
 			continue;
 		}
-		for (a = i; i < c1 && !is_ts(s, seq[i]); i++)
+		for (a = i; i < c1 && !stream_is_ts(s, seq[i]); i++)
 			;
 		b = i;
-		from = a > c0 && is_ts(s, seq[a - 1]) ? a - 1 : a;
+		from = a > c0 && stream_is_ts(s, seq[a - 1]) ? a - 1 : a;
 		to = b < c1 ? b + 1 : b;
-		start = a > 0 && is_ts(s, seq[a - 1]) ?
-		    base + (seq[a - 1] - s->tb) * TS_SECONDS : s->last_end;
-		end = base + (b < c1 ? (seq[b] - s->tb) * TS_SECONDS :
-		    estimate(s, seq, n, b));
+		start = a > 0 && stream_is_ts(s, seq[a - 1]) ? base +
+		    (seq[a - 1] - s->tb) * STREAM_TS_SECONDS : s->last_end;
+		end = base + (b < c1 ? (seq[b] - s->tb) * STREAM_TS_SECONDS :
+		    stream_estimate(s, seq, n, b));
 		if ((rc = emit(s, seq, from, to, a, b, start, end, err)) != 0)
 			return rc;
 	}
@@ -216,42 +208,81 @@ commit_range(struct sotto_stream *s, const int32_t *h, int n, int k,
 	return 0;
 }
 
-/* A word ends before position j of seq[n] (the end only after a time). */
+/*
+ * Whether what ends at position j of s->seq[n] (the prefix, then the
+ * hypothesis: the prefix's timestamps and text place an open segment's
+ * words) is clear of the audio's end.
+ */
 static int
-boundary(const struct sotto_stream *s, const int32_t *seq, int n, int j)
-{
-	if (j < n)
-		return word_start(s, seq[j]);
-	return j > 0 && is_ts(s, seq[j - 1]);
-}
-
-/* Whether what ends at position j of h[n] is clear of the audio's end. */
-static int
-settled(const struct sotto_stream *s, const int32_t *h, int n, int j)
+settled(const struct sotto_stream *s, int n, int j)
 {
 	double end = (double)s->n_win / SOTTO_SAMPLE_RATE;
 
-	return estimate(s, h, n, j) <= end - SETTLE_SECONDS;
+	return stream_estimate(s, s->seq, n, j) <= end - SETTLE_SECONDS;
+}
+
+/* Index after the word starting at t[i]: the next word, a time or n. */
+static int
+word_end(const struct sotto_stream *s, const int32_t *t, int n, int i)
+{
+	for (i++; i < n && !stream_word_start(s, t[i]); i++)
+		;
+	return i;
+}
+
+static int
+skip_times(const struct sotto_stream *s, const int32_t *t, int n, int i)
+{
+	while (i < n && stream_is_ts(s, t[i]))
+		i++;
+	return i;
 }
 
 /*
- * Tokens of h[n] agreed with the previous hypothesis, at a word end that
- * is settled.
+ * End of the words of h[n] that may be committed: each complete
+ * (something follows it), settled, and with g[m] given, the same as the
+ * next word of g (timestamps aside); then the settled timestamps after
+ * the last of them.
  */
 static int
-agreed(const struct sotto_stream *s, const int32_t *h, int n)
+words_end(struct sotto_stream *s, const int32_t *h, int n, const int32_t *g,
+    int m)
 {
-	int k = 0, j;
+	int np = s->n_prefix, i = 0, j = 0, k = 0, ei, ej = 0;
 
+	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
+	memcpy(s->seq + np, h, n * sizeof(int32_t));
+	for (;;) {
+		i = skip_times(s, h, n, i);
+		if (i == n)
+			break;
+		ei = word_end(s, h, n, i);
+		if (g != NULL) {
+			j = skip_times(s, g, m, j);
+			if (j == m)
+				break;
+			ej = word_end(s, g, m, j);
+			if (ej == m || ei - i != ej - j || memcmp(h + i, g + j,
+			    (ei - i) * sizeof(int32_t)) != 0)
+				break;
+		}
+		if (ei == n || !settled(s, np + n, np + ei))
+			break;
+		k = i = ei;
+		j = ej;
+	}
+	while (k < n && stream_is_ts(s, h[k]) && settled(s, np + n, np + k))
+		k++;
+	return k;
+}
+
+/* LocalAgreement-2: the words of h[n] the previous hypothesis has too. */
+static int
+agreed(struct sotto_stream *s, const int32_t *h, int n)
+{
 	if (!s->hyp_valid)
 		return 0;
-	while (k < n && k < s->n_hyp && h[k] == s->hyp[k])
-		k++;
-	for (j = k; j > 0; j--)
-		if (boundary(s, h, n, j) && boundary(s, s->hyp, s->n_hyp, j) &&
-		    settled(s, h, n, j))
-			break;
-	return j;
+	return words_end(s, h, n, s->hyp, s->n_hyp);
 }
 
 int
@@ -270,112 +301,18 @@ stream_commit(struct sotto_stream *s, const int32_t *h, int n, int all,
 	return 0;
 }
 
-/* Index just after the last timestamp closing a segment in t[n], or 0. */
-static int
-last_close(const struct sotto_stream *s, const int32_t *t, int n)
-{
-	int i;
-
-	for (i = n; i >= 2; i--)
-		if (is_ts(s, t[i - 1]) && !is_ts(s, t[i - 2]))
-			return i;
-	return 0;
-}
-
 /*
- * Force progress on a long window: commit the hypothesis up to its last
- * closed segment; with full (no room left) commit all of it.
+ * Force progress on a long window: commit the settled words of the
+ * hypothesis, agreed or not.
  */
 int
-stream_commit_force(struct sotto_stream *s, int full, char *err)
+stream_commit_force(struct sotto_stream *s, char *err)
 {
-	int k = last_close(s, s->hyp, s->n_hyp);
+	int k = words_end(s, s->hyp, s->n_hyp, NULL, 0);
 
-	if (full)
-		k = s->n_hyp;
 	if (k == 0)
 		return 0;
 	return commit_range(s, s->hyp, s->n_hyp, k, err);
-}
-
-static void
-history_add(struct sotto_stream *s, const int32_t *t, int n)
-{
-	int keep;
-
-	if (n >= DECODE_MAX_PROMPT) {
-		memcpy(s->history, t + n - DECODE_MAX_PROMPT,
-		    DECODE_MAX_PROMPT * sizeof(int32_t));
-		s->n_history = DECODE_MAX_PROMPT;
-		return;
-	}
-	keep = s->n_history + n > DECODE_MAX_PROMPT ?
-	    DECODE_MAX_PROMPT - n : s->n_history;
-	memmove(s->history, s->history + s->n_history - keep,
-	    keep * sizeof(int32_t));
-	memcpy(s->history + keep, t, n * sizeof(int32_t));
-	s->n_history = keep + n;
-}
-
-static void
-shift_times(struct sotto_stream *s, int32_t *t, int n, int32_t by)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (is_ts(s, t[i]))
-			t[i] = t[i] - by >= s->tb ? t[i] - by : s->tb;
-}
-
-/* Drop n samples from the front of the window (clamped). */
-static void
-drop_samples(struct sotto_stream *s, size_t n)
-{
-	if (n > s->n_pcm)
-		n = s->n_pcm;
-	memmove(s->pcm, s->pcm + n, (s->n_pcm - n) * sizeof(float));
-	s->n_pcm -= n;
-	s->window_start += n;
-	s->n_win = s->n_win > n ? s->n_win - n : 0;
-}
-
-/*
- * Slide past the closed segments of the prefix but the last keep of them
- * (0 or 1). Returns 1 if the window moved.
- *
- * Keeping the newest closed segment in the window (its tokens stay in
- * the forced prefix, so it is not transcribed again) matters: an end
- * timestamp is often late by a few hundred ms, and sliding right to it
- * would cut the first word of what follows.
- */
-int
-stream_commit_slide(struct sotto_stream *s, int keep)
-{
-	int i = last_close(s, s->prefix, s->n_prefix);
-	int32_t by;
-
-	if (keep && i > 0)
-		i = last_close(s, s->prefix, i - 1);
-	if (i == 0 || (by = s->prefix[i - 1] - s->tb) <= 0)
-		return 0;
-	history_add(s, s->prefix, i);
-	s->n_prefix -= i;
-	memmove(s->prefix, s->prefix + i, s->n_prefix * sizeof(int32_t));
-	shift_times(s, s->prefix, s->n_prefix, by);
-	shift_times(s, s->hyp, s->n_hyp, by);
-	drop_samples(s, (size_t)by * STREAM_TS_SAMPLES);
-	return 1;
-}
-
-/* Drop audio without a segment to slide to: the prefix is history. */
-void
-stream_commit_drop(struct sotto_stream *s, size_t n_samples)
-{
-	history_add(s, s->prefix, s->n_prefix);
-	s->n_prefix = 0;
-	s->n_hyp = 0;
-	s->hyp_valid = 0;
-	drop_samples(s, n_samples);
 }
 
 void
@@ -409,10 +346,10 @@ stream_commit_partial(struct sotto_stream *s, char *err)
 	}
 	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
 	memcpy(s->seq + np, s->hyp, s->n_hyp * sizeof(int32_t));
-	s->partial_start = base + estimate(s, s->seq, n, np);
+	s->partial_start = base + stream_estimate(s, s->seq, n, np);
 	if (s->partial_start < s->last_end)
 		s->partial_start = s->last_end;
-	s->partial_end = base + estimate(s, s->seq, n, n);
+	s->partial_end = base + stream_estimate(s, s->seq, n, n);
 	if (s->partial_end < s->partial_start)
 		s->partial_end = s->partial_start;
 	return 0;

@@ -13,19 +13,24 @@
  *           when the prefix is long), as <|startofprev|> context;
  *   prefix: committed tokens still inside the window, forced after the
  *           SOT sequence.
- * stream-commit.c then commits what two consecutive hypotheses agree on
- * and slides the window past closed segments (all but the newest).
+ * stream-commit.c then commits the words two consecutive hypotheses
+ * agree on, and stream-slide.c moves the window: once it is past
+ * STREAM_SLIDE_MS, or Whisper stopped short of its end, to the end of
+ * the last committed segment.
  *
  * Silence costs little: a window where no 100 ms block reaches
  * STREAM_GATE_DBFS (RMS, -50 dBFS: well under speech at -40..-10 and
  * over a quiet microphone's floor) skips the encoder; a window Whisper
- * calls no-speech (no_speech_prob > 0.6 with avg_logprob < -1) yields no
- * text. Either way, with nothing committed in the window it slides
- * forward keeping the last STREAM_KEEP_MS of audio.
+ * calls no-speech (see no_speech()) yields no text. Either way, with
+ * nothing committed in the window it slides forward keeping the last
+ * STREAM_KEEP_MS of audio.
  *
- * Progress is forced: past STREAM_FORCE_MS the hypothesis is committed
- * up to its last closed segment; a full 30 s window commits all of it.
- * finish() decodes what is left and commits everything.
+ * Progress is forced: past STREAM_FORCE_MS the settled words of the
+ * hypothesis are committed whether two hypotheses agree or not, and the
+ * window slides to them; a full 30 s window with nowhere to cut commits
+ * all of it. finish() commits everything: the last hypothesis if no
+ * audio came after it, else what is left decoded once more, unforced
+ * (see decode_last).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -236,11 +241,17 @@ detect(struct sotto_stream *s, size_t n, int final, char *err)
 	return 0;
 }
 
+/*
+ * Decode the encoded window, the text before it as the prompt; with
+ * forced, the committed tokens in the window are forced as the prefix
+ * (and the prompt shortened to leave them room).
+ */
 static int
-decode(struct sotto_stream *s, struct decode_result *res, char *err)
+decode(struct sotto_stream *s, struct decode_result *res, int forced,
+    char *err)
 {
 	struct decode_opts o = { 0 };
-	int keep = DECODE_MAX_PROMPT - s->n_prefix, rc;
+	int keep = forced ? DECODE_MAX_PROMPT - s->n_prefix : s->n_history, rc;
 
 	if (keep > s->n_history)
 		keep = s->n_history;
@@ -248,8 +259,10 @@ decode(struct sotto_stream *s, struct decode_result *res, char *err)
 		keep = 0;
 	o.prompt = s->history + s->n_history - keep;
 	o.n_prompt = keep;
-	o.prefix = s->prefix;
-	o.n_prefix = s->n_prefix;
+	if (forced) {
+		o.prefix = s->prefix;
+		o.n_prefix = s->n_prefix;
+	}
 	o.language = s->language;
 	o.task = s->p.task;
 	o.beam_size = s->p.beam_size;
@@ -266,40 +279,96 @@ decode(struct sotto_stream *s, struct decode_result *res, char *err)
 	return decode_window(s->st, &o, res, err);
 }
 
+/*
+ * The last decode of a window: without the committed prefix forced, as
+ * sotto_transcribe() decodes, keeping what follows the committed text
+ * (from *p on); forced when that hypothesis does not repeat the committed
+ * words. With the prefix forced the decoder must continue the committed
+ * text, which near the end of the audio can derail it ("to be
+ * old-sposed" where it hears "to be ill-disposed" unforced).
+ */
+static int
+decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
+    char *err)
+{
+	int rc;
+
+	if ((rc = decode(s, res, 0, err)) != 0)
+		return rc;
+	if ((*p = stream_match(s, res->tokens, res->n_tokens)) >= 0)
+		return 0;
+	decode_result_clear(res);
+	*p = 0;
+	return decode(s, res, 1, err);
+}
+
+/* Whether committed words are in the window. */
+static int
+has_context(const struct sotto_stream *s)
+{
+	int i;
+
+	for (i = 0; i < s->n_prefix; i++)
+		if (!stream_is_ts(s, s->prefix[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * Whether the decoded window holds no speech: Whisper's rule (no-speech
+ * probability over 0.6 with an average log-probability under -1), or a
+ * repetition loop the retry without the prompt did not cure (on a
+ * window of clicks and room noise: "Bop, bop, bop, ..."). The no-speech
+ * probability alone is no guide: a few seconds of speech in a window of
+ * silence score 0.7-0.9.
+ */
+static int
+no_speech(const struct decode_result *res)
+{
+	if (res->compression_ratio > STREAM_COMPRESSION)
+		return 1;
+	return res->no_speech_prob > STREAM_NO_SPEECH &&
+	    res->avg_logprob < STREAM_LOGPROB;
+}
+
 /* Nothing was said: slide over the silence, keeping a little. */
 static void
 skip_silence(struct sotto_stream *s, size_t n)
 {
 	s->n_hyp = 0;
 	s->hyp_valid = 0;
-	if (s->n_prefix == 0 && n > MS(STREAM_KEEP_MS))
-		stream_commit_drop(s, n - MS(STREAM_KEEP_MS));
+	if (!has_context(s) && n > MS(STREAM_KEEP_MS))
+		stream_drop(s, n - MS(STREAM_KEEP_MS));
 }
 
-/* Slide, and force progress on a window that grew too long. */
+/*
+ * Slide past committed segments once the window is long or the decoder
+ * stopped short; past STREAM_FORCE_MS commit the settled words whether
+ * two hypotheses agree or not, and slide to them.
+ */
 static int
 advance(struct sotto_stream *s, size_t n, int final, char *err)
 {
 	int full = n >= WHISPER_N_SAMPLES, rc;
 
 	if (final && !full) {
-		stream_commit_drop(s, n);
+		stream_drop(s, n);
 		return 0;
 	}
-	if (n >= MS(STREAM_SLIDE_MS) && stream_commit_slide(s, 1))
+	if ((n >= MS(STREAM_SLIDE_MS) || stream_stalled(s)) &&
+	    stream_slide(s))
 		return 0;
 	if (!full && n < MS(STREAM_FORCE_MS) &&
 	    s->n_prefix < STREAM_MAX_PREFIX)
 		return 0;
-	if ((rc = stream_commit_force(s, 0, err)) != 0)
+	if ((rc = stream_commit_force(s, err)) != 0)
 		return rc;
-	if (stream_commit_slide(s, 0) || (!full &&
-	    s->n_prefix < STREAM_MAX_PREFIX))
+	if (stream_slide(s) || stream_slide_words(s) || !full)
 		return 0;
-	if ((rc = stream_commit_force(s, 1, err)) != 0)
+	/* No room left and nowhere to cut: all of it is final. */
+	if ((rc = stream_commit(s, s->hyp, s->n_hyp, 1, err)) != 0)
 		return rc;
-	if (!stream_commit_slide(s, 0))
-		stream_commit_drop(s, n);
+	stream_drop(s, n);
 	return 0;
 }
 
@@ -312,7 +381,7 @@ run_window(struct sotto_stream *s, int final, char *err)
 {
 	struct decode_result res = { 0 };
 	size_t n = s->n_pcm < WHISPER_N_SAMPLES ? s->n_pcm : WHISPER_N_SAMPLES;
-	int rc;
+	int p, rc;
 
 	s->n_win = n;
 	if (n == 0)
@@ -320,21 +389,25 @@ run_window(struct sotto_stream *s, int final, char *err)
 	if (silent(s->pcm, n)) {
 		skip_silence(s, n);
 		if (final)
-			stream_commit_drop(s, n);
+			stream_drop(s, n);
 		return 0;
 	}
 	if ((rc = encode(s, n, err)) != 0 ||
-	    (rc = detect(s, n, final, err)) != 0 ||
-	    (rc = decode(s, &res, err)) != 0)
+	    (rc = detect(s, n, final, err)) != 0)
 		goto out;
-	if (res.no_speech_prob > STREAM_NO_SPEECH &&
-	    res.avg_logprob < STREAM_LOGPROB) {
+	p = 0;
+	if ((rc = final ? decode_last(s, &res, &p, err) :
+	    decode(s, &res, 1, err)) != 0)
+		goto out;
+	if (!has_context(s))
+		p += stream_repeat(s, res.tokens + p, res.n_tokens - p);
+	if (no_speech(&res)) {
 		skip_silence(s, n);
-		res.n_tokens = 0;
-		if (s->n_prefix == 0 && !final)
+		res.n_tokens = p = 0;
+		if (!has_context(s) && !final)
 			goto out;
 	}
-	if ((rc = stream_commit(s, res.tokens, res.n_tokens, final,
+	if ((rc = stream_commit(s, res.tokens + p, res.n_tokens - p, final,
 	    err)) != 0)
 		goto out;
 	rc = advance(s, n, final, err);
@@ -394,13 +467,13 @@ sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
 	    s->n_pcm <= WHISPER_N_SAMPLES) {
 		rc = stream_commit(s, s->hyp, s->n_hyp, 1, err);
 		if (rc == 0)
-			stream_commit_drop(s, s->n_pcm);
+			stream_drop(s, s->n_pcm);
 	} else
 		while (rc == 0 && s->n_pcm > 0) {
 			before = s->n_pcm;
 			rc = run_window(s, 1, err);
 			if (rc == 0 && s->n_pcm == before)
-				stream_commit_drop(s, s->n_pcm);
+				stream_drop(s, s->n_pcm);
 		}
 	s->finished = 1;
 	s->stepped = s->received;

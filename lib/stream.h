@@ -13,6 +13,7 @@
 
 #define STREAM_MAX_TOKENS	448	/* decoder context */
 #define STREAM_TS_SAMPLES	320	/* samples per timestamp step (20 ms) */
+#define STREAM_TS_SECONDS	0.02
 
 /*
  * One live stream. Owns the state, the audio from window_start on, the
@@ -58,13 +59,30 @@ struct sotto_stream {
 	double partial_start, partial_end;
 };
 
+static inline int
+stream_is_ts(const struct sotto_stream *s, int32_t t)
+{
+	return t >= s->tb;
+}
+
 /* stream-commit.c */
 void	stream_commit_reset(struct sotto_stream *);
 int	stream_commit(struct sotto_stream *, const int32_t *hyp, int n,
 	    int all, char *err);
-int	stream_commit_force(struct sotto_stream *, int full, char *err);
-int	stream_commit_slide(struct sotto_stream *, int keep);
-void	stream_commit_drop(struct sotto_stream *, size_t n_samples);
+int	stream_commit_force(struct sotto_stream *, char *err);
 int	stream_commit_partial(struct sotto_stream *, char *err);
+int	stream_word_start(const struct sotto_stream *, int32_t);
+double	stream_estimate(const struct sotto_stream *, const int32_t *seq,
+	    int n, int i);
+
+/* stream-match.c */
+int	stream_match(const struct sotto_stream *, const int32_t *hyp, int n);
+int	stream_repeat(const struct sotto_stream *, const int32_t *hyp, int n);
+
+/* stream-slide.c */
+int	stream_slide(struct sotto_stream *);
+int	stream_slide_words(struct sotto_stream *);
+int	stream_stalled(const struct sotto_stream *);
+void	stream_drop(struct sotto_stream *, size_t n_samples);
 
 #endif

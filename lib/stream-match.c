@@ -1,0 +1,130 @@
+/*
+ * Committed words found again at the start of a hypothesis.
+ *
+ * Two cases. At the end of the stream the rest of the window is decoded
+ * without the committed prefix forced, as sotto_transcribe() would
+ * decode it; that hypothesis starts with the committed words of the
+ * window, and only what follows them is new (stream_match). And a
+ * window with no committed words in it (just slid past them, or after
+ * silence) is decoded with them as the prompt; on noise Whisper then
+ * often repeats the prompt's last words, which must not become final
+ * twice (stream_repeat).
+ *
+ * Words are compared by their letters and digits only, lower case, so
+ * "cold-hearted" repeats "coldhearted" and "Stop." repeats "stop,".
+ *
+ * ref: ufal/whisper_streaming HypothesisBuffer.insert (drops 1- to
+ * 5-grams of the new words that repeat the last committed ones).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+
+#include "stream.h"
+#include "tokenizer.h"
+
+/* Words of the history a window's hypothesis may repeat at its start. */
+#define REPEAT_WORDS	5
+
+/*
+ * Next letter or digit (lower case; bytes of UTF-8 sequences as they
+ * are) of the text tokens of t[n], from byte *b of token *i on; -1 at
+ * the end. Leaves *i at its token and *b just after it.
+ */
+static int
+next_letter(const struct sotto_stream *s, const int32_t *t, int n, int *i,
+    size_t *b)
+{
+	const unsigned char *p;
+	size_t len;
+
+	for (; *i < n; (*i)++, *b = 0) {
+		if (stream_is_ts(s, t[*i]) || (p = (const unsigned char *)
+		    tok_token_bytes(s->model->tok, t[*i], &len)) == NULL)
+			continue;
+		for (; *b < len; (*b)++)
+			if (p[*b] >= 0x80 || isalnum(p[*b]))
+				return tolower(p[(*b)++]);
+	}
+	return -1;
+}
+
+static int
+has_letters(const struct sotto_stream *s, int32_t t)
+{
+	size_t b = 0;
+	int i = 0;
+
+	return next_letter(s, &t, 1, &i, &b) >= 0;
+}
+
+/*
+ * Index of h[n] after the letters of c[nc], and after the punctuation
+ * that follows them in h; -1 if h does not start with them or they end
+ * inside a token of h. 0 if c has no letters.
+ */
+static int
+letters_match(const struct sotto_stream *s, const int32_t *c, int nc,
+    const int32_t *h, int n)
+{
+	int ci = 0, hi = 0, ch, last = -1, j;
+	size_t cb = 0, hb = 0;
+
+	while ((ch = next_letter(s, c, nc, &ci, &cb)) >= 0) {
+		if (next_letter(s, h, n, &hi, &hb) != ch)
+			return -1;
+		last = hi;
+	}
+	if (last < 0)
+		return 0;
+	j = last;
+	if (next_letter(s, h, last + 1, &j, &hb) >= 0)
+		return -1;
+	for (j = last + 1; j < n && !stream_is_ts(s, h[j]) &&
+	    !has_letters(s, h[j]); j++)
+		;
+	return j;
+}
+
+/*
+ * Where the text after the committed prefix of the window begins in
+ * h[n], a hypothesis decoded without it forced; -1 if h does not start
+ * with the prefix's words.
+ */
+int
+stream_match(const struct sotto_stream *s, const int32_t *h, int n)
+{
+	return letters_match(s, s->prefix, s->n_prefix, h, n);
+}
+
+/* Index of the k-th last word start in t[n] (timestamps skipped), or -1. */
+static int
+last_words(const struct sotto_stream *s, const int32_t *t, int n, int k)
+{
+	int i;
+
+	for (i = n - 1; i >= 0; i--)
+		if (!stream_is_ts(s, t[i]) && (i == 0 ||
+		    stream_word_start(s, t[i])) && --k == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * Tokens at the start of h[n] that repeat the last words (up to
+ * REPEAT_WORDS, the most that match) of the history: whole words of h,
+ * the punctuation after them included.
+ */
+int
+stream_repeat(const struct sotto_stream *s, const int32_t *h, int n)
+{
+	int k, i, j;
+
+	for (k = REPEAT_WORDS; k > 0; k--) {
+		if ((i = last_words(s, s->history, s->n_history, k)) < 0)
+			continue;
+		j = letters_match(s, s->history + i, s->n_history - i, h, n);
+		if (j > 0 && (j == n || stream_word_start(s, h[j])))
+			return j;
+	}
+	return 0;
+}
