@@ -3,10 +3,12 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
 
 - WER of the concatenated finals within 2 points of `sotto transcribe`
   (greedy, same model) over the set, and per file within 2 points or one
-  word (the long-form file: 3 points, see LONGFORM_POINTS);
+  word;
 - the long-form file: finals ~ transcribe's text, nothing repeated or lost
   at slides;
-- finish() commits the tail; silence yields no text and skips the encoder;
+- finish() commits the tail, decoded as transcribe decodes it; silence
+  yields no text and skips the encoder; speech followed by room noise
+  yields the speech once;
 - final ids go up by one, times never go back;
 - latency (audio time when a word became final minus its estimated end),
   p50/p95, in the report section of the output.
@@ -23,12 +25,11 @@ from conftest import (AUDIO_DIR, FINE_STEP_MS, STEP_MS, report, run_driver,
                       werlib)
 
 
-# Known gap: on the 118 s long-form file the stream makes 10-11 errors
-# against transcribe's 3 (2.3-2.7 points; "wood cutters", "there for",
-# "caught in" for "cost incurred": the forced-prefix decode of a shorter
-# window guesses differently and two guesses agree). The set as a whole
-# stays within 2 points. Tighten this when the policy improves.
-LONGFORM_POINTS = 0.03
+# Measured (tiny.en, bf16/AMX, 2 cores): stream vs transcribe errors
+# 4 vs 3 on the 118 s long-form file at the 2 s step of this test and 6
+# vs 3 at the daemon's 1 s step; over the set 1.61% vs 1.38% (2 s) and
+# 2.52% vs 1.38% (1 s). The bound is the issue's: 2 points, per file too.
+WER_POINTS = 0.02
 
 
 def finals(events: list[dict]) -> list[dict]:
@@ -76,14 +77,13 @@ def test_wer_vs_transcribe(runs, manifest):
         e_s, _ = werlib.counts(ref, final_text(st[f]))
         te, se, tn = te + e_t, se + e_s, tn + n
         report(f"{f:<{w}}  {n:5d}  {e_t:10d}  {e_s:10d}")
-        # Short files: one word is 15-30 points, so allow one. The
-        # long-form file is held to LONGFORM_POINTS (see below).
-        tol = LONGFORM_POINTS if n > 100 else 0.02
-        if n and (e_s - e_t) / n > tol and e_s - e_t > 1:
+        # Short files: one word is 15-30 points, so allow one.
+        if n and (e_s - e_t) / n > WER_POINTS and e_s - e_t > 1:
             bad.append(f"{f}: stream {final_text(st[f])!r} vs transcribe "
                        f"{tr[f]!r}")
     report(f"{'WER':<{w}}  {tn:5d}  {te / tn:10.4f}  {se / tn:10.4f}")
-    assert se / tn <= te / tn + 0.02, f"stream WER {se / tn:.4f} vs {te / tn:.4f}"
+    assert se / tn <= te / tn + WER_POINTS, \
+        f"stream WER {se / tn:.4f} vs {te / tn:.4f}"
     assert not bad, "\n".join(bad)
 
 
@@ -126,6 +126,38 @@ def test_finish_commits_tail(runs):
     for ev in (runs["stream"]["jfk.wav"], runs["jfk_fine"]):
         text = werlib.normalise(final_text(ev))
         assert text.endswith("your country"), text
+
+
+def test_finish_decodes_unforced():
+    """At 1 s steps "...rather selfish is" is final before the end; with
+    it forced, the last decode heard "to be old-sposed". finish() decodes
+    the rest as transcribe does: "to be ill-disposed"."""
+    ev = run_driver(AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0890.wav",
+                    FINE_STEP_MS)
+    text = werlib.normalise(final_text(ev))
+    assert text.endswith("is to be ill disposed"), text
+
+
+def _pcm(name: str) -> list[int]:
+    import wave
+
+    with wave.open(str(AUDIO_DIR / name)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == \
+            (16000, 1, 2), name
+        raw = w.readframes(w.getnframes())
+    return list(struct.unpack(f"<{len(raw) // 2}h", raw))
+
+
+def test_noise_after_speech():
+    """Speech, then 20 s of the same recording's room tone and clicks
+    (above the energy gate): the speech is final once, and nothing else.
+    Once the window slides past the speech, Whisper has only the prompt
+    and the noise ("This is a long stop." again, "Bop, bop, bop, ...")."""
+    pcm = _pcm("mfa_longstop.wav")
+    tail = pcm[int(2.2 * 16000):]
+    ev = run_driver("-", FINE_STEP_MS, stdin=_raw(pcm + tail * 8))
+    text = werlib.normalise(final_text(ev))
+    assert text == "this is a long stop", final_text(ev)
 
 
 def test_latency_report(runs):
