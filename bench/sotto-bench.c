@@ -16,6 +16,7 @@
 #include "decode.h"
 #include "gemm.h"
 #include "internal.h"
+#include "omp-env.h"
 #include "tokenizer.h"
 
 static double
@@ -194,11 +195,7 @@ main(int argc, char **argv)
 	double t0, load, enc, step1, step5, onednn = 0.0, amx = 0.0;
 	int i, runs = 5;
 
-	if (getenv("OMP_WAIT_POLICY") == NULL) {
-		/* as the sotto CLI: see client/main.c */
-		setenv("OMP_WAIT_POLICY", "passive", 1);
-		execv("/proc/self/exe", argv);
-	}
+	omp_env_reexec(argv);	/* as the sotto CLI and sottod */
 	sotto_model_params_init(&mp);
 	if (argc < 2) {
 		fprintf(stderr, "usage: sotto-bench MODEL [--precision P] "

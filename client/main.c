@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "omp-env.h"
 #include "stream.h"
 
 struct command {
@@ -36,26 +37,12 @@ usage(FILE *f)
 	fprintf(f, "\nRun 'sotto COMMAND --help' for a command's options.\n");
 }
 
-/*
- * libgomp's default wait policy (spin, then sleep) stalled some decoder
- * steps for over half a second on 2 cores; an explicit policy does not.
- * libgomp reads it when it loads, before main(), so set it and re-exec.
- */
-static void
-omp_policy(char **argv)
-{
-	if (getenv("OMP_WAIT_POLICY") != NULL)
-		return;
-	setenv("OMP_WAIT_POLICY", "passive", 1);
-	execv("/proc/self/exe", argv);
-}
-
 int
 main(int argc, char **argv)
 {
 	size_t i;
 
-	omp_policy(argv);
+	omp_env_reexec(argv);
 
 	if (argc < 2) {
 		usage(stderr);

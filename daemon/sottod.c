@@ -27,6 +27,7 @@
 
 #include "client.h"
 #include "log.h"
+#include "omp-env.h"
 #include "systemd.h"
 #include "sottod.h"
 
@@ -368,25 +369,12 @@ sottod_event_log(int severity, const char *msg)
 		log_debug("libevent: %s", msg);
 }
 
-/*
- * libgomp reads OMP_WAIT_POLICY when it loads, before main(); its default
- * stalls decoder steps on 2 cores (see client/main.c). Set it and re-exec.
- */
-static void
-sottod_omp_policy(char **argv)
-{
-	if (getenv("OMP_WAIT_POLICY") != NULL)
-		return;
-	setenv("OMP_WAIT_POLICY", "passive", 1);
-	execv("/proc/self/exe", argv);
-}
-
 int
 main(int argc, char **argv)
 {
 	char err[512];
 
-	sottod_omp_policy(argv);
+	omp_env_reexec(argv);
 	sottod_parse_args(argc, argv, &flags);
 	log_init("sottod", flags.debug);
 	if (sottod_read_config(&sottod.cfg, err, sizeof(err)) != 0)

@@ -38,6 +38,13 @@
 #define NP	1504			/* keys padded to a multiple of 32 */
 #define QB	16			/* queries per block: one tile's rows */
 #define DH	64			/* head width of every Whisper size */
+/*
+ * How far ahead of the K and V tile loads to prefetch, as gemv.c and
+ * logits.c do for their weights: in the decoder's cross-attention K and
+ * V come from memory at every step (in the encoder they sit in L2 and
+ * the prefetches cost next to nothing).
+ */
+#define PREFETCH_BYTES	16384
 
 #define AMX_TARGET	AMX_TARGET_BF16
 
@@ -290,6 +297,9 @@ query_block(const struct attn_amx *a, struct attn_thread *t, int slot,
 		const uint16_t *kt = k + (size_t)kb * 2 * 512;
 
 		_tile_zero(T_O0);
+		_mm_prefetch((const char *)kt + PREFETCH_BYTES, _MM_HINT_T0);
+		_mm_prefetch((const char *)(kt + 512) + PREFETCH_BYTES,
+		    _MM_HINT_T0);
 		_tile_loadd(T_B0, kt, 64);
 		_tile_loadd(T_B1, kt + 512, 64);
 		_tile_dpbf16ps(T_O0, T_A0, T_B0);
@@ -307,6 +317,9 @@ query_block(const struct attn_amx *a, struct attn_thread *t, int slot,
 	for (c = 0; c < NP / 32; c++) {
 		const uint16_t *vt = v + (size_t)c * 4 * 512;
 
+		for (i = 0; i < 4; i++)
+			_mm_prefetch((const char *)(vt + i * 512) +
+			    PREFETCH_BYTES, _MM_HINT_T0);
 		_tile_loadd(T_A0, &t->p[0][32 * c], NP * 2);
 		_tile_loadd(T_B0, vt, 64);
 		_tile_loadd(T_B1, vt + 512, 64);

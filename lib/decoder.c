@@ -26,6 +26,12 @@
 
 #define NA	WHISPER_N_AUDIO_CTX
 #define LD	WHISPER_AUDIO_LD
+/*
+ * Keys (beams x heads x positions) from which a step's self-attention is
+ * shared among the threads: below it the work is shorter than waking
+ * the other threads (about 25 us per parallel region on 2 cores).
+ */
+#define SELF_PAR_MIN_KEYS	4096
 
 static size_t
 kv_beam_floats(const struct sotto_model *m)
@@ -161,13 +167,17 @@ self_attn_prefill(struct sotto_state *st, int layer, int t_n, char *err)
 	return 0;
 }
 
-/* Cached step self-attention: one query per beam at position pos. */
+/*
+ * Cached step self-attention: one query per beam at position pos, the
+ * (beam, head) pairs shared among the threads when there are enough
+ * keys to pay for it (5 beams from position 137 for tiny).
+ */
 static void
 self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
 {
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_text_state, ctx = m->hp.n_text_ctx;
-	int dh = d / m->hp.n_text_head, b, h, c;
+	int n_head = m->hp.n_text_head, dh = d / n_head, b, c, w;
 	float scale = 1.0f / sqrtf((float)dh);
 
 	for (b = 0; b < n_beams; b++) {
@@ -179,12 +189,18 @@ self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
 			vc[(size_t)c * ctx + pos] =
 			    st->dqkv[((size_t)2 * d + c) * n_beams + b];
 		}
-		for (h = 0; h < m->hp.n_text_head; h++)
-			layer_attend(st->dqkv + (size_t)h * dh * n_beams + b,
-			    n_beams, 1, kc + (size_t)h * dh * ctx,
-			    vc + (size_t)h * dh * ctx, ctx, pos + 1, dh, scale,
-			    st->dattn + (size_t)h * dh * n_beams + b, n_beams,
-			    st->dscores);
+	}
+	/* each pair has its own ctx floats of dscores for its scores */
+#pragma omp parallel for schedule(static) \
+    if (n_beams * n_head * (pos + 1) >= SELF_PAR_MIN_KEYS)
+	for (w = 0; w < n_beams * n_head; w++) {
+		int bw = w / n_head, h = w % n_head;
+
+		layer_attend(st->dqkv + (size_t)h * dh * n_beams + bw, n_beams,
+		    1, kv_at(st, bw, layer, 0) + (size_t)h * dh * ctx,
+		    kv_at(st, bw, layer, 1) + (size_t)h * dh * ctx, ctx,
+		    pos + 1, dh, scale, st->dattn + (size_t)h * dh * n_beams +
+		    bw, n_beams, st->dscores + (size_t)w * ctx);
 	}
 }
 

@@ -31,7 +31,14 @@
 	__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AMX_TARGET	AMX_TARGET_BF16
 #define DOT_COLS	8	/* columns per pass of the dot-product path */
-#define PAR_MIN_ELEMS	(1u << 20)	/* weights before using 2 threads */
+/*
+ * Weights before a product uses all threads: tiny's smallest decoder
+ * products (384 x 384, 0.3 MB) are split too. Inside `sotto transcribe`
+ * (long-form file, greedy) a step took 6.3 ms on average against 7.3
+ * with only products of 1M weights and more split, which left every
+ * product of tiny's decoder layers on one thread.
+ */
+#define PAR_MIN_ELEMS	(1u << 16)
 /*
  * How far ahead of the tile loads to prefetch the weight stream: the
  * hardware prefetcher alone left the vocabulary projection at 6.3-7.0
