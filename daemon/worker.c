@@ -16,6 +16,13 @@
  * what it already holds, then steps once if a step is due; the rest stays
  * pending, so "pending + undecoded" is the session's lag and one busy
  * session cannot starve the others (the loop requeues it at the back).
+ *
+ * STEP jobs of different streams run as one batch: with a STEP job the
+ * worker takes the queue's other STEP jobs (up to WORKER_BATCH in all)
+ * whose streams have no earlier job queued, feeds each, and steps the
+ * due ones together (sotto_stream_step_many), so their decoders read the
+ * weights once per token for all of them. A stream's jobs keep their
+ * order: one with an earlier job waiting is left in the queue.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -37,6 +44,8 @@ struct worker_stream {
 	struct sotto_stream	*stream;	/* worker thread only */
 	int			 failed;	/* worker thread only */
 };
+
+#define WORKER_BATCH	16	/* streams stepped together, at most */
 
 struct worker_job {
 	struct worker_stream	*ws;
@@ -204,30 +213,10 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 	return rc;
 }
 
-static int
-worker_step(struct worker_stream *ws, struct worker_result *r, char *err)
-{
-	struct sotto_stream_update u;
-	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
-	int rc;
-
-	if (!sotto_stream_due(ws->stream) &&
-	    (rc = worker_feed(ws, step, err)) != 0)
-		return rc;
-	if (sotto_stream_due(ws->stream)) {
-		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
-			return rc;
-		r->stepped = 1;
-		if (worker_copy(r, &u) != 0)
-			return SOTTO_ENOMEM;
-	}
-	return 0;
-}
-
 /*
- * Everything pending, one step's worth at a time (as worker_step feeds
- * it, so the result does not depend on when END arrived), every due
- * step, then the end of the stream.
+ * Everything pending, one step's worth at a time (as worker_run_steps
+ * feeds it, so the result does not depend on when END arrived), every
+ * due step, then the end of the stream.
  */
 static int
 worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
@@ -265,18 +254,16 @@ worker_stream_free(struct worker_stream *ws)
 	free(ws);
 }
 
-/* Run one job; returns its result, or NULL for FREE. */
+/*
+ * A result for a job of ws, with the stream created if it is not yet;
+ * NULL when out of memory. A failed stream's result has error set.
+ */
 static struct worker_result *
-worker_run(struct worker_stream *ws, enum worker_kind kind)
+worker_prepare(struct worker_stream *ws, enum worker_kind kind)
 {
 	struct worker_result *r;
-	double t0 = worker_now();
 	int rc = 0;
 
-	if (kind == WORKER_FREE) {
-		worker_stream_free(ws);
-		return NULL;
-	}
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return NULL;
 	r->id = ws->id;
@@ -289,24 +276,142 @@ worker_run(struct worker_stream *ws, enum worker_kind kind)
 		r->error = 1;
 		if (r->err[0] == '\0')
 			snprintf(r->err, sizeof(r->err), "stream failed");
+	}
+	return r;
+}
+
+static void
+worker_fail(struct worker_stream *ws, struct worker_result *r)
+{
+	ws->failed = 1;
+	r->error = 1;
+}
+
+/* Run a FINISH or FREE job; returns its result, or NULL for FREE. */
+static struct worker_result *
+worker_run(struct worker_stream *ws, enum worker_kind kind)
+{
+	struct worker_result *r;
+	double t0 = worker_now();
+	int rc;
+
+	if (kind == WORKER_FREE) {
+		worker_stream_free(ws);
+		return NULL;
+	}
+	if ((r = worker_prepare(ws, kind)) == NULL || r->error)
 		return r;
-	}
-	rc = kind == WORKER_STEP ? worker_step(ws, r, r->err) :
-	    worker_finish(ws, r, r->err);
-	if (rc != 0) {
-		ws->failed = 1;
-		r->error = 1;
-	}
+	if ((rc = worker_finish(ws, r, r->err)) != 0)
+		worker_fail(ws, r);
 	r->due = !ws->failed && sotto_stream_due(ws->stream);
 	r->compute_s = worker_now() - t0;
 	return r;
 }
 
+/*
+ * STEP jobs of n different streams: each fed at most one step of its
+ * pending audio beyond what the engine holds, then the due ones stepped
+ * as one batch. out[i] is ws[i]'s result (NULL
+ * when out of memory); compute_s is the batch's time per stream stepped.
+ */
+static void
+worker_run_steps(struct worker_stream **ws, int n, struct worker_result **out)
+{
+	struct sotto_stream *due[WORKER_BATCH];
+	struct sotto_stream_update u[WORKER_BATCH];
+	char err[WORKER_BATCH][SOTTO_ERR_MAX];
+	int at[WORKER_BATCH], rc[WORKER_BATCH], k = 0, i, j;
+	double t0 = worker_now(), t;
+
+	for (i = 0; i < n; i++) {
+		size_t step = (size_t)ws[i]->params.step_ms *
+		    SOTTO_SAMPLE_RATE / 1000;
+
+		if ((out[i] = worker_prepare(ws[i], WORKER_STEP)) == NULL ||
+		    out[i]->error)
+			continue;
+		if (!sotto_stream_due(ws[i]->stream) &&
+		    worker_feed(ws[i], step, out[i]->err) != 0) {
+			worker_fail(ws[i], out[i]);
+			continue;
+		}
+		if (sotto_stream_due(ws[i]->stream)) {
+			at[k] = i;
+			due[k++] = ws[i]->stream;
+		}
+	}
+	if (k > 0)
+		sotto_stream_step_many(due, k, u, rc, err);
+	for (j = 0; j < k; j++) {
+		struct worker_result *r = out[at[j]];
+
+		if (rc[j] != 0) {
+			snprintf(r->err, sizeof(r->err), "%s", err[j]);
+			worker_fail(ws[at[j]], r);
+		} else if (worker_copy(r, &u[j]) != 0) {
+			snprintf(r->err, sizeof(r->err), "out of memory");
+			worker_fail(ws[at[j]], r);
+		} else
+			r->stepped = 1;
+	}
+	t = (worker_now() - t0) / (k > 0 ? k : 1);
+	for (i = 0; i < n; i++)
+		if (out[i] != NULL) {
+			out[i]->due = !ws[i]->failed &&
+			    sotto_stream_due(ws[i]->stream);
+			out[i]->compute_s = t;
+		}
+}
+
+/*
+ * With the lock held: the STEP jobs after the head job j that may run
+ * with it (other streams, none with an earlier job queued), taken out of
+ * the queue into batch after j's stream; returns how many in all.
+ */
+static int
+worker_take_steps(struct worker_job *j, struct worker_stream **batch)
+{
+	struct worker_stream *seen[64];
+	struct worker_job *q, *next;
+	int n = 1, n_seen = 1, i, dup;
+
+	batch[0] = seen[0] = j->ws;
+	for (q = TAILQ_FIRST(&worker.jobs); q != NULL && n < WORKER_BATCH &&
+	    n_seen < 64; q = next) {
+		next = TAILQ_NEXT(q, entry);
+		for (i = 0, dup = 0; i < n_seen && !dup; i++)
+			dup = seen[i] == q->ws;
+		if (dup)
+			continue;
+		seen[n_seen++] = q->ws;
+		if (q->kind != WORKER_STEP)
+			continue;
+		TAILQ_REMOVE(&worker.jobs, q, entry);
+		batch[n++] = q->ws;
+		free(q);
+	}
+	return n;
+}
+
+/* With the lock held: queue a result and wake the loop. */
+static void
+worker_done(struct worker_result *r)
+{
+	if (r == NULL)
+		return;
+	if (r->stepped)
+		worker.compute_s = worker.compute_s * 0.9 + r->compute_s * 0.1;
+	TAILQ_INSERT_TAIL(&worker.done, r, entry);
+	event_active(worker.wake, EV_READ, 0);
+}
+
 static void *
 worker_main(void *arg)
 {
+	struct worker_stream *batch[WORKER_BATCH];
+	struct worker_result *r[WORKER_BATCH];
 	struct worker_job *j;
-	struct worker_result *r;
+	int n, i;
 
 	(void)arg;
 	pthread_mutex_lock(&worker.lock);
@@ -316,17 +421,16 @@ worker_main(void *arg)
 		if ((j = TAILQ_FIRST(&worker.jobs)) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
+		n = j->kind == WORKER_STEP ? worker_take_steps(j, batch) : 0;
 		pthread_mutex_unlock(&worker.lock);
-		r = worker_run(j->ws, j->kind);
+		if (n > 0)
+			worker_run_steps(batch, n, r);
+		else
+			r[n++] = worker_run(j->ws, j->kind);
 		free(j);
 		pthread_mutex_lock(&worker.lock);
-		if (r != NULL) {
-			if (r->stepped)
-				worker.compute_s = worker.compute_s * 0.9 +
-				    r->compute_s * 0.1;
-			TAILQ_INSERT_TAIL(&worker.done, r, entry);
-			event_active(worker.wake, EV_READ, 0);
-		}
+		for (i = 0; i < n; i++)
+			worker_done(r[i]);
 	}
 	pthread_mutex_unlock(&worker.lock);
 	return NULL;

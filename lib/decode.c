@@ -345,28 +345,13 @@ task_init(struct task *t, struct sotto_state *st, const struct decode_opts *o)
 	return 0;
 }
 
-int
-decode_window(struct sotto_state *st, const struct decode_opts *o,
-    struct decode_result *ret, char *err)
+/* The chosen sequence of a decoded task into ret, with its text. */
+static int
+task_result(struct task *t, struct decode_result *ret, char *err)
 {
-	const struct seq *best;
-	struct task *t;
+	const struct seq *best = finalize(t);
 	int rc;
 
-	memset(ret, 0, sizeof(*ret));
-	if ((t = malloc(sizeof(*t))) == NULL)
-		return err_set(err, SOTTO_ENOMEM, "out of memory");
-	if (task_init(t, st, o) != 0) {
-		free(t);
-		return err_set(err, SOTTO_EINVAL, "at most %d beams or "
-		    "samples and %d prefix tokens", WHISPER_MAX_BEAMS,
-		    DECODE_SAMPLE_LEN);
-	}
-	if ((rc = prefill(t, err)) != 0 || (rc = main_loop(t, err)) != 0) {
-		free(t);
-		return rc;
-	}
-	best = finalize(t);
 	ret->n_tokens = best->n - t->n_prefix;
 	if (ret->n_tokens > DECODE_SAMPLE_LEN)
 		ret->n_tokens = DECODE_SAMPLE_LEN;
@@ -376,13 +361,126 @@ decode_window(struct sotto_state *st, const struct decode_opts *o,
 	ret->avg_logprob = best->sum_logprob / (float)(best->n -
 	    t->n_prefix + 1);
 	ret->no_speech_prob = t->no_speech_prob;
-	ret->temperature = o->temperature;
-	free(t);
-	if ((rc = tok_decode(st->model->tok, ret->tokens, ret->n_tokens,
+	ret->temperature = t->o->temperature;
+	if ((rc = tok_decode(t->st->model->tok, ret->tokens, ret->n_tokens,
 	    &ret->text, err)) != 0)
 		return rc;
 	ret->compression_ratio = sampler_compression_ratio(ret->text);
 	return 0;
+}
+
+static int
+task_new(struct sotto_state *st, const struct decode_opts *o,
+    struct task **ret, char *err)
+{
+	struct task *t;
+
+	if ((t = malloc(sizeof(*t))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	if (task_init(t, st, o) != 0) {
+		free(t);
+		return err_set(err, SOTTO_EINVAL, "at most %d beams or "
+		    "samples and %d prefix tokens", WHISPER_MAX_BEAMS,
+		    DECODE_SAMPLE_LEN);
+	}
+	*ret = t;
+	return 0;
+}
+
+int
+decode_window(struct sotto_state *st, const struct decode_opts *o,
+    struct decode_result *ret, char *err)
+{
+	struct task *t;
+	int rc;
+
+	memset(ret, 0, sizeof(*ret));
+	if ((rc = task_new(st, o, &t, err)) != 0)
+		return rc;
+	if ((rc = prefill(t, err)) == 0 && (rc = main_loop(t, err)) == 0)
+		rc = task_result(t, ret, err);
+	free(t);
+	return rc;
+}
+
+/* Whether a greedy task is over after its last token. */
+static int
+greedy_over(const struct task *t, int i)
+{
+	return t->seqs[0].done || t->n_initial + i + 1 >
+	    t->st->model->hp.n_text_ctx;
+}
+
+/*
+ * main_loop() of n greedy tasks in lockstep: every step, the tasks that
+ * are not over advance as one batch (decoder_step_many), so the weights
+ * are read once per token for all of them.
+ */
+static int
+main_loop_many(struct task **t, int n, char *err)
+{
+	struct sotto_state *st[WHISPER_MAX_BEAMS];
+	int32_t last[WHISPER_MAX_BEAMS];
+	int live[WHISPER_MAX_BEAMS], n_live = 0, i, j, k, rc;
+	float *logits = t[0]->st->logits;
+
+	for (j = 0; j < n; j++) {
+		update_greedy(t[j], t[j]->st->logits);
+		if (!greedy_over(t[j], 0))
+			live[n_live++] = j;
+	}
+	for (i = 1; i < DECODE_SAMPLE_LEN && n_live > 0; i++) {
+		for (k = 0; k < n_live; k++) {
+			const struct seq *s = &t[live[k]]->seqs[0];
+
+			st[k] = t[live[k]]->st;
+			last[k] = s->tok[s->n - 1];
+		}
+		if ((rc = decoder_step_many(st, last, n_live, logits,
+		    err)) != 0)
+			return rc;
+		for (k = 0, j = 0; k < n_live; k++) {
+			struct task *tk = t[live[k]];
+
+			update_greedy(tk, logits + (size_t)k * tk->n_vocab);
+			if (!greedy_over(tk, i))
+				live[j++] = live[k];
+		}
+		n_live = j;
+	}
+	return 0;
+}
+
+int
+decode_windows(struct sotto_state *const *st, const struct decode_opts *o,
+    int n, struct decode_result *ret, char *err)
+{
+	struct task *t[WHISPER_MAX_BEAMS] = { 0 };
+	int i, rc = 0, batch = n > 1 && n <= WHISPER_MAX_BEAMS;
+
+	for (i = 0; i < n; i++) {
+		memset(&ret[i], 0, sizeof(ret[i]));
+		batch &= o[i].temperature == 0.0f && o[i].beam_size <= 1 &&
+		    st[i]->model == st[0]->model;
+	}
+	if (!batch) {
+		for (i = 0; i < n && rc == 0; i++)
+			rc = decode_window(st[i], &o[i], &ret[i], err);
+		return rc;
+	}
+	for (i = 0; i < n && rc == 0; i++)
+		if ((rc = task_new(st[i], &o[i], &t[i], err)) == 0)
+			rc = prefill(t[i], err);
+	if (rc == 0)
+		rc = main_loop_many(t, n, err);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = task_result(t[i], &ret[i], err);
+	for (i = 0; i < n; i++)
+		free(t[i]);
+	if (rc != 0)
+		for (i = 0; i < n; i++)
+			decode_result_clear(&ret[i]);
+	return rc;
 }
 
 void

@@ -42,6 +42,15 @@ struct decode_result {
 
 int	decode_window(struct sotto_state *, const struct decode_opts *,
 	    struct decode_result *ret, char *err);
+/*
+ * decode_window() for n windows, each in its own state (of one model):
+ * greedy ones (temperature 0, one beam) decode as one batch, a column
+ * per state; others, one after the other. Same results as n calls. On
+ * error every ret is cleared.
+ */
+int	decode_windows(struct sotto_state *const *st,
+	    const struct decode_opts *o, int n, struct decode_result *ret,
+	    char *err);
 void	decode_result_clear(struct decode_result *);
 
 /* Most likely language of the encoded window (multilingual models). */

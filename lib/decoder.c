@@ -7,6 +7,10 @@
  *   decoder_cross_kv().
  * - decoder_step(), the cached-token path: one token per beam, all beams
  *   as the columns of one [C][B] activation, appending to the caches.
+ * - decoder_step_many(), the same for one column of each of several
+ *   states of one model (sottod's streams due together): the products
+ *   and the output head read the weights once for all of them; each
+ *   column attends to its own state's caches and window.
  *
  * Caches are channels-first, [layer][2][d][n_text_ctx] per beam, so a
  * head's keys are a row block with positions contiguous.
@@ -58,6 +62,18 @@ cross_at(const struct sotto_state *st, int layer, int kind)
 
 	return st->cross_kv + ((size_t)layer * 2 + kind) * plane;
 }
+
+/*
+ * The columns of one decoder pass: work holds the activations of all n
+ * columns; columns [col0[o], col0[o + 1]) are beams 0, 1, ... of state
+ * own[o], whose caches and window they attend to.
+ */
+struct cols {
+	struct sotto_state *work;
+	struct sotto_state *const *own;
+	const int *col0;
+	int n_own;
+};
 
 int
 decoder_reserve(struct sotto_state *st, int n_beams, char *err)
@@ -167,40 +183,57 @@ self_attn_prefill(struct sotto_state *st, int layer, int t_n, char *err)
 	return 0;
 }
 
+/* Append column col's K/V (beam b of st) to the caches at st's n_kv. */
+static void
+kv_append(const struct sotto_state *work, struct sotto_state *st, int layer,
+    int n, int col, int b)
+{
+	int d = st->model->hp.n_text_state, ctx = st->model->hp.n_text_ctx, c;
+	float *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
+
+	for (c = 0; c < d; c++) {
+		kc[(size_t)c * ctx + st->n_kv] =
+		    work->dqkv[((size_t)d + c) * n + col];
+		vc[(size_t)c * ctx + st->n_kv] =
+		    work->dqkv[((size_t)2 * d + c) * n + col];
+	}
+}
+
 /*
- * Cached step self-attention: one query per beam at position pos, the
- * (beam, head) pairs shared among the threads when there are enough
- * keys to pay for it (5 beams from position 137 for tiny).
+ * Cached step self-attention: one query per column at its state's
+ * position n_kv, the (column, head) pairs shared among the threads when
+ * there are enough keys to pay for it (5 beams from position 137 for
+ * tiny).
  */
 static void
-self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
+self_attn_step(const struct cols *cs, int layer, int n)
 {
-	const struct sotto_model *m = st->model;
+	struct sotto_state *work = cs->work;
+	const struct sotto_model *m = work->model;
 	int d = m->hp.n_text_state, ctx = m->hp.n_text_ctx;
-	int n_head = m->hp.n_text_head, dh = d / n_head, b, c, w;
+	int n_head = m->hp.n_text_head, dh = d / n_head, o, b, w;
 	float scale = 1.0f / sqrtf((float)dh);
+	int own_of[WHISPER_MAX_BEAMS];
 
-	for (b = 0; b < n_beams; b++) {
-		float *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
-
-		for (c = 0; c < d; c++) {
-			kc[(size_t)c * ctx + pos] =
-			    st->dqkv[((size_t)d + c) * n_beams + b];
-			vc[(size_t)c * ctx + pos] =
-			    st->dqkv[((size_t)2 * d + c) * n_beams + b];
+	for (o = 0; o < cs->n_own; o++)
+		for (b = cs->col0[o]; b < cs->col0[o + 1]; b++) {
+			own_of[b] = o;
+			kv_append(work, cs->own[o], layer, n, b,
+			    b - cs->col0[o]);
 		}
-	}
 	/* each pair has its own ctx floats of dscores for its scores */
 #pragma omp parallel for schedule(static) \
-    if (n_beams * n_head * (pos + 1) >= SELF_PAR_MIN_KEYS)
-	for (w = 0; w < n_beams * n_head; w++) {
-		int bw = w / n_head, h = w % n_head;
+    if (n * n_head * (cs->own[0]->n_kv + 1) >= SELF_PAR_MIN_KEYS)
+	for (w = 0; w < n * n_head; w++) {
+		int col = w / n_head, h = w % n_head, ow = own_of[col];
+		const struct sotto_state *st = cs->own[ow];
+		int beam = col - cs->col0[ow];
 
-		layer_attend(st->dqkv + (size_t)h * dh * n_beams + bw, n_beams,
-		    1, kv_at(st, bw, layer, 0) + (size_t)h * dh * ctx,
-		    kv_at(st, bw, layer, 1) + (size_t)h * dh * ctx, ctx,
-		    pos + 1, dh, scale, st->dattn + (size_t)h * dh * n_beams +
-		    bw, n_beams, st->dscores + (size_t)w * ctx);
+		layer_attend(work->dqkv + (size_t)h * dh * n + col, n, 1,
+		    kv_at(st, beam, layer, 0) + (size_t)h * dh * ctx,
+		    kv_at(st, beam, layer, 1) + (size_t)h * dh * ctx, ctx,
+		    st->n_kv + 1, dh, scale, work->dattn + (size_t)h * dh * n +
+		    col, n, work->dscores + (size_t)w * ctx);
 	}
 }
 
@@ -210,7 +243,8 @@ self_attn_step(struct sotto_state *st, int layer, int n_beams, int pos)
  * sgemm calls cost more in dispatch than in arithmetic.
  */
 static int
-cross_attn(struct sotto_state *st, int layer, int n, char *err)
+cross_attn_own(struct sotto_state *work, struct sotto_state *st, int layer,
+    int n, int c0, int nq, char *err)
 {
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, i, rc;
@@ -218,30 +252,43 @@ cross_attn(struct sotto_state *st, int layer, int n, char *err)
 	const float *k, *v;
 
 	if (st->cross_amx != NULL)
-		return attn_amx_query(st->cross_amx, layer, st->dqkv, n, n,
-		    st->dattn, n, err);
+		return attn_amx_query(st->cross_amx, layer, work->dqkv + c0, n,
+		    nq, work->dattn + c0, n, err);
 	k = cross_at(st, layer, 0);
 	v = cross_at(st, layer, 1);
-	if (n <= WHISPER_MAX_BEAMS) {
+	if (nq <= WHISPER_MAX_BEAMS) {
 		for (h = 0; h < m->hp.n_text_head; h++)
-			layer_attend(st->dqkv + (size_t)h * dh * n, n, n,
-			    k + (size_t)h * dh * LD, v + (size_t)h * dh * LD,
-			    LD, NA, dh, scale, st->dattn + (size_t)h * dh * n, n,
-			    st->dscores);
+			layer_attend(work->dqkv + (size_t)h * dh * n + c0, n,
+			    nq, k + (size_t)h * dh * LD, v + (size_t)h * dh * LD,
+			    LD, NA, dh, scale, work->dattn + (size_t)h * dh *
+			    n + c0, n, work->dscores);
 		return 0;
 	}
+	/* a prompt: one state, all columns */
 	for (h = 0; h < m->hp.n_text_head; h++) {
 		if ((rc = gemm_f32('T', 'N', n, NA, dh, scale,
-		    st->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh * LD,
-		    LD, 0.0f, st->dscores, NA, err)) != 0)
+		    work->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh *
+		    LD, LD, 0.0f, work->dscores, NA, err)) != 0)
 			return rc;
 		for (i = 0; i < n; i++)
-			layer_softmax(st->dscores + (size_t)i * NA, NA);
+			layer_softmax(work->dscores + (size_t)i * NA, NA);
 		if ((rc = gemm_f32('N', 'T', dh, n, NA, 1.0f,
-		    v + (size_t)h * dh * LD, LD, st->dscores, NA, 0.0f,
-		    st->dattn + (size_t)h * dh * n, n, err)) != 0)
+		    v + (size_t)h * dh * LD, LD, work->dscores, NA, 0.0f,
+		    work->dattn + (size_t)h * dh * n, n, err)) != 0)
 			return rc;
 	}
+	return 0;
+}
+
+static int
+cross_attn(const struct cols *cs, int layer, int n, char *err)
+{
+	int o, rc;
+
+	for (o = 0; o < cs->n_own; o++)
+		if ((rc = cross_attn_own(cs->work, cs->own[o], layer, n,
+		    cs->col0[o], cs->col0[o + 1] - cs->col0[o], err)) != 0)
+			return rc;
 	return 0;
 }
 
@@ -260,10 +307,11 @@ project_add(struct sotto_state *st, const struct mat *w, const float *b,
 	return 0;
 }
 
-/* One block over n columns; pos >= 0 means a cached step at pos. */
+/* One block over n columns: a prompt (prefill), or a cached step. */
 static int
-decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
+decoder_layer(const struct cols *cs, int li, int n, int prefill, char *err)
 {
+	struct sotto_state *st = cs->work;
 	const struct sotto_model *m = st->model;
 	const struct dec_layer *l = &m->dec[li];
 	struct gemm *g = m->gemm;
@@ -274,10 +322,10 @@ decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
 		return rc;
 	layer_add_bias(st->dqkv, 3 * d, n, n, l->qkv_b);
 	rc = 0;
-	if (pos < 0)
+	if (prefill)
 		rc = self_attn_prefill(st, li, n, err);
 	else
-		self_attn_step(st, li, n, pos);
+		self_attn_step(cs, li, n);
 	if (rc != 0 || (rc = project_add(st, &l->o, l->o_b, st->dattn, n,
 	    err)) != 0)
 		return rc;
@@ -286,7 +334,7 @@ decoder_layer(struct sotto_state *st, int li, int n, int pos, char *err)
 	if ((rc = gemm_wx(g, &l->cq, st->dh, n, n, st->dqkv, n, 0, err)))
 		return rc;
 	layer_add_bias(st->dqkv, d, n, n, l->cq_b);
-	if ((rc = cross_attn(st, li, n, err)) != 0 ||
+	if ((rc = cross_attn(cs, li, n, err)) != 0 ||
 	    (rc = project_add(st, &l->co, l->co_b, st->dattn, n, err)) != 0)
 		return rc;
 
@@ -323,7 +371,8 @@ decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
     const int *logit_rows, int n_logit_rows, float *logits, char *err)
 {
 	const struct sotto_model *m = st->model;
-	int i, rc;
+	int col0[2] = { 0, n }, i, rc;
+	struct cols cs = { st, &st, col0, 1 };
 
 	if (n < 1 || n > m->hp.n_text_ctx)
 		return err_set(err, SOTTO_EINVAL, "prompt of %d tokens does "
@@ -332,10 +381,27 @@ decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
 		return rc;
 	embed(st, tokens, n, 0, 0, st->dx);
 	for (i = 0; i < m->hp.n_text_layer; i++)
-		if ((rc = decoder_layer(st, i, n, -1, err)) != 0)
+		if ((rc = decoder_layer(&cs, i, n, 1, err)) != 0)
 			return rc;
 	st->n_kv = n;
 	return decoder_logits(st, n, logit_rows, n_logit_rows, logits, err);
+}
+
+/* The layers and the head over the columns of cs, then n_kv + 1. */
+static int
+step_cols(const struct cols *cs, int n, float *logits, char *err)
+{
+	const struct sotto_model *m = cs->work->model;
+	int cols[WHISPER_MAX_BEAMS], i, rc;
+
+	for (i = 0; i < m->hp.n_text_layer; i++)
+		if ((rc = decoder_layer(cs, i, n, 0, err)) != 0)
+			return rc;
+	for (i = 0; i < cs->n_own; i++)
+		cs->own[i]->n_kv++;
+	for (i = 0; i < n; i++)
+		cols[i] = i;
+	return decoder_logits(cs->work, n, cols, n, logits, err);
 }
 
 int
@@ -343,21 +409,61 @@ decoder_step(struct sotto_state *st, const int32_t *tokens, int n_beams,
     float *logits, char *err)
 {
 	const struct sotto_model *m = st->model;
-	int cols[WHISPER_MAX_BEAMS], pos = st->n_kv, i, rc;
+	int col0[2] = { 0, n_beams };
+	struct cols cs = { st, &st, col0, 1 };
 
-	if (pos >= m->hp.n_text_ctx)
+	if (st->n_kv >= m->hp.n_text_ctx)
 		return err_set(err, SOTTO_EINVAL, "decoder context full");
 	if (n_beams > st->kv_beams || n_beams > WHISPER_MAX_BEAMS)
 		return err_set(err, SOTTO_EINVAL, "%d beams without caches",
 		    n_beams);
-	embed(st, tokens, n_beams, pos, 1, st->dx);
-	for (i = 0; i < m->hp.n_text_layer; i++)
-		if ((rc = decoder_layer(st, i, n_beams, pos, err)) != 0)
-			return rc;
-	st->n_kv = pos + 1;
-	for (i = 0; i < n_beams; i++)
-		cols[i] = i;
-	return decoder_logits(st, n_beams, cols, n_beams, logits, err);
+	embed(st, tokens, n_beams, st->n_kv, 1, st->dx);
+	return step_cols(&cs, n_beams, logits, err);
+}
+
+int
+decoder_step_many(struct sotto_state *const *st, const int32_t *tokens,
+    int n, float *logits, char *err)
+{
+	const struct sotto_model *m;
+	struct sotto_state *work;
+	int col0[WHISPER_MAX_BEAMS + 1], d, i, c;
+	struct cols cs;
+
+	if (n < 1 || n > WHISPER_MAX_BEAMS)
+		return err_set(err, SOTTO_EINVAL, "%d states in one decoder "
+		    "step (1 to %d)", n, WHISPER_MAX_BEAMS);
+	work = st[0];
+	m = work->model;
+	d = m->hp.n_text_state;
+	for (i = 0; i < n; i++) {
+		if (st[i]->model != m)
+			return err_set(err, SOTTO_EINVAL, "states of "
+			    "different models in one decoder step");
+		if (st[i]->n_kv >= m->hp.n_text_ctx || st[i]->kv_beams < 1)
+			return err_set(err, SOTTO_EINVAL, "decoder context "
+			    "full or not filled");
+		col0[i] = i;
+	}
+	col0[n] = n;
+	/* column i: state i's token at its own position */
+	for (i = 0; i < n; i++) {
+		const unsigned char *row = m->tok_emb_f16 +
+		    (size_t)tokens[i] * d * 2;
+		const float *pos = m->dec_pos + (size_t)st[i]->n_kv * d;
+
+		for (c = 0; c < d; c++) {
+			_Float16 h;
+
+			memcpy(&h, row + 2 * c, 2);
+			work->dx[(size_t)c * n + i] = (float)h + pos[c];
+		}
+	}
+	cs.work = work;
+	cs.own = st;
+	cs.col0 = col0;
+	cs.n_own = n;
+	return step_cols(&cs, n, logits, err);
 }
 
 /* Copy the filled part of beam src's caches into beam dst of out. */

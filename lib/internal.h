@@ -179,6 +179,13 @@ int	decoder_prefill(struct sotto_state *, const int32_t *tokens, int n,
 	    const int *logit_rows, int n_logit_rows, float *logits, char *err);
 int	decoder_step(struct sotto_state *, const int32_t *tokens, int n_beams,
 	    float *logits, char *err);
+/*
+ * One cached step of beam 0 of each of n states of one model (n at most
+ * WHISPER_MAX_BEAMS), as one batch; st[0]'s buffers hold the activations
+ * and logits is [n][n_vocab]. The same logits as n decoder_step calls.
+ */
+int	decoder_step_many(struct sotto_state *const *st,
+	    const int32_t *tokens, int n, float *logits, char *err);
 int	decoder_reserve(struct sotto_state *, int n_beams, char *err);
 int	decoder_fork(struct sotto_state *, int n_beams);
 int	decoder_reorder(struct sotto_state *, const int *source, int n_beams);

@@ -242,41 +242,57 @@ detect(struct sotto_stream *s, size_t n, int final, char *err)
 }
 
 /*
- * Decode the encoded window, the text before it as the prompt; with
- * forced, the committed tokens in the window are forced as the prefix
- * (and the prompt shortened to leave them room).
+ * The options to decode the encoded window, the text before it as the
+ * prompt; with forced, the committed tokens in the window are forced as
+ * the prefix (and the prompt shortened to leave them room).
  */
-static int
-decode(struct sotto_stream *s, struct decode_result *res, int forced,
-    char *err)
+static void
+decode_setup(struct sotto_stream *s, int forced, struct decode_opts *o)
 {
-	struct decode_opts o = { 0 };
-	int keep = forced ? DECODE_MAX_PROMPT - s->n_prefix : s->n_history, rc;
+	int keep = forced ? DECODE_MAX_PROMPT - s->n_prefix : s->n_history;
 
 	if (keep > s->n_history)
 		keep = s->n_history;
 	if (keep < 0)
 		keep = 0;
-	o.prompt = s->history + s->n_history - keep;
-	o.n_prompt = keep;
+	memset(o, 0, sizeof(*o));
+	o->prompt = s->history + s->n_history - keep;
+	o->n_prompt = keep;
 	if (forced) {
-		o.prefix = s->prefix;
-		o.n_prefix = s->n_prefix;
+		o->prefix = s->prefix;
+		o->n_prefix = s->n_prefix;
 	}
-	o.language = s->language;
-	o.task = s->p.task;
-	o.beam_size = s->p.beam_size;
-	o.best_of = 1;
-	o.patience = 1.0f;
-	o.rng = &s->rng;
+	o->language = s->language;
+	o->task = s->p.task;
+	o->beam_size = s->p.beam_size;
+	o->best_of = 1;
+	o->patience = 1.0f;
+	o->rng = &s->rng;
+}
+
+/* A repetition loop: decode once more without the previous text. */
+static int
+decode_retry(struct sotto_stream *s, struct decode_opts *o,
+    struct decode_result *res, char *err)
+{
+	if (res->compression_ratio <= STREAM_COMPRESSION || o->n_prompt == 0)
+		return 0;
+	decode_result_clear(res);
+	o->n_prompt = 0;
+	return decode_window(s->st, o, res, err);
+}
+
+static int
+decode(struct sotto_stream *s, struct decode_result *res, int forced,
+    char *err)
+{
+	struct decode_opts o;
+	int rc;
+
+	decode_setup(s, forced, &o);
 	if ((rc = decode_window(s->st, &o, res, err)) != 0)
 		return rc;
-	if (res->compression_ratio <= STREAM_COMPRESSION || keep == 0)
-		return 0;
-	/* A repetition loop: try once without the previous text. */
-	decode_result_clear(res);
-	o.n_prompt = 0;
-	return decode_window(s->st, &o, res, err);
+	return decode_retry(s, &o, res, err);
 }
 
 /*
@@ -373,16 +389,17 @@ advance(struct sotto_stream *s, size_t n, int final, char *err)
 }
 
 /*
- * Decode the first (at most 30 s) of the pending audio and commit: the
- * agreed part, or with final all of it.
+ * A window up to its decode: the first (at most 30 s) of the pending
+ * audio, skipped when silent, else encoded; *need says whether it is to
+ * be decoded (then window_end commits).
  */
 static int
-run_window(struct sotto_stream *s, int final, char *err)
+window_begin(struct sotto_stream *s, int final, int *need, char *err)
 {
-	struct decode_result res = { 0 };
 	size_t n = s->n_pcm < WHISPER_N_SAMPLES ? s->n_pcm : WHISPER_N_SAMPLES;
-	int p, rc;
+	int rc;
 
+	*need = 0;
 	s->n_win = n;
 	if (n == 0)
 		return 0;
@@ -394,24 +411,47 @@ run_window(struct sotto_stream *s, int final, char *err)
 	}
 	if ((rc = encode(s, n, err)) != 0 ||
 	    (rc = detect(s, n, final, err)) != 0)
-		goto out;
-	p = 0;
-	if ((rc = final ? decode_last(s, &res, &p, err) :
-	    decode(s, &res, 1, err)) != 0)
-		goto out;
+		return rc;
+	*need = 1;
+	return 0;
+}
+
+/*
+ * A decoded window (res, its new tokens from p on): the agreed part
+ * committed, or with final all of it; then the window moves.
+ */
+static int
+window_end(struct sotto_stream *s, int final, struct decode_result *res,
+    int p, char *err)
+{
+	size_t n = s->n_win;
+	int rc;
+
 	if (!has_context(s))
-		p += stream_repeat(s, res.tokens + p, res.n_tokens - p);
-	if (no_speech(&res)) {
+		p += stream_repeat(s, res->tokens + p, res->n_tokens - p);
+	if (no_speech(res)) {
 		skip_silence(s, n);
-		res.n_tokens = p = 0;
+		res->n_tokens = p = 0;
 		if (!has_context(s) && !final)
-			goto out;
+			return 0;
 	}
-	if ((rc = stream_commit(s, res.tokens + p, res.n_tokens - p, final,
+	if ((rc = stream_commit(s, res->tokens + p, res->n_tokens - p, final,
 	    err)) != 0)
-		goto out;
-	rc = advance(s, n, final, err);
-out:
+		return rc;
+	return advance(s, n, final, err);
+}
+
+static int
+run_window(struct sotto_stream *s, int final, char *err)
+{
+	struct decode_result res = { 0 };
+	int need, p = 0, rc;
+
+	if ((rc = window_begin(s, final, &need, err)) != 0 || !need)
+		return rc;
+	rc = final ? decode_last(s, &res, &p, err) : decode(s, &res, 1, err);
+	if (rc == 0)
+		rc = window_end(s, final, &res, p, err);
 	decode_result_clear(&res);
 	return rc;
 }
@@ -447,6 +487,72 @@ sotto_stream_step(struct sotto_stream *s, struct sotto_stream_update *ret,
 	}
 	fill_update(s, ret);
 	return rc;
+}
+
+/*
+ * Up to WHISPER_MAX_BEAMS streams of sotto_stream_step_many: each up to
+ * its decode, the decodes as one batch, then each to its update.
+ */
+static int
+step_group(struct sotto_stream *const *s, int n,
+    struct sotto_stream_update *ret, int *rc, char (*err)[SOTTO_ERR_MAX])
+{
+	struct sotto_state *st[WHISPER_MAX_BEAMS];
+	struct decode_opts o[WHISPER_MAX_BEAMS];
+	struct decode_result res[WHISPER_MAX_BEAMS];
+	int at[WHISPER_MAX_BEAMS], k = 0, i, j, need, brc, failed = 0;
+	char berr[SOTTO_ERR_MAX];
+
+	for (i = 0; i < n; i++) {
+		err[i][0] = '\0';
+		stream_commit_reset(s[i]);
+		if (s[i]->finished) {
+			rc[i] = err_set(err[i], SOTTO_EINVAL, "the stream is "
+			    "finished");
+			continue;
+		}
+		rc[i] = 0;
+		if (s[i]->received == s[i]->stepped && s[i]->hyp_valid)
+			continue;
+		s[i]->stepped = s[i]->received;
+		if ((rc[i] = window_begin(s[i], 0, &need, err[i])) == 0 &&
+		    need) {
+			decode_setup(s[i], 1, &o[k]);
+			st[k] = s[i]->st;
+			at[k++] = i;
+		}
+	}
+	brc = k > 0 ? decode_windows(st, o, k, res, berr) : 0;
+	for (j = 0; j < k; j++) {
+		i = at[j];
+		if (brc != 0) {
+			rc[i] = err_set(err[i], brc, "%s", berr);
+			continue;
+		}
+		if ((rc[i] = decode_retry(s[i], &o[j], &res[j], err[i])) == 0)
+			rc[i] = window_end(s[i], 0, &res[j], 0, err[i]);
+		decode_result_clear(&res[j]);
+	}
+	for (i = 0; i < n; i++) {
+		if (rc[i] == 0)
+			rc[i] = stream_commit_partial(s[i], err[i]);
+		fill_update(s[i], &ret[i]);
+		failed += rc[i] != 0;
+	}
+	return failed;
+}
+
+int
+sotto_stream_step_many(struct sotto_stream *const *s, int n,
+    struct sotto_stream_update *ret, int *rc, char (*err)[SOTTO_ERR_MAX])
+{
+	int i, m, failed = 0;
+
+	for (i = 0; i < n; i += m) {
+		m = n - i < WHISPER_MAX_BEAMS ? n - i : WHISPER_MAX_BEAMS;
+		failed += step_group(s + i, m, ret + i, rc + i, err + i);
+	}
+	return failed;
 }
 
 /*

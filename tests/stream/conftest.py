@@ -53,11 +53,13 @@ def _need(path: Path, what: str) -> None:
 
 def run_driver(source, step_ms: int, stdin: bytes | None = None,
                extra: tuple = ()) -> list[dict]:
-    """Events of the driver on a file (or raw s16le stdin with source '-')."""
+    """Events of the driver on a file (or raw s16le stdin with source '-';
+    a list of files with extra -B or -S)."""
     _need(DRIVER, "stream driver")
     _need(MODEL, "model")
+    sources = source if isinstance(source, list) else [source]
     cmd = [str(DRIVER), "-t", THREADS, "-s", str(step_ms), *extra,
-           str(MODEL), str(source)]
+           str(MODEL), *map(str, sources)]
     cp = subprocess.run(cmd, input=stdin if stdin is not None else b"",
                         capture_output=True, timeout=900)
     if cp.returncode != 0:

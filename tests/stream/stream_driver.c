@@ -4,6 +4,7 @@
  *
  *	stream-driver [-s step_ms] [-c chunk_ms] [-l lang] [-b beams]
  *	    [-t threads] [-r] MODEL.gguf FILE|-
+ *	stream-driver -B [options] MODEL.gguf FILE...
  *
  * FILE is anything libsndfile reads (resampled to 16 kHz mono), or "-"
  * for raw s16le 16 kHz mono on standard input. Audio goes in chunk_ms
@@ -14,6 +15,13 @@
  *	{"type":"partial","text":T,"start":S,"end":E,"audio_time":A}
  *	{"type":"step","audio_time":A,"compute_ms":M,"finish":0|1}
  * audio_time is the seconds of audio pushed when the event was made.
+ *
+ * With -B every FILE is a stream of its own, fed in lockstep (a chunk
+ * to each in turn), and the streams due after a round step together
+ * through sotto_stream_step_many() (sottod's batching); each event has
+ * "stream": the index of its FILE. A stream whose audio ends finishes.
+ * -S is -B with the due streams stepped one at a time instead. A step
+ * event's compute_ms is the time of its whole round.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -27,10 +35,12 @@
 #include "audio.h"
 #include "sotto.h"
 
+enum { MANY_NO, MANY_BATCH, MANY_SERIAL };	/* opts.many: -B, -S */
+
 struct opts {
 	struct sotto_stream_params sp;
 	struct sotto_model_params mp;
-	int chunk_ms, realtime;
+	int chunk_ms, realtime, many;
 };
 
 static double
@@ -50,7 +60,17 @@ print_event(json_object *o)
 }
 
 static void
-print_update(const struct sotto_stream_update *u, double ms, int fin)
+print_event_of(json_object *o, int stream)
+{
+	if (stream >= 0)
+		json_object_object_add(o, "stream",
+		    json_object_new_int(stream));
+	print_event(o);
+}
+
+static void
+print_update(const struct sotto_stream_update *u, double ms, int fin,
+    int stream)
 {
 	json_object *o;
 	int i;
@@ -68,7 +88,7 @@ print_update(const struct sotto_stream_update *u, double ms, int fin)
 		    json_object_new_string(u->finals[i].text));
 		json_object_object_add(o, "audio_time",
 		    json_object_new_double(u->audio_time));
-		print_event(o);
+		print_event_of(o, stream);
 	}
 	o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("partial"));
@@ -78,14 +98,14 @@ print_update(const struct sotto_stream_update *u, double ms, int fin)
 	json_object_object_add(o, "end", json_object_new_double(u->partial_end));
 	json_object_object_add(o, "audio_time",
 	    json_object_new_double(u->audio_time));
-	print_event(o);
+	print_event_of(o, stream);
 	o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("step"));
 	json_object_object_add(o, "audio_time",
 	    json_object_new_double(u->audio_time));
 	json_object_object_add(o, "compute_ms", json_object_new_double(ms));
 	json_object_object_add(o, "finish", json_object_new_int(fin));
-	print_event(o);
+	print_event_of(o, stream);
 	fflush(stdout);
 }
 
@@ -134,15 +154,81 @@ run(struct sotto_stream *s, const float *pcm, size_t n, const struct opts *o)
 		t = now();
 		if (sotto_stream_step(s, &u, err) != 0)
 			goto fail;
-		print_update(&u, (now() - t) * 1e3, 0);
+		print_update(&u, (now() - t) * 1e3, 0, -1);
 	}
 	t = now();
 	if (sotto_stream_finish(s, &u, err) != 0)
 		goto fail;
-	print_update(&u, (now() - t) * 1e3, 1);
+	print_update(&u, (now() - t) * 1e3, 1, -1);
 	return 0;
 fail:
 	fprintf(stderr, "stream-driver: %s\n", err);
+	return 1;
+}
+
+/* One stream per file, stepped together (-B). */
+struct many {
+	struct sotto_stream *s[64];
+	float *pcm[64];
+	size_t n[64], off[64];
+	int count;
+};
+
+static int
+run_many(struct many *mm, const struct opts *o)
+{
+	struct sotto_stream_update u[64];
+	struct sotto_stream *due[64];
+	int idx[64], rc[64], live = mm->count, i, k;
+	char err[64][SOTTO_ERR_MAX];
+	size_t chunk = (size_t)o->chunk_ms * 16, c;
+	double t;
+
+	while (live > 0) {
+		for (i = 0, k = 0; i < mm->count; i++) {
+			if (mm->s[i] == NULL)
+				continue;
+			c = mm->n[i] - mm->off[i] < chunk ?
+			    mm->n[i] - mm->off[i] : chunk;
+			if (sotto_stream_push(mm->s[i], mm->pcm[i] +
+			    mm->off[i], c, err[0]) != 0)
+				goto fail;
+			mm->off[i] += c;
+			if (sotto_stream_due(mm->s[i])) {
+				idx[k] = i;
+				due[k++] = mm->s[i];
+			}
+		}
+		t = now();
+		if (o->many == MANY_SERIAL)	/* for comparison */
+			for (i = 0; i < k; i++)
+				rc[i] = sotto_stream_step(due[i], &u[i],
+				    err[i]);
+		else if (k > 0)
+			sotto_stream_step_many(due, k, u, rc, err);
+		for (i = 0; i < k; i++)
+			if (rc[i] != 0) {
+				fprintf(stderr, "stream-driver: %s\n", err[i]);
+				return 1;
+			}
+		t = (now() - t) * 1e3;	/* the round's time, for each */
+		for (i = 0; i < k; i++)
+			print_update(&u[i], t, 0, idx[i]);
+		for (i = 0; i < mm->count; i++) {
+			if (mm->s[i] == NULL || mm->off[i] < mm->n[i])
+				continue;
+			t = now();
+			if (sotto_stream_finish(mm->s[i], &u[0], err[0]) != 0)
+				goto fail;
+			print_update(&u[0], (now() - t) * 1e3, 1, i);
+			sotto_stream_free(mm->s[i]);
+			mm->s[i] = NULL;
+			live--;
+		}
+	}
+	return 0;
+fail:
+	fprintf(stderr, "stream-driver: %s\n", err[0]);
 	return 1;
 }
 
@@ -155,7 +241,8 @@ parse(int argc, char **argv, struct opts *o)
 	sotto_model_params_init(&o->mp);
 	o->chunk_ms = 100;
 	o->realtime = 0;
-	while ((c = getopt(argc, argv, "s:c:l:b:t:r")) != -1) {
+	o->many = 0;
+	while ((c = getopt(argc, argv, "s:c:l:b:t:rBS")) != -1) {
 		switch (c) {
 		case 's': o->sp.step_ms = atoi(optarg); break;
 		case 'c': o->chunk_ms = atoi(optarg); break;
@@ -163,12 +250,48 @@ parse(int argc, char **argv, struct opts *o)
 		case 'b': o->sp.beam_size = atoi(optarg); break;
 		case 't': o->mp.threads = atoi(optarg); break;
 		case 'r': o->realtime = 1; break;
+		case 'B': o->many = MANY_BATCH; break;
+		case 'S': o->many = MANY_SERIAL; break;
 		default: return -1;
 		}
 	}
-	if (argc - optind != 2 || o->chunk_ms < 1)
+	if (o->chunk_ms < 1 || (o->many ? argc - optind < 2 ||
+	    argc - optind > 65 : argc - optind != 2))
 		return -1;
 	return optind;
+}
+
+static int
+main_many(int argc, char **argv, int i, const struct opts *o)
+{
+	struct sotto_model *m;
+	struct many mm = { 0 };
+	char err[SOTTO_ERR_MAX];
+	int f, rc = 1;
+
+	if (sotto_model_load(argv[i], &o->mp, &m, err) != 0) {
+		fprintf(stderr, "stream-driver: %s\n", err);
+		return 3;
+	}
+	for (f = i + 1; f < argc; f++, mm.count++) {
+		snprintf(err, sizeof(err), "out of memory");
+		if (audio_read_file(argv[f], &mm.pcm[mm.count],
+		    &mm.n[mm.count], err, sizeof(err)) != 0 ||
+		    sotto_stream_new(m, &o->sp, &mm.s[mm.count], err) != 0) {
+			fprintf(stderr, "stream-driver: %s: %s\n", argv[f],
+			    err);
+			mm.count++;
+			goto out;
+		}
+	}
+	rc = run_many(&mm, o);
+out:
+	for (f = 0; f < mm.count; f++) {
+		sotto_stream_free(mm.s[f]);
+		free(mm.pcm[f]);
+	}
+	sotto_model_free(m);
+	return rc;
 }
 
 int
@@ -184,9 +307,12 @@ main(int argc, char **argv)
 
 	if ((i = parse(argc, argv, &o)) < 0) {
 		fprintf(stderr, "usage: stream-driver [-s step_ms] [-c chunk_ms]"
-		    " [-l lang] [-b beams] [-t threads] [-r] MODEL FILE|-\n");
+		    " [-l lang] [-b beams] [-t threads] [-r] MODEL FILE|-\n"
+		    "       stream-driver -B|-S [options] MODEL FILE...\n");
 		return 2;
 	}
+	if (o.many)
+		return main_many(argc, argv, i, &o);
 	snprintf(err, sizeof(err), "out of memory");
 	if (strcmp(argv[i + 1], "-") == 0 ? read_raw(&pcm, &n) != 0 :
 	    audio_read_file(argv[i + 1], &pcm, &n, err, sizeof(err)) != 0) {

@@ -11,7 +11,9 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
   yields the speech once;
 - final ids go up by one, times never go back;
 - latency (audio time when a word became final minus its estimated end),
-  p50/p95, in the report section of the output.
+  p50/p95, in the report section of the output;
+- streams stepped together (sotto_stream_step_many, sottod's batching)
+  report exactly what each stepped alone reports.
 """
 
 from __future__ import annotations
@@ -202,3 +204,36 @@ def test_silence_no_text(kind):
     report(f"silence ({kind}, 10 s): {len(comp)} steps, max step "
            f"{max(comp):.1f} ms (energy gate)")
     assert max(comp) < 50, "silent steps should skip the encoder"
+
+
+def test_step_many_same_as_alone():
+    """Four streams in lockstep: stepped as one batch (-B) and one at a
+    time (-S), every event equal; the decoder time of both is reported."""
+    files = [AUDIO_DIR / f for f in (
+        "jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav",
+        "sense_and_sensibility_01_austen_64kb-0920.wav", "mfa_thoughts.wav")]
+    batch = run_driver(files, FINE_STEP_MS, extra=("-B",))
+    alone = run_driver(files, FINE_STEP_MS, extra=("-S",))
+
+    def events(evs, i):
+        return [{k: v for k, v in e.items() if k not in ("compute_ms", "stream")}
+                for e in evs if e["stream"] == i]
+
+    for i, f in enumerate(files):
+        assert finals(events(alone, i)), f"{f.name}: no finals"
+        assert events(batch, i) == events(alone, i), f"{f.name} differs when batched"
+
+    def step_s(evs):
+        # each stream of a round reports the round's time
+        total, last = 0.0, None
+        for e in steps(evs):
+            if e["finish"]:
+                last = None
+            elif e["compute_ms"] != last:
+                total += e["compute_ms"]
+                last = e["compute_ms"]
+        return total / 1e3
+
+    report(f"4 streams in lockstep, {FINE_STEP_MS} ms steps: all steps took "
+           f"{step_s(batch):.2f} s batched, {step_s(alone):.2f} s one at a "
+           f"time; same events")
