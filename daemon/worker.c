@@ -311,8 +311,8 @@ worker_run(struct worker_stream *ws, enum worker_kind kind)
 /*
  * STEP jobs of n different streams: each fed at most one step of its
  * pending audio beyond what the engine holds, then the due ones stepped
- * as one batch. out[i] is ws[i]'s result (NULL
- * when out of memory); compute_s is the batch's time per stream stepped.
+ * as one batch. out[i] is ws[i]'s result (NULL when out of memory);
+ * compute_s is the batch's time per stream stepped.
  */
 static void
 worker_run_steps(struct worker_stream **ws, int n, struct worker_result **out)

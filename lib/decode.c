@@ -279,6 +279,13 @@ prefill(struct task *t, char *err)
 	return decoder_fork(st, t->n_group);
 }
 
+/* Whether the context has no room for a step after step i. */
+static int
+context_full(const struct task *t, int i)
+{
+	return t->n_initial + i + 1 > t->st->model->hp.n_text_ctx;
+}
+
 static int
 main_loop(struct task *t, char *err)
 {
@@ -302,8 +309,7 @@ main_loop(struct task *t, char *err)
 			for (b = 0, all_done = 1; b < t->n_group; b++)
 				all_done &= t->seqs[b].done;
 		}
-		if (all_done || t->n_initial + i + 1 >
-		    t->st->model->hp.n_text_ctx)
+		if (all_done || context_full(t, i))
 			break;
 	}
 	return 0;
@@ -403,12 +409,11 @@ decode_window(struct sotto_state *st, const struct decode_opts *o,
 	return rc;
 }
 
-/* Whether a greedy task is over after its last token. */
+/* Whether a greedy task is over after its token of step i. */
 static int
 greedy_over(const struct task *t, int i)
 {
-	return t->seqs[0].done || t->n_initial + i + 1 >
-	    t->st->model->hp.n_text_ctx;
+	return t->seqs[0].done || context_full(t, i);
 }
 
 /*

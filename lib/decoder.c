@@ -124,27 +124,34 @@ decoder_cross_kv(struct sotto_state *st, char *err)
 	return 0;
 }
 
+/* x[:, j] (rows n apart) = embedding of token + position pos. */
+static void
+embed_col(const struct sotto_model *m, int32_t token, int pos, float *x,
+    int n, int j)
+{
+	const unsigned char *row = m->tok_emb_f16 +
+	    (size_t)token * m->hp.n_text_state * 2;
+	const float *p = m->dec_pos + (size_t)pos * m->hp.n_text_state;
+	int c;
+
+	for (c = 0; c < m->hp.n_text_state; c++) {
+		_Float16 h;
+
+		memcpy(&h, row + 2 * c, 2);
+		x[(size_t)c * n + j] = (float)h + p[c];
+	}
+}
+
 /* x[:, j] = token embedding + position pos0 + j (or pos0 for every beam). */
 static void
 embed(const struct sotto_state *st, const int32_t *tokens, int n, int pos0,
     int same_pos, float *x)
 {
-	const struct sotto_model *m = st->model;
-	const unsigned char *emb = m->tok_emb_f16;
-	int d = m->hp.n_text_state, j, c;
+	int j;
 
-	for (j = 0; j < n; j++) {
-		const unsigned char *row = emb + (size_t)tokens[j] * d * 2;
-		const float *pos = m->dec_pos +
-		    (size_t)(same_pos ? pos0 : pos0 + j) * d;
-
-		for (c = 0; c < d; c++) {
-			_Float16 h;
-
-			memcpy(&h, row + 2 * c, 2);
-			x[(size_t)c * n + j] = (float)h + pos[c];
-		}
-	}
+	for (j = 0; j < n; j++)
+		embed_col(st->model, tokens[j], same_pos ? pos0 : pos0 + j, x,
+		    n, j);
 }
 
 /* Prefill self-attention: T queries, causal, over beam 0's cache. */
@@ -427,7 +434,7 @@ decoder_step_many(struct sotto_state *const *st, const int32_t *tokens,
 {
 	const struct sotto_model *m;
 	struct sotto_state *work;
-	int col0[WHISPER_MAX_BEAMS + 1], d, i, c;
+	int col0[WHISPER_MAX_BEAMS + 1], i;
 	struct cols cs;
 
 	if (n < 1 || n > WHISPER_MAX_BEAMS)
@@ -435,7 +442,6 @@ decoder_step_many(struct sotto_state *const *st, const int32_t *tokens,
 		    "step (1 to %d)", n, WHISPER_MAX_BEAMS);
 	work = st[0];
 	m = work->model;
-	d = m->hp.n_text_state;
 	for (i = 0; i < n; i++) {
 		if (st[i]->model != m)
 			return err_set(err, SOTTO_EINVAL, "states of "
@@ -447,18 +453,8 @@ decoder_step_many(struct sotto_state *const *st, const int32_t *tokens,
 	}
 	col0[n] = n;
 	/* column i: state i's token at its own position */
-	for (i = 0; i < n; i++) {
-		const unsigned char *row = m->tok_emb_f16 +
-		    (size_t)tokens[i] * d * 2;
-		const float *pos = m->dec_pos + (size_t)st[i]->n_kv * d;
-
-		for (c = 0; c < d; c++) {
-			_Float16 h;
-
-			memcpy(&h, row + 2 * c, 2);
-			work->dx[(size_t)c * n + i] = (float)h + pos[c];
-		}
-	}
+	for (i = 0; i < n; i++)
+		embed_col(m, tokens[i], st[i]->n_kv, work->dx, n, i);
 	cs.work = work;
 	cs.own = st;
 	cs.col0 = col0;

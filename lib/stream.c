@@ -469,29 +469,10 @@ fill_update(struct sotto_stream *s, struct sotto_stream_update *u)
 	u->audio_time = (double)s->received / SOTTO_SAMPLE_RATE;
 }
 
-int
-sotto_stream_step(struct sotto_stream *s, struct sotto_stream_update *ret,
-    char *err)
-{
-	int rc;
-
-	stream_commit_reset(s);
-	if (s->finished)
-		rc = err_set(err, SOTTO_EINVAL, "the stream is finished");
-	else if (s->received == s->stepped && s->hyp_valid)
-		rc = stream_commit_partial(s, err);
-	else {
-		s->stepped = s->received;
-		if ((rc = run_window(s, 0, err)) == 0)
-			rc = stream_commit_partial(s, err);
-	}
-	fill_update(s, ret);
-	return rc;
-}
-
 /*
- * Up to WHISPER_MAX_BEAMS streams of sotto_stream_step_many: each up to
- * its decode, the decodes as one batch, then each to its update.
+ * sotto_stream_step() of up to WHISPER_MAX_BEAMS streams: each up to its
+ * decode, the decodes as one batch (one stream: decode_window), then
+ * each to its update.
  */
 static int
 step_group(struct sotto_stream *const *s, int n,
@@ -540,6 +521,19 @@ step_group(struct sotto_stream *const *s, int n,
 		failed += rc[i] != 0;
 	}
 	return failed;
+}
+
+int
+sotto_stream_step(struct sotto_stream *s, struct sotto_stream_update *ret,
+    char *err)
+{
+	char e[1][SOTTO_ERR_MAX];
+	int rc;
+
+	step_group(&s, 1, ret, &rc, e);
+	if (rc != 0 && err != NULL)
+		memcpy(err, e[0], SOTTO_ERR_MAX);
+	return rc;
 }
 
 int
