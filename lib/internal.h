@@ -115,7 +115,7 @@ struct sotto_model {
 	/* decoder */
 	struct mat tok_emb;		/* [n_vocab][d], also the output head
 					   (empty when head is set) */
-	struct logits_head *head;	/* owned; int8 output head, or NULL */
+	struct logits_head *head;	/* owned; 4-bit output head, or NULL */
 	const void *tok_emb_f16;	/* [n_vocab][d] F16 in the mapping, for
 				   exact embedding lookups */
 	const float *dec_pos;		/* [n_text_ctx][d] */

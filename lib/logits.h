@@ -1,5 +1,5 @@
 /*
- * The decoder's output head from int8 estimates plus exact rescoring of
+ * The decoder's output head from 4-bit estimates plus exact rescoring of
  * the top of each column (logits.c). Used by bf16 models on AMX; fp32
  * models keep the exact product.
  */
@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define LOGITS_EXACT	64	/* logits per column recomputed exactly */
+#define LOGITS_MAX_D	1280	/* widest model (large) */
 #define LOGITS_SCRATCH(d)	((size_t)(d) * 16)	/* bytes */
 
 struct logits_head;
