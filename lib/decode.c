@@ -105,8 +105,8 @@ update_greedy(struct task *t, float *logits)
 		else
 			tok = sampler_draw(row, t->n_vocab, t->o->temperature,
 			    t->o->rng, lp);
-		sampler_log_softmax(row, t->n_vocab, lp);
-		s->sum_logprob += lp[tok];
+		/* log_softmax(row)[tok], without writing the other n_vocab */
+		s->sum_logprob += row[tok] - layer_logsumexp(row, t->n_vocab);
 		s->tok[s->n++] = tok;
 		s->done = tok == t->sp->eot;
 	}

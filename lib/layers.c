@@ -244,16 +244,25 @@ layer_to_bf16(const float *x, uint16_t *y, size_t n)
 	}
 }
 
-/* log(sum(exp(x))) of n values; -inf entries count as zero. */
 CLONES float
-layer_logsumexp(const float *x, int n)
+layer_max(const float *x, int n)
 {
-	float max = -INFINITY, sum = 0.0f;
+	float max = -INFINITY;
 	int i;
 
 #pragma omp simd reduction(max:max)
 	for (i = 0; i < n; i++)
 		max = x[i] > max ? x[i] : max;
+	return max;
+}
+
+/* log(sum(exp(x))) of n values; -inf entries count as zero. */
+CLONES float
+layer_logsumexp(const float *x, int n)
+{
+	float max = layer_max(x, n), sum = 0.0f;
+	int i;
+
 	if (max == -INFINITY)
 		return max;
 #pragma omp simd reduction(+:sum)

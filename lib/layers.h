@@ -41,6 +41,9 @@ void	layer_attend(const float *q, int ldq, int nq, const float *k,
 	    const float *v, int ldk, int n, int dh, float scale, float *out,
 	    int ldo, float *p);
 
+/* The largest of n values (-inf for none). */
+float	layer_max(const float *x, int n);
+
 /* log(sum(exp(x))); -inf entries count as zero. */
 float	layer_logsumexp(const float *x, int n);
 

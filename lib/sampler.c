@@ -72,11 +72,9 @@ timestamp_rules(const struct sampler_rules *r, const struct tok_specials *sp,
 static void
 timestamp_vs_text(const struct tok_specials *sp, int n_vocab, float *logits)
 {
-	int tb = sp->timestamp_begin, i;
-	float max_text = -INFINITY, ts;
+	int tb = sp->timestamp_begin;
+	float max_text = layer_max(logits, tb), ts;
 
-	for (i = 0; i < tb; i++)
-		max_text = logits[i] > max_text ? logits[i] : max_text;
 	ts = layer_logsumexp(logits + tb, n_vocab - tb);
 	if (ts != -INFINITY && ts > max_text)
 		fill(logits, 0, tb);
@@ -105,15 +103,17 @@ sampler_log_softmax(const float *x, int n, float *out)
 	layer_sub(x, layer_logsumexp(x, n), out, n);
 }
 
+/* The first index of the largest value: a vector max, then a search. */
 int
 sampler_argmax(const float *x, int n)
 {
-	int i, best = 0;
+	float max = layer_max(x, n);
+	int i;
 
-	for (i = 1; i < n; i++)
-		if (x[i] > x[best])
-			best = i;
-	return best;
+	for (i = 0; i < n; i++)
+		if (x[i] == max)
+			return i;
+	return 0;
 }
 
 void
