@@ -165,17 +165,23 @@ pack_rows(const float *x, int ldx, int k, int j0, int n, int N,
 #define TILE_A	1
 #define TILE_B	2
 
-static void
+AMX_TARGET static void
 pack_tiles(const float *x, int ldx, int k, int j0, int n, uint16_t *xv)
 {
-	int kk, j;
+	__mmask16 m = lanes16(0, n);
+	int kk;
 
-	for (kk = 0; kk < k; kk++) {
-		uint16_t *o = xv + (size_t)(kk / 2) * 32 + kk % 2;
+	/* a vector pass: the scalar one was 6 us of a 40 us product */
+	for (kk = 0; kk < k; kk += 2) {
+		__mmask16 mb = kk + 1 < k ? m : 0;
+		__m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(
+		    _mm512_maskz_loadu_ps(m, x + (size_t)kk * ldx + j0)));
+		__m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(
+		    _mm512_maskz_loadu_ps(mb, x + (size_t)(kk + 1) * ldx +
+		    j0)));
 
-		for (j = 0; j < 16; j++)
-			o[2 * j] = j < n ?
-			    bf16_round(x[(size_t)kk * ldx + j0 + j]) : 0;
+		_mm512_storeu_si512(xv + (size_t)(kk / 2) * 32,
+		    _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
 	}
 }
 
