@@ -20,12 +20,15 @@
 #include <stdlib.h>
 
 #include <kiss_fftr.h>
+#include <omp.h>
 
 #include "err.h"
 #include "mel.h"
 
 #define MEL_N_MELS_MAX	1024
 #define MEL_POWER_MIN	1e-10f
+/* Frames in one call before the threads share them (a window is 3000). */
+#define MEL_PAR_FRAMES	256
 /* log10(x) = ln(x) log10(e) */
 #define MEL_LOG10_E	0.43429448190325182765f
 
@@ -35,15 +38,20 @@ struct mel_band {
 	int		 hi;
 };
 
-struct mel {
-	int		 n_mels;
-	const float	*filters;	/* [n_mels][201], borrowed */
-	kiss_fftr_cfg	 fft;		/* owned */
-	float		 window[MEL_N_FFT];
-	/* scratch: the windowed frame, its spectrum and |X|^2 */
+/* One thread's plan and scratch: the windowed frame, its spectrum, |X|^2. */
+struct mel_scratch {
+	kiss_fftr_cfg	 fft;		/* owned; kiss_fftr writes into it */
 	float		 frame[MEL_N_FFT];
 	kiss_fft_cpx	 spec[MEL_N_BINS];
 	float		 power[MEL_N_BINS];
+};
+
+struct mel {
+	int		 n_mels;
+	const float	*filters;	/* [n_mels][201], borrowed */
+	float		 window[MEL_N_FFT];
+	int		 n_scratch;	/* threads that can share a call */
+	struct mel_scratch *scratch;	/* [n_scratch], owned */
 	struct mel_band	 band[];	/* [n_mels] */
 };
 
@@ -82,6 +90,7 @@ int
 mel_new(int n_mels, const float *filters, struct mel **ret, char *err)
 {
 	struct mel *m;
+	int i;
 
 	*ret = NULL;
 	if (n_mels <= 0 || n_mels > MEL_N_MELS_MAX || filters == NULL)
@@ -91,11 +100,16 @@ mel_new(int n_mels, const float *filters, struct mel **ret, char *err)
 	m = calloc(1, sizeof(*m) + (size_t)n_mels * sizeof(m->band[0]));
 	if (m == NULL)
 		return err_set(err, SOTTO_ENOMEM, "mel: out of memory");
-	m->fft = kiss_fftr_alloc(MEL_N_FFT, 0, NULL, NULL);
-	if (m->fft == NULL) {
-		free(m);
+	m->n_scratch = omp_get_max_threads();
+	m->scratch = calloc(m->n_scratch, sizeof(*m->scratch));
+	for (i = 0; m->scratch != NULL && i < m->n_scratch; i++)
+		if ((m->scratch[i].fft = kiss_fftr_alloc(MEL_N_FFT, 0, NULL,
+		    NULL)) == NULL)
+			break;
+	if (m->scratch == NULL || i < m->n_scratch) {
+		mel_free(m);
 		return err_set(err, SOTTO_ENOMEM,
-		    "mel: out of memory for the FFT plan");
+		    "mel: out of memory for the FFT plans");
 	}
 	m->n_mels = n_mels;
 	m->filters = filters;
@@ -108,9 +122,13 @@ mel_new(int n_mels, const float *filters, struct mel **ret, char *err)
 void
 mel_free(struct mel *m)
 {
+	int i;
+
 	if (m == NULL)
 		return;
-	kiss_fftr_free(m->fft);
+	for (i = 0; m->scratch != NULL && i < m->n_scratch; i++)
+		kiss_fftr_free(m->scratch[i].fft);
+	free(m->scratch);
 	free(m);
 }
 
@@ -140,9 +158,10 @@ mel_sample(const float *pcm, size_t n, size_t len, ptrdiff_t i)
 	return pcm[i];
 }
 
-/* Windowed frame t into m->frame. */
+/* Windowed frame t into s->frame. */
 static void
-mel_gather(struct mel *m, const float *pcm, size_t n, size_t len, size_t t)
+mel_gather(const struct mel *m, struct mel_scratch *s, const float *pcm,
+    size_t n, size_t len, size_t t)
 {
 	ptrdiff_t start = (ptrdiff_t)(t * MEL_HOP) - MEL_N_FFT / 2;
 	const float *x;
@@ -151,34 +170,34 @@ mel_gather(struct mel *m, const float *pcm, size_t n, size_t len, size_t t)
 	if (start >= 0 && (size_t)start + MEL_N_FFT <= n) {
 		x = pcm + start;
 		for (i = 0; i < MEL_N_FFT; i++)
-			m->frame[i] = x[i] * m->window[i];
+			s->frame[i] = x[i] * m->window[i];
 		return;
 	}
 	for (i = 0; i < MEL_N_FFT; i++)
-		m->frame[i] = mel_sample(pcm, n, len, start + i) * m->window[i];
+		s->frame[i] = mel_sample(pcm, n, len, start + i) * m->window[i];
 }
 
 /*
- * Log mel of the frame in m->frame into column out[0], out[ld], ...
+ * Log mel of the frame in s->frame into column out[0], out[ld], ...
  * Returns the largest value.
  * ref: stft.abs() ** 2; filters @ magnitudes; clamp(min=1e-10).log10()
  */
 static float
-mel_column(struct mel *m, float *out, size_t ld)
+mel_column(const struct mel *m, struct mel_scratch *s, float *out, size_t ld)
 {
 	const float *row;
 	float sum, v, max = MEL_LOG_FLOOR;
 	int r, k;
 
-	kiss_fftr(m->fft, m->frame, m->spec);
+	kiss_fftr(s->fft, s->frame, s->spec);
 	for (k = 0; k < MEL_N_BINS; k++)
-		m->power[k] = m->spec[k].r * m->spec[k].r +
-		    m->spec[k].i * m->spec[k].i;
+		s->power[k] = s->spec[k].r * s->spec[k].r +
+		    s->spec[k].i * s->spec[k].i;
 	for (r = 0; r < m->n_mels; r++) {
 		row = m->filters + (size_t)r * MEL_N_BINS;
 		sum = 0.0f;
 		for (k = m->band[r].lo; k < m->band[r].hi; k++)
-			sum += row[k] * m->power[k];
+			sum += row[k] * s->power[k];
 		if (!(sum > MEL_POWER_MIN))
 			sum = MEL_POWER_MIN;
 		v = logf(sum) * MEL_LOG10_E;
@@ -193,8 +212,8 @@ int
 mel_log(struct mel *m, const float *pcm, size_t n, size_t pad, size_t first,
     size_t n_frames, float *out, size_t ld, float *ret_max, char *err)
 {
-	size_t total, len, t;
-	float v, max = MEL_LOG_FLOOR;
+	size_t total, len;
+	float max = MEL_LOG_FLOOR;
 
 	if (n > SIZE_MAX - pad || (n > 0 && pcm == NULL))
 		return err_set(err, SOTTO_EINVAL, "mel: bad input signal");
@@ -208,11 +227,23 @@ mel_log(struct mel *m, const float *pcm, size_t n, size_t pad, size_t first,
 		return err_set(err, SOTTO_EINVAL,
 		    "mel: output row stride %zu is under %zu frames", ld,
 		    n_frames);
-	for (t = 0; t < n_frames; t++) {
-		mel_gather(m, pcm, n, len, first + t);
-		v = mel_column(m, out + t, ld);
-		if (v > max)
-			max = v;
+	/* frames are independent: a share of them per thread */
+#pragma omp parallel reduction(max:max) if (n_frames >= MEL_PAR_FRAMES)
+	{
+		int th = omp_get_thread_num(), nt = omp_get_num_threads();
+		/* a team larger than at mel_new(): the plans' worth share */
+		int ns = nt < m->n_scratch ? nt : m->n_scratch;
+		struct mel_scratch *s = &m->scratch[th < ns ? th : 0];
+		size_t t, t0 = th < ns ? n_frames * th / ns : 0;
+		size_t t1 = th < ns ? n_frames * (th + 1) / ns : 0;
+		float v;
+
+		for (t = t0; t < t1; t++) {
+			mel_gather(m, s, pcm, n, len, first + t);
+			v = mel_column(m, s, out + t, ld);
+			if (v > max)
+				max = v;
+		}
 	}
 	if (ret_max != NULL)
 		*ret_max = max;
