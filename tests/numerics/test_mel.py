@@ -26,9 +26,10 @@ TOL = 1e-3             # on normalised values
 @pytest.fixture(scope="module")
 def shim(tmp_path_factory):
     out = tmp_path_factory.mktemp("mel") / "libmelshim.so"
+    # mel.c shares a call's frames among OpenMP threads, as in libsotto
     build_shared(["lib/mel.c", "lib/err.c", "tests/numerics/mel_shim.c"],
-                 out, pkg_config("--cflags", "kissfft-float"),
-                 pkg_config("--libs", "kissfft-float") + ["-lm"])
+                 out, pkg_config("--cflags", "kissfft-float") + ["-fopenmp"],
+                 pkg_config("--libs", "kissfft-float") + ["-lm", "-fopenmp"])
     lib = ctypes.CDLL(str(out))
     f32p = ctypes.POINTER(ctypes.c_float)
     sz = ctypes.c_size_t
