@@ -8,8 +8,8 @@
  *
  * 1. every logit is estimated from 4-bit weights and the int8-rounded
  *    hidden state by AMX int8 tile products, reading a quarter of the
- *    bytes of bf16 (each tile of weights is widened to int8 in L1 just before its
- *    product);
+ *    bytes of bf16 (each tile of weights is widened to int8 in L1 just
+ *    before its product);
  * 2. the LOGITS_EXACT largest estimates of each column are recomputed
  *    from the model's f16 weights in f32, which is more exact than the
  *    bf16 product this replaces.
@@ -214,6 +214,7 @@ logits_head_new(const void *f16, int n_vocab, int d,
 	lh->w = aligned_alloc(64, (size_t)lh->blocks * 16 * d / 2);
 	lh->scale = calloc((size_t)lh->blocks * 16, sizeof(float));
 	lh->mean = calloc(d, sizeof(float));
+	/* + 1: a model without outlier channels still gets a pointer */
 	if (lh->mean != NULL && channel_stats(lh) == 0)
 		lh->out_w = calloc((size_t)lh->n_out * lh->blocks * 16 + 1,
 		    sizeof(float));
@@ -263,14 +264,9 @@ quantize_x(const struct logits_head *lh, const float *x, int ldx, int n,
 		for (k = 0; k < d; k++) {
 			/* the outlier channels have mean 0: not in base */
 			base += lh->mean[k] * x[(size_t)k * ldx + j];
-			max = fmaxf(max, fabsf(x[(size_t)k * ldx + j]));
-		}
-		if (lh->n_out > 0) {
-			max = 0.0f;
-			for (k = 0; k < d; k++)
-				if (!is_outlier(lh, k))
-					max = fmaxf(max, fabsf(x[(size_t)k *
-					    ldx + j]));
+			if (!is_outlier(lh, k))
+				max = fmaxf(max, fabsf(x[(size_t)k * ldx +
+				    j]));
 		}
 		xc->sx[j] = max / 127.0f;
 		xc->base[j] = base;
