@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amx.h"
 #include "attn-amx.h"
 #include "err.h"
 #include "gemm.h"
@@ -38,22 +39,72 @@
  */
 #define SELF_PAR_MIN_KEYS	4096
 
+/*
+ * Bytes of one self-attention cache entry: bf16 in a bf16 model, where
+ * the cache reads were a sixth of a step (base, long-form file) and
+ * the products that make K and V round their inputs to bf16 anyway.
+ */
 static size_t
-kv_beam_floats(const struct sotto_model *m)
+kv_elem(const struct sotto_model *m)
 {
-	return (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_state *
-	    m->hp.n_text_ctx;
+	return m->precision == SOTTO_PRECISION_BF16 ? 2 : 4;
 }
 
-/* Self-attention key (kind 0) or value (kind 1) cache of beam, layer. */
-static float *
+static size_t
+kv_beam_bytes(const struct sotto_model *m)
+{
+	return (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_state *
+	    m->hp.n_text_ctx * kv_elem(m);
+}
+
+/*
+ * Self-attention key (kind 0) or value (kind 1) cache of beam, layer:
+ * [d][n_text_ctx] of float or bf16 (kv_elem).
+ */
+static void *
 kv_at(const struct sotto_state *st, int beam, int layer, int kind)
 {
 	const struct sotto_model *m = st->model;
 	size_t plane = (size_t)m->hp.n_text_state * m->hp.n_text_ctx;
 
-	return st->kv + (size_t)beam * kv_beam_floats(m) +
-	    ((size_t)layer * 2 + kind) * plane;
+	return (char *)st->kv + (size_t)beam * kv_beam_bytes(m) +
+	    ((size_t)layer * 2 + kind) * plane * kv_elem(m);
+}
+
+/* Position t of channel c of a cache (kv_at) set to x. */
+static void
+kv_put(const struct sotto_model *m, void *cache, int c, int t, float x)
+{
+	size_t i = (size_t)c * m->hp.n_text_ctx + t;
+
+	if (kv_elem(m) == 2)
+		((uint16_t *)cache)[i] = bf16_round(x);
+	else
+		((float *)cache)[i] = x;
+}
+
+/*
+ * Head h of one query (channel stride ldq) against keys 0 .. n - 1 of
+ * beam's caches of layer; p is n_text_ctx floats of scratch.
+ */
+static void
+kv_attend(const struct sotto_state *st, int beam, int layer, int h,
+    const float *q, int ldq, int n, float *out, int ldo, float *p)
+{
+	const struct sotto_model *m = st->model;
+	int ctx = m->hp.n_text_ctx, dh = m->hp.n_text_state /
+	    m->hp.n_text_head;
+	float scale = 1.0f / sqrtf((float)dh);
+	size_t at = (size_t)h * dh * ctx;
+
+	if (kv_elem(m) == 2)
+		layer_attend_bf16(q, ldq, (const uint16_t *)kv_at(st, beam,
+		    layer, 0) + at, (const uint16_t *)kv_at(st, beam, layer,
+		    1) + at, ctx, n, dh, scale, out, ldo, p);
+	else
+		layer_attend(q, ldq, 1, (const float *)kv_at(st, beam, layer,
+		    0) + at, (const float *)kv_at(st, beam, layer, 1) + at,
+		    ctx, n, dh, scale, out, ldo, p);
 }
 
 static float *
@@ -79,13 +130,13 @@ struct cols {
 int
 decoder_reserve(struct sotto_state *st, int n_beams, char *err)
 {
-	size_t n = kv_beam_floats(st->model) * n_beams;
-	float *kv, *spare;
+	size_t n = kv_beam_bytes(st->model) * n_beams;
+	void *kv, *spare;
 
 	if (n_beams <= st->kv_beams)
 		return 0;
-	kv = aligned_alloc(64, n * sizeof(float));
-	spare = aligned_alloc(64, n * sizeof(float));
+	kv = aligned_alloc(64, n);
+	spare = aligned_alloc(64, n);
 	if (kv == NULL || spare == NULL) {
 		free(kv);
 		free(spare);
@@ -93,8 +144,7 @@ decoder_reserve(struct sotto_state *st, int n_beams, char *err)
 		    "decoder caches", n_beams);
 	}
 	if (st->kv != NULL)
-		memcpy(kv, st->kv, kv_beam_floats(st->model) * st->kv_beams *
-		    sizeof(float));
+		memcpy(kv, st->kv, kv_beam_bytes(st->model) * st->kv_beams);
 	free(st->kv);
 	free(st->kv_spare);
 	st->kv = kv;
@@ -167,26 +217,25 @@ self_attn_prefill(struct sotto_state *st, int layer, int t_n)
 {
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_text_state, ctx = m->hp.n_text_ctx;
-	int n_head = m->hp.n_text_head, dh = d / n_head, c, w;
-	float scale = 1.0f / sqrtf((float)dh);
-	float *kc = kv_at(st, 0, layer, 0), *vc = kv_at(st, 0, layer, 1);
+	int n_head = m->hp.n_text_head, dh = d / n_head, c, t, w;
+	void *kc = kv_at(st, 0, layer, 0), *vc = kv_at(st, 0, layer, 1);
 
-	for (c = 0; c < d; c++) {
-		memcpy(kc + (size_t)c * ctx, st->dqkv + ((size_t)d + c) * t_n,
-		    t_n * sizeof(float));
-		memcpy(vc + (size_t)c * ctx, st->dqkv + ((size_t)2 * d + c) *
-		    t_n, t_n * sizeof(float));
-	}
+	for (c = 0; c < d; c++)
+		for (t = 0; t < t_n; t++) {
+			kv_put(m, kc, c, t, st->dqkv[((size_t)d + c) * t_n +
+			    t]);
+			kv_put(m, vc, c, t, st->dqkv[((size_t)2 * d + c) *
+			    t_n + t]);
+		}
 	/* each thread has its own ctx floats of dscores for its scores */
 #pragma omp parallel for schedule(static) \
     if (n_head * t_n * (t_n + 1) / 2 >= SELF_PAR_MIN_KEYS)
 	for (w = 0; w < n_head * t_n; w++) {
 		int h = w / t_n, i = w % t_n;
 
-		layer_attend(st->dqkv + (size_t)h * dh * t_n + i, t_n, 1,
-		    kc + (size_t)h * dh * ctx, vc + (size_t)h * dh * ctx, ctx,
-		    i + 1, dh, scale, st->dattn + (size_t)h * dh * t_n + i,
-		    t_n, st->dscores + (size_t)omp_get_thread_num() * ctx);
+		kv_attend(st, 0, layer, h, st->dqkv + (size_t)h * dh * t_n + i,
+		    t_n, i + 1, st->dattn + (size_t)h * dh * t_n + i, t_n,
+		    st->dscores + (size_t)omp_get_thread_num() * ctx);
 	}
 }
 
@@ -195,14 +244,15 @@ static void
 kv_append(const struct sotto_state *work, struct sotto_state *st, int layer,
     int n, int col, int b)
 {
-	int d = st->model->hp.n_text_state, ctx = st->model->hp.n_text_ctx, c;
-	float *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
+	const struct sotto_model *m = st->model;
+	int d = m->hp.n_text_state, c;
+	void *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
 
 	for (c = 0; c < d; c++) {
-		kc[(size_t)c * ctx + st->n_kv] =
-		    work->dqkv[((size_t)d + c) * n + col];
-		vc[(size_t)c * ctx + st->n_kv] =
-		    work->dqkv[((size_t)2 * d + c) * n + col];
+		kv_put(m, kc, c, st->n_kv, work->dqkv[((size_t)d + c) * n +
+		    col]);
+		kv_put(m, vc, c, st->n_kv, work->dqkv[((size_t)2 * d + c) *
+		    n + col]);
 	}
 }
 
@@ -219,7 +269,6 @@ self_attn_step(const struct cols *cs, int layer, int n)
 	const struct sotto_model *m = work->model;
 	int d = m->hp.n_text_state, ctx = m->hp.n_text_ctx;
 	int n_head = m->hp.n_text_head, dh = d / n_head, o, b, w;
-	float scale = 1.0f / sqrtf((float)dh);
 	int own_of[WHISPER_MAX_BEAMS];
 
 	for (o = 0; o < cs->n_own; o++)
@@ -236,10 +285,8 @@ self_attn_step(const struct cols *cs, int layer, int n)
 		const struct sotto_state *st = cs->own[ow];
 		int beam = col - cs->col0[ow];
 
-		layer_attend(work->dqkv + (size_t)h * dh * n + col, n, 1,
-		    kv_at(st, beam, layer, 0) + (size_t)h * dh * ctx,
-		    kv_at(st, beam, layer, 1) + (size_t)h * dh * ctx, ctx,
-		    st->n_kv + 1, dh, scale, work->dattn + (size_t)h * dh * n +
+		kv_attend(st, beam, layer, h, work->dqkv + (size_t)h * dh * n +
+		    col, n, st->n_kv + 1, work->dattn + (size_t)h * dh * n +
 		    col, n, work->dscores + (size_t)w * ctx);
 	}
 }
@@ -462,15 +509,15 @@ decoder_step_many(struct sotto_state *const *st, const int32_t *tokens,
 
 /* Copy the filled part of beam src's caches into beam dst of out. */
 static void
-kv_copy(const struct sotto_state *st, float *out, int dst, int src)
+kv_copy(const struct sotto_state *st, void *out, int dst, int src)
 {
 	const struct sotto_model *m = st->model;
 	size_t rows = (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_state;
-	size_t ctx = m->hp.n_text_ctx, per = kv_beam_floats(m), r;
+	size_t row = m->hp.n_text_ctx * kv_elem(m), per = kv_beam_bytes(m), r;
 
 	for (r = 0; r < rows; r++)
-		memcpy(out + dst * per + r * ctx, st->kv + src * per + r * ctx,
-		    st->n_kv * sizeof(float));
+		memcpy((char *)out + dst * per + r * row, (const char *)st->kv +
+		    src * per + r * row, st->n_kv * kv_elem(m));
 }
 
 /* After a prefill: every beam starts from beam 0's caches. */
@@ -488,7 +535,7 @@ decoder_fork(struct sotto_state *st, int n_beams)
 int
 decoder_reorder(struct sotto_state *st, const int *source, int n_beams)
 {
-	float *t;
+	void *t;
 	int b;
 
 	for (b = 0; b < n_beams && source[b] == b; b++)

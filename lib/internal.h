@@ -152,7 +152,8 @@ struct sotto_state {
 	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD], or NULL
 				   when cross_amx holds them */
 	struct attn_amx *cross_amx;	/* owned; NULL without AMX */
-	float *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] */
+	void *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] of
+				   float, or bf16 in a bf16 model */
 	int kv_beams;		/* beams the caches have room for */
 	int n_kv;		/* positions filled (same for all beams) */
 	float *dx;		/* [d][n_text_ctx] decoder residual stream */

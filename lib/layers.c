@@ -325,3 +325,45 @@ layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
 		}
 	}
 }
+
+static inline float
+bf16_to_f32(uint16_t h)
+{
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/*
+ * layer_attend for one query against bf16 K and V (the self-attention
+ * caches of a bf16 model: half the bytes of a step's cache reads).
+ */
+CLONES void
+layer_attend_bf16(const float *q, int ldq, const uint16_t *k, const uint16_t *v,
+    int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
+{
+	int c, t;
+
+	for (t = 0; t < n; t++)
+		p[t] = 0.0f;
+	for (c = 0; c < dh; c++) {
+		const uint16_t *kr = k + (size_t)c * ldk;
+		float qc = q[(size_t)c * ldq] * scale;
+
+#pragma omp simd
+		for (t = 0; t < n; t++)
+			p[t] += qc * bf16_to_f32(kr[t]);
+	}
+	layer_softmax(p, n);
+	for (c = 0; c < dh; c++) {
+		const uint16_t *vr = v + (size_t)c * ldk;
+		float acc = 0.0f;
+
+#pragma omp simd reduction(+:acc)
+		for (t = 0; t < n; t++)
+			acc += p[t] * bf16_to_f32(vr[t]);
+		out[(size_t)c * ldo] = acc;
+	}
+}

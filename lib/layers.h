@@ -41,6 +41,11 @@ void	layer_attend(const float *q, int ldq, int nq, const float *k,
 	    const float *v, int ldk, int n, int dh, float scale, float *out,
 	    int ldo, float *p);
 
+/* layer_attend of one query against bf16 K and V. */
+void	layer_attend_bf16(const float *q, int ldq, const uint16_t *k,
+	    const uint16_t *v, int ldk, int n, int dh, float scale,
+	    float *out, int ldo, float *p);
+
 /* The largest of n values (-inf for none). */
 float	layer_max(const float *x, int n);
 

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the hand-written kernels (lib/gemv.c, gemm-amx.c,
- * attn-amx.c, logits.c) against naive double-precision references on
+ * attn-amx.c, logits.c, the bf16 cache attention of layers.c) against naive double-precision references on
  * the same bf16-rounded inputs, over shapes that hit their edges: rows
  * and columns that are not whole blocks, k padded to 32, accumulation,
  * GELU, a prompt's worth of columns. The AMX cases are skipped (and
@@ -20,6 +20,7 @@
 #include "err.h"
 #include "gemm-amx.h"
 #include "gemv.h"
+#include "layers.h"
 #include "logits.h"
 
 static int have_amx, have_bf16;
@@ -410,6 +411,54 @@ test_logits_head(void **state)
 	free(scratch);
 }
 
+/*
+ * One query against n of ldk cached bf16 keys, as a cached decoder step
+ * reads them, against softmax(scale q.K) V in double on the same values.
+ */
+static void
+test_attend_bf16(void **state)
+{
+	enum { DH = 64, LDK = 448, N = 301, LDQ = 3, LDO = 2 };
+	float *q = frand_array((size_t)DH * LDQ, 1.0f);
+	float *kf = frand_array((size_t)DH * LDK, 2.0f);
+	float *vf = frand_array((size_t)DH * LDK, 1.0f);
+	uint16_t *k = malloc((size_t)DH * LDK * 2);
+	uint16_t *v = malloc((size_t)DH * LDK * 2);
+	float out[DH * LDO], p[LDK], scale = 0.125f;
+	double s[N], max = -INFINITY, sum = 0.0;
+	int c, t;
+
+	(void)state;
+	assert_non_null(k);
+	assert_non_null(v);
+	for (t = 0; t < DH * LDK; t++) {
+		k[t] = to_bf16(kf[t]);
+		v[t] = to_bf16(vf[t]);
+	}
+	layer_attend_bf16(q, LDQ, k, v, LDK, N, DH, scale, out, LDO, p);
+	for (t = 0; t < N; t++) {
+		s[t] = 0.0;
+		for (c = 0; c < DH; c++)
+			s[t] += (double)q[c * LDQ] * bf(kf[c * LDK + t]);
+		s[t] *= scale;
+		max = s[t] > max ? s[t] : max;
+	}
+	for (t = 0; t < N; t++)
+		sum += (s[t] = exp(s[t] - max));
+	for (c = 0; c < DH; c++) {
+		double want = 0.0;
+
+		for (t = 0; t < N; t++)
+			want += s[t] / sum * bf(vf[c * LDK + t]);
+		assert_float_equal(out[c * LDO], want, 1e-4);
+	}
+	free(q);
+	free(kf);
+	free(vf);
+	free(k);
+	free(v);
+}
+
 int
 main(void)
 {
@@ -419,6 +468,7 @@ main(void)
 		cmocka_unit_test(test_amx_gemm),
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_logits_head),
+		cmocka_unit_test(test_attend_bf16),
 	};
 
 	have_bf16 = __builtin_cpu_supports("avx512bf16");
