@@ -195,7 +195,7 @@ main(int argc, char **argv)
 	double t0, load, enc, step1, step5, onednn = 0.0, amx = 0.0;
 	int i, runs = 5;
 
-	omp_env_reexec(argv);	/* as the sotto CLI and sottod */
+	omp_env_reexec(argv, OMP_WAIT_SPIN);	/* as sotto transcribe */
 	sotto_model_params_init(&mp);
 	if (argc < 2) {
 		fprintf(stderr, "usage: sotto-bench MODEL [--precision P] "

@@ -42,7 +42,7 @@ main(int argc, char **argv)
 {
 	size_t i;
 
-	omp_env_reexec(argv);
+	omp_env_reexec(argv, OMP_WAIT_SPIN);
 
 	if (argc < 2) {
 		usage(stderr);

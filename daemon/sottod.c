@@ -374,7 +374,7 @@ main(int argc, char **argv)
 {
 	char err[512];
 
-	omp_env_reexec(argv);
+	omp_env_reexec(argv, OMP_WAIT_SLEEP);
 	sottod_parse_args(argc, argv, &flags);
 	log_init("sottod", flags.debug);
 	if (sottod_read_config(&sottod.cfg, err, sizeof(err)) != 0)
