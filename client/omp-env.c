@@ -2,22 +2,26 @@
  * OpenMP's idle-thread policy, set before libgomp starts: the compute
  * threads of sotto, sottod and sotto-bench call this first in main().
  *
- * A decoder step opens about 50 parallel regions (one per product and
- * attention), a few tens of microseconds apart. Waking a sleeping
- * thread costs about 17 us per region on these machines, a spinning one
- * about 1.4 us, so for batch work (`sotto transcribe`, sotto-bench) the
- * idle thread spins for GOMP_SPINCOUNT rounds (about 1-3 ms) before it
- * sleeps: steps of tiny.en and base took 10-20% less than with passive
- * sleep (/tmp harness and the 118 s long-form file, interleaved runs,
- * 2026-11-22), and the thread still sleeps between files or windows of
- * silence.
+ * A decoder step opens about 35 (tiny.en) to 50 parallel regions, tens
+ * of microseconds apart. Waking a sleeping thread costs about 17 us per
+ * region on these machines, a spinning one about 1.4 us. So batch work
+ * (`sotto transcribe`, sotto-bench) lets an idle thread spin for
+ * GOMP_SPINCOUNT=1000 rounds (some tens of microseconds: long enough to
+ * cover the gaps inside a step) before it sleeps. The 118 s long-form
+ * file with tiny.en, 2 threads, interleaved runs (2026-11-22):
  *
- * sottod sleeps at once (passive): besides its compute team it runs an
- * event loop that must answer clients, and on 2 cores a spinning worker
- * takes the core that loop needs. (Earlier, with oneDNN running the
- * decoder, libgomp's default spin stalled some steps for over half a
- * second on a loaded machine; that is another reason the daemon does
- * not spin.)
+ *   spin count       quiet machine   another 2-thread job running
+ *   passive          2.78, 3.05 s    3.81, 4.48 s
+ *   1000             2.34, 2.59 s    4.94, 5.21 s
+ *   3000             2.41, 2.72 s    5.65, 6.27 s
+ *   10000            2.46, 2.99 s    9.24, 10.18 s
+ *
+ * Longer spins take the core the other job needs (libgomp's default,
+ * 300000, once stalled decoder steps for half a second), so the count
+ * stays short; several jobs at once should use -t 1 each or set
+ * OMP_WAIT_POLICY=passive. sottod sleeps at once (passive): it runs an
+ * event loop beside its compute team, and a spinning worker would take
+ * the core that loop needs.
  *
  * libgomp reads its environment when it loads, before main(), so set it
  * and re-exec. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept.
@@ -34,7 +38,7 @@ omp_env_reexec(char **argv, enum omp_wait wait)
 	    getenv("GOMP_SPINCOUNT") != NULL)
 		return;
 	if (wait == OMP_WAIT_SPIN)
-		setenv("GOMP_SPINCOUNT", "100000", 1);
+		setenv("GOMP_SPINCOUNT", "1000", 1);
 	else
 		setenv("OMP_WAIT_POLICY", "passive", 1);
 	execv("/proc/self/exe", argv);
