@@ -182,12 +182,8 @@ encoder_layer(struct sotto_state *st, const struct enc_layer *l, char *err)
 	    GEMM_ACCUMULATE, err)) != 0)
 		return rc;
 	layer_norm(st->x, st->h, d, S, LD, l->mlp_ln_w, l->mlp_ln_b);
-	/* the MLP's GELU is applied as fc2 reads its input */
-	if ((rc = gemm_linear(g, &l->fc1, st->h, LD, S, st->ffn, LD, l->fc1_b,
-	    0, err)) != 0)
-		return rc;
-	return gemm_linear(g, &l->fc2, st->ffn, LD, S, st->x, LD, l->fc2_b,
-	    GEMM_ACCUMULATE | GEMM_GELU_X, err);
+	return gemm_mlp(g, &l->fc1, l->fc1_b, &l->fc2, l->fc2_b, st->h, LD, S,
+	    st->x, LD, st->ffn, LD, err);
 }
 
 int

@@ -123,6 +123,33 @@ pack_bias(const float *bias, int m, uint16_t *bt, uint16_t *ones)
 }
 
 /*
+ * The 32 x 32 results of a block (tmp, rows m.., columns 32 nb2..) as two
+ * B tiles of the next product, whose k is p->m: GELU with AMX_GELU, zero
+ * past p->m rows and p->n columns, as pack_x would have written them.
+ */
+AMX_TARGET static void
+block_to_tiles(const struct amx_gemm *p, float tmp[32][32], int m, int nb2)
+{
+	int kc = (p->m + 31) / 32, gelu = (p->flags & AMX_GELU) != 0, h, r;
+
+	for (h = 0; h < 2; h++) {
+		int nb = 2 * nb2 + h;
+		__mmask16 cm = lanes16(16 * nb, p->n);
+		uint16_t *out = p->y_packed + ((size_t)nb * kc + m / 32) * 512;
+
+		for (r = 0; r < 16; r++) {
+			__mmask16 ma = m + 2 * r < p->m ? cm : 0;
+			__mmask16 mb = m + 2 * r + 1 < p->m ? cm : 0;
+			__m512i lo = load_x(&tmp[2 * r][16 * h], ma, gelu);
+			__m512i hi = load_x(&tmp[2 * r + 1][16 * h], mb, gelu);
+
+			_mm512_storeu_si512(out + r * 32, _mm512_or_si512(lo,
+			    _mm512_slli_epi32(hi, 16)));
+		}
+	}
+}
+
+/*
  * Rows [m, m + 32) (or 16) by columns [32 nb2, +32): the C tiles start
  * from y when accumulating, take the bias as one more product, and go
  * straight back to y. (Copying them out through memory to add bias or
@@ -141,20 +168,29 @@ block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 	const uint16_t *b1 = b0 + (size_t)kc * 512;
 	float *y0 = p->y + (size_t)m * p->ldy + 32 * nb2;
 	float *y1 = y0 + (size_t)16 * p->ldy;
+	float tmp[32][32];
 
+	if (p->y_packed != NULL) {
+		/* the results go to tiles through tmp; y is not touched */
+		y0 = &tmp[0][0];
+		y1 = &tmp[16][0];
+		ldy = sizeof(tmp[0]);
+	}
 	/*
 	 * Load Y even when it is overwritten: a tile store into lines that
 	 * are not in cache stalls. Measured on 1536x384x1500, one thread,
 	 * alternating runs: 6.1 ms storing into cold lines, 3.3 ms with
 	 * this load first.
 	 */
-	_tile_loadd(T_C00, y0, ldy);
-	_tile_loadd(T_C01, y0 + 16, ldy);
-	if (two_rows) {
-		_tile_loadd(T_C10, y1, ldy);
-		_tile_loadd(T_C11, y1 + 16, ldy);
+	if (p->y_packed == NULL) {
+		_tile_loadd(T_C00, y0, ldy);
+		_tile_loadd(T_C01, y0 + 16, ldy);
+		if (two_rows) {
+			_tile_loadd(T_C10, y1, ldy);
+			_tile_loadd(T_C11, y1 + 16, ldy);
+		}
 	}
-	if (!(p->flags & AMX_ACCUMULATE)) {
+	if (!(p->flags & AMX_ACCUMULATE) || p->y_packed != NULL) {
 		_tile_zero(T_C00);
 		_tile_zero(T_C01);
 		_tile_zero(T_C10);
@@ -189,6 +225,8 @@ block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 		_tile_stored(T_C10, y1, ldy);
 		_tile_stored(T_C11, y1 + 16, ldy);
 	}
+	if (p->y_packed != NULL)
+		block_to_tiles(p, tmp, m, nb2);
 }
 
 /* GELU over row i of y, in place. */
@@ -227,6 +265,12 @@ run_share(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 }
 
 size_t
+amx_gemm_packed_bytes(int m, int n)
+{
+	return (size_t)(m + 31) / 32 * 32 * ((n + 31) / 32 * 32) * 2;
+}
+
+size_t
 amx_gemm_scratch_bytes(int m, int k, int n)
 {
 	return (size_t)(k + 31) / 32 * 32 * ((n + 31) / 32 * 32) * 2 +
@@ -252,16 +296,17 @@ amx_gemm_run(const struct amx_gemm *p, uint16_t *scratch)
 		bt = ones + 512;
 		pack_bias(p->bias, p->m, bt, ones);
 	}
-	pack_x(p->x, p->ldx, p->k, p->n, (p->flags & AMX_GELU_X) != 0,
-	    scratch);
+	if (p->x_packed == NULL)
+		pack_x(p->x, p->ldx, p->k, p->n, (p->flags & AMX_GELU_X) != 0,
+		    scratch);
 #pragma omp parallel
-	run_share(p, scratch, bt, ones, omp_get_thread_num(),
-	    omp_get_num_threads());
+	run_share(p, p->x_packed != NULL ? p->x_packed : scratch, bt, ones,
+	    omp_get_thread_num(), omp_get_num_threads());
 	/*
 	 * GELU afterwards, row by row: applied per 32x32 block it walked
 	 * 32 rows 6 KB apart at a time and cost more than the products.
 	 */
-	if (p->flags & AMX_GELU) {
+	if ((p->flags & AMX_GELU) && p->y_packed == NULL) {
 		int i;
 
 #pragma omp parallel for schedule(static)

@@ -22,7 +22,18 @@ struct amx_gemm {
 	int ldy;
 	const float *bias;	/* [m] or NULL, borrowed */
 	int flags;
+	/*
+	 * Optional, borrowed. x_packed: x already in B tiles (a previous
+	 * product's y_packed; x and ldx unused). y_packed: y is written
+	 * (after GELU with AMX_GELU) as bf16 B tiles for a product with
+	 * k = m, amx_gemm_packed_bytes(m, n), instead of to y.
+	 */
+	const uint16_t *x_packed;
+	uint16_t *y_packed;
 };
+
+/* Bytes of a y_packed for an m x n result. */
+size_t	amx_gemm_packed_bytes(int m, int n);
 
 /* Bytes of scratch amx_gemm_run needs for this shape. */
 size_t	amx_gemm_scratch_bytes(int m, int k, int n);

@@ -550,6 +550,59 @@ gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	return 0;
 }
 
+/*
+ * With AMX, fc1's results go straight into fc2's input tiles (through
+ * GELU, in bf16) instead of out to hidden in f32 and back: the 4d x 1500
+ * hidden layer was written, read back and repacked in every layer.
+ */
+int
+gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
+    const struct mat *fc2, const float *b2, const float *x, int ldx, int n,
+    float *y, int ldy, float *hidden, int ldh, char *err)
+{
+	struct amx_gemm p = { 0 };
+	size_t need;
+	int rc;
+
+	if (!use_amx_gemm(g, fc1, n, ldh) || !use_amx_gemm(g, fc2, n, ldy) ||
+	    amx_gemm_packed_bytes(fc1->rows, n) > (size_t)fc1->rows * ldh *
+	    sizeof(float)) {
+		if ((rc = gemm_linear(g, fc1, x, ldx, n, hidden, ldh, b1, 0,
+		    err)) != 0)
+			return rc;
+		return gemm_linear(g, fc2, hidden, ldh, n, y, ldy, b2,
+		    GEMM_ACCUMULATE | GEMM_GELU_X, err);
+	}
+	need = amx_gemm_scratch_bytes(fc1->rows, fc1->cols, n);
+	if (amx_gemm_scratch_bytes(fc2->rows, fc2->cols, n) > need)
+		need = amx_gemm_scratch_bytes(fc2->rows, fc2->cols, n);
+	if ((rc = scratch_reserve(&g->amx_scratch, &g->amx_len, need,
+	    err)) != 0)
+		return rc;
+	p.w = fc1->packed;
+	p.m = fc1->rows;
+	p.k = fc1->cols;
+	p.n = n;
+	p.x = x;
+	p.ldx = ldx;
+	p.bias = b1;
+	p.flags = AMX_GELU;
+	p.y_packed = (uint16_t *)hidden;
+	amx_gemm_run(&p, g->amx_scratch);
+	memset(&p, 0, sizeof(p));
+	p.w = fc2->packed;
+	p.m = fc2->rows;
+	p.k = fc2->cols;
+	p.n = n;
+	p.x_packed = (const uint16_t *)hidden;
+	p.y = y;
+	p.ldy = ldy;
+	p.bias = b2;
+	p.flags = AMX_ACCUMULATE;
+	amx_gemm_run(&p, g->amx_scratch);
+	return 0;
+}
+
 int
 gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, char *err)

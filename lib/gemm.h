@@ -54,6 +54,15 @@ int	gemm_linear(struct gemm *, const struct mat *w, const float *x,
 	    char *err);
 
 /*
+ * The MLP block: y += fc2 gelu(fc1 x + b1) + b2. hidden is fc1->rows x
+ * ldh floats of scratch for the hidden layer (with AMX it holds it as
+ * bf16 tiles instead).
+ */
+int	gemm_mlp(struct gemm *, const struct mat *fc1, const float *b1,
+	    const struct mat *fc2, const float *b2, const float *x, int ldx,
+	    int n, float *y, int ldy, float *hidden, int ldh, char *err);
+
+/*
  * y[N][M] (row stride ldy) = x[K][N]^T W[M][K]^T: the product with the
  * result transposed, used for logits so that each row is one sequence.
  */

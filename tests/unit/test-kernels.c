@@ -220,6 +220,108 @@ check_amx_gemm(int m, int k, int n, int flags, int with_bias)
 	free(scratch);
 }
 
+/*
+ * The MLP with fc1's results written straight into fc2's input tiles
+ * (y_packed, x_packed) against the same two products through an f32
+ * hidden layer: the arithmetic is the same, so the results must be too.
+ * fc1's rows (48) leave a half block and a padded k for fc2; the hidden
+ * tiles start as NaN so any padding the fused path fails to zero shows.
+ */
+static void
+check_mlp_fused(int m1, int k1, int m2, int n)
+{
+	int ld = (n + 31) / 32 * 32 + 16, i, j;
+	size_t hidden_bytes = amx_gemm_packed_bytes(m1, n);
+	float *w1 = frand_array((size_t)m1 * k1, 0.3f);
+	float *w2 = frand_array((size_t)m2 * m1, 0.3f);
+	float *b1 = frand_array((size_t)m1, 1.0f);
+	float *b2 = frand_array((size_t)m2, 1.0f);
+	float *x = frand_array((size_t)k1 * n, 1.0f);
+	float *h = frand_array((size_t)m1 * ld, 1.0f);
+	float *ya = frand_array((size_t)m2 * ld, 1.0f);
+	float *yb = malloc((size_t)m2 * ld * sizeof(float));
+	uint16_t *hp = aligned_alloc(64, hidden_bytes);
+	uint16_t *w1p = pack(w1, m1, k1), *w2p = pack(w2, m2, m1);
+	size_t sb = amx_gemm_scratch_bytes(m1, k1, n);
+	uint16_t *scratch;
+	struct amx_gemm p = { 0 };
+
+	if (amx_gemm_scratch_bytes(m2, m1, n) > sb)
+		sb = amx_gemm_scratch_bytes(m2, m1, n);
+	scratch = aligned_alloc(64, sb);
+	assert_non_null(yb);
+	assert_non_null(hp);
+	assert_non_null(scratch);
+	memcpy(yb, ya, (size_t)m2 * ld * sizeof(float));
+	memset(hp, 0xff, hidden_bytes);		/* NaN */
+	/* through f32: fc1, then fc2 on gelu(hidden), added to ya */
+	p.w = w1p;
+	p.m = m1;
+	p.k = k1;
+	p.n = n;
+	p.x = x;
+	p.ldx = n;
+	p.y = h;
+	p.ldy = ld;
+	p.bias = b1;
+	amx_gemm_run(&p, scratch);
+	p.w = w2p;
+	p.m = m2;
+	p.k = m1;
+	p.x = h;
+	p.ldx = ld;
+	p.y = ya;
+	p.bias = b2;
+	p.flags = AMX_ACCUMULATE | AMX_GELU_X;
+	amx_gemm_run(&p, scratch);
+	/* fused */
+	memset(&p, 0, sizeof(p));
+	p.w = w1p;
+	p.m = m1;
+	p.k = k1;
+	p.n = n;
+	p.x = x;
+	p.ldx = n;
+	p.bias = b1;
+	p.flags = AMX_GELU;
+	p.y_packed = hp;
+	amx_gemm_run(&p, scratch);
+	/* padding rows (k of fc2) and columns hold zeros, as pack_x's */
+	for (i = 0; i < (m1 + 31) / 32 * 32; i++)
+		for (j = 0; j < (n + 31) / 32 * 32; j++)
+			if (i >= m1 || j >= n)
+				assert_int_equal(hp[(((size_t)(j / 16) *
+				    ((m1 + 31) / 32) + i / 32) * 16 + i % 32 /
+				    2) * 32 + j % 16 * 2 + i % 2], 0);
+	memset(&p, 0, sizeof(p));
+	p.w = w2p;
+	p.m = m2;
+	p.k = m1;
+	p.n = n;
+	p.x_packed = hp;
+	p.y = yb;
+	p.ldy = ld;
+	p.bias = b2;
+	p.flags = AMX_ACCUMULATE;
+	amx_gemm_run(&p, scratch);
+	for (i = 0; i < m2; i++)
+		for (j = 0; j < n; j++)
+			assert_memory_equal(&ya[(size_t)i * ld + j],
+			    &yb[(size_t)i * ld + j], sizeof(float));
+	free(w1);
+	free(w2);
+	free(b1);
+	free(b2);
+	free(x);
+	free(h);
+	free(ya);
+	free(yb);
+	free(hp);
+	free(w1p);
+	free(w2p);
+	free(scratch);
+}
+
 static void
 test_amx_gemm(void **state)
 {
@@ -231,6 +333,8 @@ test_amx_gemm(void **state)
 	check_amx_gemm(32, 96, 33, AMX_ACCUMULATE, 1);
 	check_amx_gemm(16, 32, 17, 0, 1);
 	check_amx_gemm(64, 96, 70, AMX_GELU_X | AMX_ACCUMULATE, 1);
+	check_mlp_fused(48, 96, 32, 70);
+	check_mlp_fused(128, 64, 64, 1500);	/* a window's columns */
 }
 
 /* Naive attention of query j of head h: out[c] for c < 64. */
