@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "amx.h"
 #include "layers.h"
 
 #define LAYER_EPS	1e-5f
@@ -326,16 +327,6 @@ layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
 	}
 }
 
-static inline float
-bf16_to_f32(uint16_t h)
-{
-	uint32_t u = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
 /*
  * layer_attend for one query against bf16 K and V (the self-attention
  * caches of a bf16 model: half the bytes of a step's cache reads).
@@ -354,7 +345,7 @@ layer_attend_bf16(const float *q, int ldq, const uint16_t *k, const uint16_t *v,
 
 #pragma omp simd
 		for (t = 0; t < n; t++)
-			p[t] += qc * bf16_to_f32(kr[t]);
+			p[t] += qc * bf16_value(kr[t]);
 	}
 	layer_softmax(p, n);
 	for (c = 0; c < dh; c++) {
@@ -363,7 +354,7 @@ layer_attend_bf16(const float *q, int ldq, const uint16_t *k, const uint16_t *v,
 
 #pragma omp simd reduction(+:acc)
 		for (t = 0; t < n; t++)
-			acc += p[t] * bf16_to_f32(vr[t]);
+			acc += p[t] * bf16_value(vr[t]);
 		out[(size_t)c * ldo] = acc;
 	}
 }
