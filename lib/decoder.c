@@ -41,7 +41,7 @@
 
 /*
  * Bytes of one self-attention cache entry: bf16 in a bf16 model, where
- * the cache reads were a sixth of a step (base, long-form file) and
+ * the cache reads were about an eighth of a step (base, long-form file) and
  * the products that make K and V round their inputs to bf16 anyway.
  */
 static size_t

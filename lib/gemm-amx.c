@@ -10,7 +10,8 @@
  * A tiles) and X repacked per call into B tiles, the C tiles are rows of
  * Y as they are: the accumulators start from Y for the residual, the bias
  * is one more tile product, and GELU runs on Y after the products or on X
- * as it is packed.
+ * as it is packed. For the MLP, fc1's results can instead go through GELU
+ * straight into fc2's B tiles (y_packed, x_packed): no f32 hidden layer.
  */
 #include <immintrin.h>
 #include <omp.h>

@@ -510,6 +510,26 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	return gemm_run_bf16(g, &key, w->bf16, g->xbuf, y, err);
 }
 
+/* p (its x and y already set) with w, n, bias and flags, on AMX. */
+static int
+amx_run(struct gemm *g, struct amx_gemm *p, const struct mat *w, int n,
+    const float *bias, int flags, char *err)
+{
+	int rc;
+
+	if ((rc = scratch_reserve(&g->amx_scratch, &g->amx_len,
+	    amx_gemm_scratch_bytes(w->rows, w->cols, n), err)) != 0)
+		return rc;
+	p->w = w->packed;
+	p->m = w->rows;
+	p->k = w->cols;
+	p->n = n;
+	p->bias = bias;
+	p->flags = flags;
+	amx_gemm_run(p, g->amx_scratch);
+	return 0;
+}
+
 int
 gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
     int n, float *y, int ldy, const float *bias, int flags, char *err)
@@ -518,25 +538,15 @@ gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
 
 	if (use_amx_gemm(g, w, n, ldy)) {
 		struct amx_gemm p = { 0 };
-		size_t need = amx_gemm_scratch_bytes(w->rows, w->cols, n);
 
-		if ((rc = scratch_reserve(&g->amx_scratch, &g->amx_len, need,
-		    err)) != 0)
-			return rc;
-		p.w = w->packed;
-		p.m = w->rows;
-		p.k = w->cols;
-		p.n = n;
 		p.x = x;
 		p.ldx = ldx;
 		p.y = y;
 		p.ldy = ldy;
-		p.bias = bias;
-		p.flags = (flags & GEMM_GELU ? AMX_GELU : 0) |
+		return amx_run(g, &p, w, n, bias,
+		    (flags & GEMM_GELU ? AMX_GELU : 0) |
 		    (flags & GEMM_ACCUMULATE ? AMX_ACCUMULATE : 0) |
-		    (flags & GEMM_GELU_X ? AMX_GELU_X : 0);
-		amx_gemm_run(&p, g->amx_scratch);
-		return 0;
+		    (flags & GEMM_GELU_X ? AMX_GELU_X : 0), err);
 	}
 	if (flags & GEMM_GELU_X)
 		layer_gelu((float *)x, w->cols, n, ldx);
@@ -560,8 +570,7 @@ gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
     const struct mat *fc2, const float *b2, const float *x, int ldx, int n,
     float *y, int ldy, float *hidden, int ldh, char *err)
 {
-	struct amx_gemm p = { 0 };
-	size_t need;
+	struct amx_gemm p1 = { 0 }, p2 = { 0 };
 	int rc;
 
 	if (!use_amx_gemm(g, fc1, n, ldh) || !use_amx_gemm(g, fc2, n, ldy) ||
@@ -573,34 +582,15 @@ gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
 		return gemm_linear(g, fc2, hidden, ldh, n, y, ldy, b2,
 		    GEMM_ACCUMULATE | GEMM_GELU_X, err);
 	}
-	need = amx_gemm_scratch_bytes(fc1->rows, fc1->cols, n);
-	if (amx_gemm_scratch_bytes(fc2->rows, fc2->cols, n) > need)
-		need = amx_gemm_scratch_bytes(fc2->rows, fc2->cols, n);
-	if ((rc = scratch_reserve(&g->amx_scratch, &g->amx_len, need,
-	    err)) != 0)
+	p1.x = x;
+	p1.ldx = ldx;
+	p1.y_packed = (uint16_t *)hidden;
+	p2.x_packed = (const uint16_t *)hidden;
+	p2.y = y;
+	p2.ldy = ldy;
+	if ((rc = amx_run(g, &p1, fc1, n, b1, AMX_GELU, err)) != 0)
 		return rc;
-	p.w = fc1->packed;
-	p.m = fc1->rows;
-	p.k = fc1->cols;
-	p.n = n;
-	p.x = x;
-	p.ldx = ldx;
-	p.bias = b1;
-	p.flags = AMX_GELU;
-	p.y_packed = (uint16_t *)hidden;
-	amx_gemm_run(&p, g->amx_scratch);
-	memset(&p, 0, sizeof(p));
-	p.w = fc2->packed;
-	p.m = fc2->rows;
-	p.k = fc2->cols;
-	p.n = n;
-	p.x_packed = (const uint16_t *)hidden;
-	p.y = y;
-	p.ldy = ldy;
-	p.bias = b2;
-	p.flags = AMX_ACCUMULATE;
-	amx_gemm_run(&p, g->amx_scratch);
-	return 0;
+	return amx_run(g, &p2, fc2, n, b2, AMX_ACCUMULATE, err);
 }
 
 int
