@@ -123,6 +123,7 @@ class Bench:
         self.audio = Path(args.audio).resolve()
         self.results: dict = {}  # model -> tool -> metric -> [samples]
         self.commands: dict = {}
+        self.sotto_kernel = None  # "amx" or "avx512-bf16", from sotto-bench
 
     # -- setup ---------------------------------------------------------------
 
@@ -197,9 +198,10 @@ class Bench:
             r = json.loads(out.strip().splitlines()[-1])
             vals = {k: r[k] for k in ("load_s", "encoder_s", "step1_ms", "step5_ms")}
             for k, key in (("matmul_ceiling_tflops", "ceiling_tflops"),
-                           ("matmul_onednn_tflops", "onednn_tflops"), ("matmul_amx_tflops", "amx_tflops")):
+                           ("matmul_onednn_tflops", "onednn_tflops"), ("matmul_kernel_tflops", "kernel_tflops")):
                 if r.get(k):
                     vals[key] = r[k]
+            self.sotto_kernel = r.get("kernel", self.sotto_kernel)
         elif tool.startswith("whispercpp"):
             cmd = [str(self.wcpp["bin_dir"] / "whisper-bench"), "-m", str(m["ggml"]), "-t", str(THREADS),
                    "-fa" if tool == "whispercpp" else "-nfa"]
@@ -361,9 +363,10 @@ class Bench:
                 L.append("")
             ceil, enc = self.med(model, "sotto-bf16", "ceiling_tflops"), self.med(model, "sotto-bf16", "encoder_s")
             if ceil and enc and gf:
-                od, ax = self.med(model, "sotto-bf16", "onednn_tflops"), self.med(model, "sotto-bf16", "amx_tflops")
+                od, ax = self.med(model, "sotto-bf16", "onednn_tflops"), self.med(model, "sotto-bf16", "kernel_tflops")
+                kern = self.sotto_kernel or "window"
                 parts = ", ".join(x for x in (f"oneDNN token-major {od:.2f}" if od else "",
-                                              f"sotto's AMX kernel {ax:.2f}" if ax else "") if x)
+                                              f"sotto's {kern} kernel {ax:.2f}" if ax else "") if x)
                 L.append(f"bf16 matmul ceiling in this run (encoder-shaped products, best of "
                          f"[3d x d], [4d x d], [d x 4d] by 1500: {parts}): {ceil:.2f} TFLOP/s; the bf16 encoder "
                          f"achieved {gf / enc / 1e3:.2f} TFLOP/s ({gf / enc / 1e3 / ceil:.0%} of it).\n")

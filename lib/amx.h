@@ -10,6 +10,9 @@
 #include <stdint.h>
 #include <string.h>
 
+/* AVX512-BF16 kernels; the AMX targets below include it. */
+#define BF16_TARGET __attribute__((target( \
+	"avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AMX_TARGET_BF16 __attribute__((target( \
 	"amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AMX_TARGET_INT8 __attribute__((target( \
@@ -85,6 +88,55 @@ exp512(__m512 x)
 	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
 	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
 	return _mm512_scalef_ps(p, k);
+}
+
+/* erf-GELU, as layers.c's: erfc(z) = t exp(-z^2 + P(t)). */
+BF16_TARGET static inline __m512
+gelu512(__m512 v)
+{
+	static const float c[] = { 0.17087277f, -0.82215223f, 1.48851587f,
+	    -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
+	    0.37409196f, 1.00002368f, -1.26551223f };
+	__m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(
+	    0.70710678f)), t, p, erfc_z;
+	size_t i;
+
+	t = _mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f));
+	/* 1 / t by rcp14 and one Newton step (~1e-8 relative), not div */
+	p = _mm512_rcp14_ps(t);
+	t = _mm512_mul_ps(p, _mm512_fnmadd_ps(t, p, _mm512_set1_ps(2.0f)));
+	p = _mm512_set1_ps(c[0]);
+	for (i = 1; i < sizeof(c) / sizeof(c[0]); i++)
+		p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[i]));
+	erfc_z = _mm512_mul_ps(t, exp512(_mm512_fmadd_ps(_mm512_sub_ps(
+	    _mm512_setzero_ps(), z), z, p)));
+	/* v >= 0: v (1 - erfc/2); v < 0: v erfc/2 */
+	erfc_z = _mm512_mask_sub_ps(erfc_z, _mm512_cmp_ps_mask(v,
+	    _mm512_setzero_ps(), _CMP_GE_OQ), _mm512_set1_ps(2.0f), erfc_z);
+	return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), erfc_z);
+}
+
+/*
+ * Rows a and b (16 values each) as bf16 pairs (a[j], b[j]) in dword j:
+ * one 64-byte row of the B layout (gemm-win.h), both operand shapes of
+ * AMX tile and vdpbf16ps products.
+ */
+BF16_TARGET static inline __m512i
+bf16_pairs(__m512 a, __m512 b)
+{
+	__m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(a));
+	__m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(b));
+
+	return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+/* 16 values of a row (lanes m, zero elsewhere), through GELU if gelu. */
+BF16_TARGET static inline __m512
+load_lanes(const float *row, __mmask16 m, int gelu)
+{
+	__m512 v = _mm512_maskz_loadu_ps(m, row);
+
+	return gelu ? _mm512_maskz_mov_ps(m, gelu512(v)) : v;
 }
 
 #endif

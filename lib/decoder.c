@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "amx.h"
-#include "attn-amx.h"
+#include "attn-win.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
@@ -163,13 +163,13 @@ decoder_cross_kv(struct sotto_state *st, char *err)
 
 	for (i = 0; i < m->hp.n_text_layer; i++) {
 		/* with AMX, through the encoder's q; k; v scratch into bf16 */
-		float *kv = st->cross_amx != NULL ? st->qkv : cross_at(st, i, 0);
+		float *kv = st->cross_win != NULL ? st->qkv : cross_at(st, i, 0);
 
 		if ((rc = gemm_linear(m->gemm, &m->dec[i].ckv, st->enc_out, LD,
 		    NA, kv, LD, m->dec[i].ckv_b, 0, err)) != 0)
 			return rc;
-		if (st->cross_amx != NULL && (rc = attn_amx_set_kv(
-		    st->cross_amx, i, kv, kv + plane, err)) != 0)
+		if (st->cross_win != NULL && (rc = attn_win_set_kv(
+		    st->cross_win, i, kv, kv + plane, err)) != 0)
 			return rc;
 	}
 	return 0;
@@ -305,8 +305,8 @@ cross_attn_own(struct sotto_state *work, struct sotto_state *st, int layer,
 	float scale = 1.0f / sqrtf((float)dh);
 	const float *k, *v;
 
-	if (st->cross_amx != NULL)
-		return attn_amx_query(st->cross_amx, layer, work->dqkv + c0, n,
+	if (st->cross_win != NULL)
+		return attn_win_query(st->cross_win, layer, work->dqkv + c0, n,
 		    nq, work->dattn + c0, n, err);
 	k = cross_at(st, layer, 0);
 	v = cross_at(st, layer, 1);

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "attn-amx.h"
+#include "attn-win.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
@@ -155,11 +155,11 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 static int
 encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
 {
-	if (st->attn_amx != NULL) {
-		int rc = attn_amx_set_kv(st->attn_amx, 0, st->qkv +
+	if (st->attn_win != NULL) {
+		int rc = attn_win_set_kv(st->attn_win, 0, st->qkv +
 		    (size_t)d * LD, st->qkv + (size_t)2 * d * LD, err);
 
-		return rc != 0 ? rc : attn_amx_query(st->attn_amx, 0, st->qkv,
+		return rc != 0 ? rc : attn_win_query(st->attn_win, 0, st->qkv,
 		    LD, S, st->attn, LD, err);
 	}
 	if (st->qkv16 != NULL)

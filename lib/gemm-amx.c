@@ -20,7 +20,7 @@
 
 #include "amx.h"
 #include "err.h"
-#include "gemm-amx.h"
+#include "gemm-win.h"
 
 #define AMX_TARGET	AMX_TARGET_BF16
 
@@ -33,73 +33,6 @@
 #define T_A1	5
 #define T_B0	6
 #define T_B1	7
-
-/* erf-GELU, as layers.c's: erfc(z) = t exp(-z^2 + P(t)). */
-AMX_TARGET static inline __m512
-gelu512(__m512 v)
-{
-	static const float c[] = { 0.17087277f, -0.82215223f, 1.48851587f,
-	    -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f,
-	    0.37409196f, 1.00002368f, -1.26551223f };
-	__m512 z = _mm512_mul_ps(_mm512_abs_ps(v), _mm512_set1_ps(
-	    0.70710678f)), t, p, erfc_z;
-	size_t i;
-
-	t = _mm512_fmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.0f));
-	/* 1 / t by rcp14 and one Newton step (~1e-8 relative), not div */
-	p = _mm512_rcp14_ps(t);
-	t = _mm512_mul_ps(p, _mm512_fnmadd_ps(t, p, _mm512_set1_ps(2.0f)));
-	p = _mm512_set1_ps(c[0]);
-	for (i = 1; i < sizeof(c) / sizeof(c[0]); i++)
-		p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[i]));
-	erfc_z = _mm512_mul_ps(t, exp512(_mm512_fmadd_ps(_mm512_sub_ps(
-	    _mm512_setzero_ps(), z), z, p)));
-	/* v >= 0: v (1 - erfc/2); v < 0: v erfc/2 */
-	erfc_z = _mm512_mask_sub_ps(erfc_z, _mm512_cmp_ps_mask(v,
-	    _mm512_setzero_ps(), _CMP_GE_OQ), _mm512_set1_ps(2.0f), erfc_z);
-	return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), v), erfc_z);
-}
-
-/* 16 values of a row of X, through GELU when gelu is set. */
-AMX_TARGET static inline __m512i
-load_x(const float *row, __mmask16 m, int gelu)
-{
-	__m512 v = _mm512_maskz_loadu_ps(m, row);
-
-	if (gelu)
-		v = _mm512_maskz_mov_ps(m, gelu512(v));
-	return _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(v));
-}
-
-/*
- * X [k][n] into B tiles: xv[nb][c][r][j][2] = X[32c + 2r + {0,1}][16nb + j],
- * zero past k and n. One 64-byte tile row is two rows of X interleaved.
- * With gelu, the tiles get GELU(X): the activation costs no pass of its
- * own over memory.
- */
-AMX_TARGET static void
-pack_x(const float *x, int ldx, int k, int n, int gelu, uint16_t *xv)
-{
-	int kc = (k + 31) / 32, nbs = (n + 31) / 32 * 2, kp;
-
-#pragma omp parallel for schedule(static)
-	for (kp = 0; kp < kc * 16; kp++) {
-		int r0 = 2 * kp, nb;
-		const float *a = r0 < k ? x + (size_t)r0 * ldx : x;
-		const float *b = r0 + 1 < k ? a + ldx : x;
-
-		for (nb = 0; nb < nbs; nb++) {
-			__mmask16 m = lanes16(16 * nb, n);
-			__mmask16 ma = r0 < k ? m : 0, mb = r0 + 1 < k ? m : 0;
-			__m512i lo = load_x(a + 16 * nb, ma, gelu);
-			__m512i hi = load_x(b + 16 * nb, mb, gelu);
-
-			_mm512_storeu_si512(xv + (((size_t)nb * kc + kp / 16) *
-			    16 + kp % 16) * 32, _mm512_or_si512(lo,
-			    _mm512_slli_epi32(hi, 16)));
-		}
-	}
-}
 
 /*
  * A tiles that add the bias through one more tile product against a B
@@ -125,13 +58,13 @@ pack_bias(const float *bias, int m, uint16_t *bt, uint16_t *ones)
 
 /*
  * The 32 x 32 results of a block (tmp, rows m.., columns 32 nb2..) as two
- * B tiles of the next product, whose k is p->m: GELU with AMX_GELU, zero
- * past p->m rows and p->n columns, as pack_x would have written them.
+ * B tiles of the next product, whose k is p->m: GELU with WIN_GELU, zero
+ * past p->m rows and p->n columns, as win_pack_x would have written them.
  */
 AMX_TARGET static void
-block_to_tiles(const struct amx_gemm *p, float tmp[32][32], int m, int nb2)
+block_to_tiles(const struct win_gemm *p, float tmp[32][32], int m, int nb2)
 {
-	int kc = (p->m + 31) / 32, gelu = (p->flags & AMX_GELU) != 0, h, r;
+	int kc = (p->m + 31) / 32, gelu = (p->flags & WIN_GELU) != 0, h, r;
 
 	for (h = 0; h < 2; h++) {
 		int nb = 2 * nb2 + h;
@@ -141,11 +74,9 @@ block_to_tiles(const struct amx_gemm *p, float tmp[32][32], int m, int nb2)
 		for (r = 0; r < 16; r++) {
 			__mmask16 ma = m + 2 * r < p->m ? cm : 0;
 			__mmask16 mb = m + 2 * r + 1 < p->m ? cm : 0;
-			__m512i lo = load_x(&tmp[2 * r][16 * h], ma, gelu);
-			__m512i hi = load_x(&tmp[2 * r + 1][16 * h], mb, gelu);
-
-			_mm512_storeu_si512(out + r * 32, _mm512_or_si512(lo,
-			    _mm512_slli_epi32(hi, 16)));
+			_mm512_storeu_si512(out + r * 32, bf16_pairs(
+			    load_lanes(&tmp[2 * r][16 * h], ma, gelu),
+			    load_lanes(&tmp[2 * r + 1][16 * h], mb, gelu)));
 		}
 	}
 }
@@ -158,7 +89,7 @@ block_to_tiles(const struct amx_gemm *p, float tmp[32][32], int m, int nb2)
  * took: 10 ms against 1.3 ms for 1536x384x1500.)
  */
 AMX_TARGET static void
-block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
+block(const struct win_gemm *p, const uint16_t *xv, const uint16_t *bt,
     const uint16_t *ones, int m, int two_rows, int nb2)
 {
 	int kc = (p->k + 31) / 32, c;
@@ -191,7 +122,7 @@ block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 			_tile_loadd(T_C11, y1 + 16, ldy);
 		}
 	}
-	if (!(p->flags & AMX_ACCUMULATE) || p->y_packed != NULL) {
+	if (!(p->flags & WIN_ACCUMULATE) || p->y_packed != NULL) {
 		_tile_zero(T_C00);
 		_tile_zero(T_C01);
 		_tile_zero(T_C10);
@@ -232,7 +163,7 @@ block(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 
 /* GELU over row i of y, in place. */
 AMX_TARGET static void
-gelu_row(const struct amx_gemm *p, int i)
+gelu_row(const struct win_gemm *p, int i)
 {
 	float *y = p->y + (size_t)i * p->ldy;
 	int j;
@@ -250,7 +181,7 @@ gelu_row(const struct amx_gemm *p, int i)
  * thread's B panel stays in L1 while it walks down W.
  */
 AMX_TARGET static void
-run_share(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
+run_share(const struct win_gemm *p, const uint16_t *xv, const uint16_t *bt,
     const uint16_t *ones, int t, int nt)
 {
 	int mbs = (p->m + 31) / 32, nbs = (p->n + 31) / 32, total = mbs * nbs;
@@ -265,41 +196,19 @@ run_share(const struct amx_gemm *p, const uint16_t *xv, const uint16_t *bt,
 	_tile_release();
 }
 
-size_t
-amx_gemm_packed_bytes(int m, int n)
-{
-	return (size_t)(m + 31) / 32 * 32 * ((n + 31) / 32 * 32) * 2;
-}
-
-size_t
-amx_gemm_scratch_bytes(int m, int k, int n)
-{
-	return (size_t)(k + 31) / 32 * 32 * ((n + 31) / 32 * 32) * 2 +
-	    (size_t)(m + 15) / 16 * 1024 + 1024;
-}
-
-int
-amx_gemm_fits(int m, int k, int n, int ldy)
-{
-	(void)m;
-	(void)k;
-	return ldy % 16 == 0 && ldy >= (n + 31) / 32 * 32;
-}
-
 void
-amx_gemm_run(const struct amx_gemm *p, uint16_t *scratch)
+amx_gemm_run(const struct win_gemm *p, uint16_t *scratch)
 {
 	uint16_t *bt = NULL, *ones;
 
-	ones = scratch + (size_t)(p->k + 31) / 32 * 32 * ((p->n + 31) / 32 *
-	    32);
+	ones = scratch + win_packed_bytes(p->k, p->n) / 2;
 	if (p->bias != NULL) {
 		bt = ones + 512;
 		pack_bias(p->bias, p->m, bt, ones);
 	}
 	if (p->x_packed == NULL)
-		pack_x(p->x, p->ldx, p->k, p->n, (p->flags & AMX_GELU_X) != 0,
-		    scratch);
+		win_pack_x(p->x, p->ldx, p->k, p->n,
+		    (p->flags & WIN_GELU_X) != 0, scratch);
 #pragma omp parallel
 	run_share(p, p->x_packed != NULL ? p->x_packed : scratch, bt, ones,
 	    omp_get_thread_num(), omp_get_num_threads());
@@ -307,7 +216,7 @@ amx_gemm_run(const struct amx_gemm *p, uint16_t *scratch)
 	 * GELU afterwards, row by row: applied per 32x32 block it walked
 	 * 32 rows 6 KB apart at a time and cost more than the products.
 	 */
-	if ((p->flags & AMX_GELU) && p->y_packed == NULL) {
+	if ((p->flags & WIN_GELU) && p->y_packed == NULL) {
 		int i;
 
 #pragma omp parallel for schedule(static)

@@ -17,7 +17,7 @@
 #include "err.h"
 #include "amx.h"
 #include "gemm.h"
-#include "gemm-amx.h"
+#include "gemm-win.h"
 #include "gemv.h"
 #include "layers.h"
 
@@ -41,8 +41,8 @@ struct gemm {
 	int amx;			/* gemv may use tile products */
 	uint16_t *gemv_scratch;		/* owned, gemv_len bytes */
 	size_t gemv_len;
-	uint16_t *amx_scratch;		/* owned, amx_len bytes */
-	size_t amx_len;
+	uint16_t *win_scratch;		/* owned, win_len bytes */
+	size_t win_len;
 };
 
 static int
@@ -125,7 +125,7 @@ gemm_free(struct gemm *g)
 	free(g->prims);
 	free(g->xbuf);
 	free(g->gemv_scratch);
-	free(g->amx_scratch);
+	free(g->win_scratch);
 	if (g->stream != NULL)
 		dnnl_stream_destroy(g->stream);
 	if (g->engine != NULL)
@@ -253,7 +253,7 @@ mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
 {
 	uint16_t *p;
 
-	if (g->precision != SOTTO_PRECISION_BF16 || (window && !g->amx) ||
+	if (g->precision != SOTTO_PRECISION_BF16 ||
 	    (!window && m->cols % GEMV_K_ALIGN != 0))
 		return 0;
 	p = aligned_alloc(64, gemv_packed_elems(m->rows, m->cols) * 2);
@@ -300,12 +300,15 @@ scratch_reserve(uint16_t **buf, size_t *len, size_t need, char *err)
 	return 0;
 }
 
-/* With AMX, a packed weight over more than a tile's columns. */
+/*
+ * A packed weight over more than a block's columns: a window product
+ * (gemm-win.h) on AMX or by AVX512-BF16 dot products.
+ */
 static int
-use_amx_gemm(const struct gemm *g, const struct mat *w, int n, int ldy)
+use_win_gemm(const struct gemm *g, const struct mat *w, int n, int ldy)
 {
-	return w->packed != NULL && g->amx && n > 16 &&
-	    amx_gemm_fits(w->rows, w->cols, n, ldy);
+	return w->packed != NULL && g->precision == SOTTO_PRECISION_BF16 &&
+	    n > 16 && win_gemm_fits(w->rows, w->cols, n, ldy);
 }
 
 /* Convert x [k][n] (row stride ldx) to a contiguous bf16 [k][n]. */
@@ -491,7 +494,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
 		    w->cols, x, ldx, accumulate ? 1.0f : 0.0f, y, ldy, err);
-	if (use_amx_gemm(g, w, n, ldy))
+	if (use_win_gemm(g, w, n, ldy))
 		return gemm_linear(g, w, x, ldx, n, y, ldy, NULL,
 		    accumulate ? GEMM_ACCUMULATE : 0, err);
 	if (w->packed != NULL)
@@ -510,15 +513,15 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	return gemm_run_bf16(g, &key, w->bf16, g->xbuf, y, err);
 }
 
-/* p (its x and y already set) with w, n, bias and flags, on AMX. */
+/* p (its x and y already set) with w, n, bias and flags. */
 static int
-amx_run(struct gemm *g, struct amx_gemm *p, const struct mat *w, int n,
+win_run(struct gemm *g, struct win_gemm *p, const struct mat *w, int n,
     const float *bias, int flags, char *err)
 {
 	int rc;
 
-	if ((rc = scratch_reserve(&g->amx_scratch, &g->amx_len,
-	    amx_gemm_scratch_bytes(w->rows, w->cols, n), err)) != 0)
+	if ((rc = scratch_reserve(&g->win_scratch, &g->win_len,
+	    win_scratch_bytes(w->rows, w->cols, n), err)) != 0)
 		return rc;
 	p->w = w->packed;
 	p->m = w->rows;
@@ -526,7 +529,10 @@ amx_run(struct gemm *g, struct amx_gemm *p, const struct mat *w, int n,
 	p->n = n;
 	p->bias = bias;
 	p->flags = flags;
-	amx_gemm_run(p, g->amx_scratch);
+	if (g->amx)
+		amx_gemm_run(p, g->win_scratch);
+	else
+		dp_gemm_run(p, g->win_scratch);
 	return 0;
 }
 
@@ -536,17 +542,17 @@ gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
 {
 	int rc;
 
-	if (use_amx_gemm(g, w, n, ldy)) {
-		struct amx_gemm p = { 0 };
+	if (use_win_gemm(g, w, n, ldy)) {
+		struct win_gemm p = { 0 };
 
 		p.x = x;
 		p.ldx = ldx;
 		p.y = y;
 		p.ldy = ldy;
-		return amx_run(g, &p, w, n, bias,
-		    (flags & GEMM_GELU ? AMX_GELU : 0) |
-		    (flags & GEMM_ACCUMULATE ? AMX_ACCUMULATE : 0) |
-		    (flags & GEMM_GELU_X ? AMX_GELU_X : 0), err);
+		return win_run(g, &p, w, n, bias,
+		    (flags & GEMM_GELU ? WIN_GELU : 0) |
+		    (flags & GEMM_ACCUMULATE ? WIN_ACCUMULATE : 0) |
+		    (flags & GEMM_GELU_X ? WIN_GELU_X : 0), err);
 	}
 	if (flags & GEMM_GELU_X)
 		layer_gelu((float *)x, w->cols, n, ldx);
@@ -570,11 +576,11 @@ gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
     const struct mat *fc2, const float *b2, const float *x, int ldx, int n,
     float *y, int ldy, float *hidden, int ldh, char *err)
 {
-	struct amx_gemm p1 = { 0 }, p2 = { 0 };
+	struct win_gemm p1 = { 0 }, p2 = { 0 };
 	int rc;
 
-	if (!use_amx_gemm(g, fc1, n, ldh) || !use_amx_gemm(g, fc2, n, ldy) ||
-	    amx_gemm_packed_bytes(fc1->rows, n) > (size_t)fc1->rows * ldh *
+	if (!use_win_gemm(g, fc1, n, ldh) || !use_win_gemm(g, fc2, n, ldy) ||
+	    win_packed_bytes(fc1->rows, n) > (size_t)fc1->rows * ldh *
 	    sizeof(float)) {
 		if ((rc = gemm_linear(g, fc1, x, ldx, n, hidden, ldh, b1, 0,
 		    err)) != 0)
@@ -588,9 +594,9 @@ gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
 	p2.x_packed = (const uint16_t *)hidden;
 	p2.y = y;
 	p2.ldy = ldy;
-	if ((rc = amx_run(g, &p1, fc1, n, b1, AMX_GELU, err)) != 0)
+	if ((rc = win_run(g, &p1, fc1, n, b1, WIN_GELU, err)) != 0)
 		return rc;
-	return amx_run(g, &p2, fc2, n, b2, AMX_ACCUMULATE, err);
+	return win_run(g, &p2, fc2, n, b2, WIN_ACCUMULATE, err);
 }
 
 int

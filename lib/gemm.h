@@ -29,9 +29,9 @@ int	mat_init_f16_stack(struct mat *m, const struct gemm *,
 	    int cols, char *err);
 /*
  * Repack a bf16 m into 16x32 blocks: for the decoder's few-column
- * products (gemv.c) always, for products over a window (window set;
- * gemm-amx.c) only with AMX. A no-op otherwise and in fp32. Afterwards m
- * works only with gemm_wx, gemm_linear and gemm_xtw.
+ * products (gemv.c), and for products over a window (window set;
+ * gemm-win.h). A no-op in fp32. Afterwards m works only with gemm_wx,
+ * gemm_linear and gemm_xtw.
  */
 int	mat_pack(struct mat *m, const struct gemm *, int window, char *err);
 void	mat_free(struct mat *m);

@@ -27,8 +27,6 @@
 #define ARCH_REQ_XCOMP_PERM	0x1023
 #define XFEATURE_XTILEDATA	18
 
-#define BF16_TARGET \
-	__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AMX_TARGET	AMX_TARGET_BF16
 #define DOT_COLS	8	/* columns per pass of the dot-product path */
 /*

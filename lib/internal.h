@@ -127,7 +127,7 @@ struct sotto_model {
  * Per-stream buffers. Beam b's self-attention caches live at
  * kv[b][layer][2][d][n_text_ctx] (key then value, positions contiguous).
  */
-struct attn_amx;
+struct attn_win;
 struct logits_head;
 
 struct sotto_state {
@@ -142,16 +142,17 @@ struct sotto_state {
 	float *qkv;		/* [3d][LD] */
 	float *attn;		/* [d][LD] */
 	float *ffn;		/* [4d][LD], or conv1's [d][3000] */
+	/* composed attention (no attn_win): */
 	float *scores;		/* [1500][1500] one head */
 	uint16_t *qkv16;	/* [3d][LD] bf16 copy (bf16 models) */
 	uint16_t *p16;		/* [1500][1500] bf16 probabilities */
-	struct attn_amx *attn_amx;	/* owned; NULL without AMX */
+	struct attn_win *attn_win;	/* owned; NULL in fp32 */
 	float *enc_out;		/* [d][LD] */
 
 	/* decoder */
 	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD], or NULL
-				   when cross_amx holds them */
-	struct attn_amx *cross_amx;	/* owned; NULL without AMX */
+				   when cross_win holds them */
+	struct attn_win *cross_win;	/* owned; NULL in fp32 */
 	void *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] of
 				   float, or bf16 in a bf16 model */
 	int kv_beams;		/* beams the caches have room for */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "attn-amx.h"
+#include "attn-win.h"
 #include "gemm.h"
 #include "internal.h"
 #include "logits.h"
@@ -43,20 +43,31 @@ sotto_state_new(const struct sotto_model *m)
 	st->attn = buf(da * ld, &failed);
 	/* conv1's output [d][3000] lives here too */
 	st->ffn = buf(4 * da * ld, &failed);
-	st->scores = buf(na * na, &failed);
 	st->enc_out = buf(da * ld, &failed);
+	/*
+	 * bf16 models attend on AMX or by AVX512-BF16 dot products
+	 * (attn-win.h); fp32 models, and heads other than 64 wide, by
+	 * composed products over a [1500][1500] score matrix.
+	 */
 	if (m->precision == SOTTO_PRECISION_BF16) {
-		st->qkv16 = (uint16_t *)buf((3 * da * ld + 1) / 2, &failed);
-		st->p16 = (uint16_t *)buf((na * na + 1) / 2, &failed);
+		int amx = gemm_has_amx(m->gemm);
+
+		if (attn_win_new((int)da, hp->n_audio_head, 1, (int)na, amx,
+		    &st->attn_win, st->err) != 0)
+			st->attn_win = NULL;
+		if (attn_win_new((int)dt, hp->n_text_head, hp->n_text_layer,
+		    (int)ctx, amx, &st->cross_win, st->err) != 0)
+			st->cross_win = NULL;
 	}
-	/* without AMX (or with odd heads) the composed products run */
-	if (gemm_has_amx(m->gemm) && attn_amx_new((int)da,
-	    hp->n_audio_head, 1, (int)na, &st->attn_amx, st->err) != 0)
-		st->attn_amx = NULL;
-	if (gemm_has_amx(m->gemm) && attn_amx_new((int)dt, hp->n_text_head,
-	    hp->n_text_layer, (int)ctx, &st->cross_amx, st->err) != 0)
-		st->cross_amx = NULL;
-	if (st->cross_amx == NULL)
+	if (st->attn_win == NULL) {
+		st->scores = buf(na * na, &failed);
+		if (m->precision == SOTTO_PRECISION_BF16) {
+			st->qkv16 = (uint16_t *)buf((3 * da * ld + 1) / 2,
+			    &failed);
+			st->p16 = (uint16_t *)buf((na * na + 1) / 2, &failed);
+		}
+	}
+	if (st->cross_win == NULL)
 		st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * ld,
 		    &failed);
 	st->dx = buf(dt * ctx, &failed);
@@ -94,8 +105,8 @@ sotto_state_free(struct sotto_state *st)
 	free(st->enc_out);
 	free(st->qkv16);
 	free(st->p16);
-	attn_amx_free(st->attn_amx);
-	attn_amx_free(st->cross_amx);
+	attn_win_free(st->attn_win);
+	attn_win_free(st->cross_win);
 	free(st->cross_kv);
 	free(st->kv);
 	free(st->kv_spare);

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the hand-written kernels (lib/gemv.c, gemm-amx.c,
- * attn-amx.c, logits.c, the bf16 cache attention of layers.c) against naive double-precision references on
+ * gemm-dp.c, attn-amx.c, attn-dp.c, logits.c, the bf16 cache attention of layers.c) against naive double-precision references on
  * the same bf16-rounded inputs, over shapes that hit their edges: rows
  * and columns that are not whole blocks, k padded to 32, accumulation,
  * GELU, a prompt's worth of columns. The AMX cases are skipped (and
@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "attn-amx.h"
+#include "attn-win.h"
 #include "err.h"
-#include "gemm-amx.h"
+#include "gemm-win.h"
 #include "gemv.h"
 #include "layers.h"
 #include "logits.h"
@@ -168,8 +168,11 @@ gelu_ref(double v)
 	return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
 }
 
+typedef void (*win_run_fn)(const struct win_gemm *, uint16_t *);
+
 static void
-check_amx_gemm(int m, int k, int n, int flags, int with_bias)
+check_win_gemm(win_run_fn run, int m, int k, int n, int flags,
+    int with_bias)
 {
 	int ld = (n + 31) / 32 * 32 + 16;
 	float *w = frand_array((size_t)m * k, 0.3f);
@@ -178,12 +181,12 @@ check_amx_gemm(int m, int k, int n, int flags, int with_bias)
 	float *y = frand_array((size_t)m * ld, 1.0f);
 	float *y0 = malloc((size_t)m * ld * sizeof(float));
 	uint16_t *wp = pack(w, m, k);
-	uint16_t *scratch = aligned_alloc(64, amx_gemm_scratch_bytes(m, k, n));
-	struct amx_gemm p = { 0 };
+	uint16_t *scratch = aligned_alloc(64, win_scratch_bytes(m, k, n));
+	struct win_gemm p = { 0 };
 	int i, j;
 
 	assert_non_null(y0);
-	assert_true(amx_gemm_fits(m, k, n, ld));
+	assert_true(win_gemm_fits(m, k, n, ld));
 	memcpy(y0, y, (size_t)m * ld * sizeof(float));
 	p.w = wp;
 	p.m = m;
@@ -195,8 +198,8 @@ check_amx_gemm(int m, int k, int n, int flags, int with_bias)
 	p.ldy = ld;
 	p.bias = with_bias ? b : NULL;
 	p.flags = flags;
-	amx_gemm_run(&p, scratch);
-	if (flags & AMX_GELU_X)		/* the reference on gelu(x) */
+	run(&p, scratch);
+	if (flags & WIN_GELU_X)		/* the reference on gelu(x) */
 		for (i = 0; i < k * n; i++)
 			x[i] = (float)gelu_ref(x[i]);
 	for (i = 0; i < m; i++)
@@ -204,9 +207,9 @@ check_amx_gemm(int m, int k, int n, int flags, int with_bias)
 			double v = dot_ref(w, k, i, x, n, j) +
 			    (with_bias ? b[i] : 0.0);
 
-			if (flags & AMX_GELU)
+			if (flags & WIN_GELU)
 				v = gelu_ref(v);
-			if (flags & AMX_ACCUMULATE)
+			if (flags & WIN_ACCUMULATE)
 				v += y0[(size_t)i * ld + j];
 			assert_float_equal(y[(size_t)i * ld + j], v,
 			    2e-3 * (1.0 + fabs(v)));
@@ -228,10 +231,10 @@ check_amx_gemm(int m, int k, int n, int flags, int with_bias)
  * tiles start as NaN so any padding the fused path fails to zero shows.
  */
 static void
-check_mlp_fused(int m1, int k1, int m2, int n)
+check_mlp_fused(win_run_fn run, int m1, int k1, int m2, int n)
 {
 	int ld = (n + 31) / 32 * 32 + 16, i, j;
-	size_t hidden_bytes = amx_gemm_packed_bytes(m1, n);
+	size_t hidden_bytes = win_packed_bytes(m1, n);
 	float *w1 = frand_array((size_t)m1 * k1, 0.3f);
 	float *w2 = frand_array((size_t)m2 * m1, 0.3f);
 	float *b1 = frand_array((size_t)m1, 1.0f);
@@ -242,12 +245,12 @@ check_mlp_fused(int m1, int k1, int m2, int n)
 	float *yb = malloc((size_t)m2 * ld * sizeof(float));
 	uint16_t *hp = aligned_alloc(64, hidden_bytes);
 	uint16_t *w1p = pack(w1, m1, k1), *w2p = pack(w2, m2, m1);
-	size_t sb = amx_gemm_scratch_bytes(m1, k1, n);
+	size_t sb = win_scratch_bytes(m1, k1, n);
 	uint16_t *scratch;
-	struct amx_gemm p = { 0 };
+	struct win_gemm p = { 0 };
 
-	if (amx_gemm_scratch_bytes(m2, m1, n) > sb)
-		sb = amx_gemm_scratch_bytes(m2, m1, n);
+	if (win_scratch_bytes(m2, m1, n) > sb)
+		sb = win_scratch_bytes(m2, m1, n);
 	scratch = aligned_alloc(64, sb);
 	assert_non_null(yb);
 	assert_non_null(hp);
@@ -264,7 +267,7 @@ check_mlp_fused(int m1, int k1, int m2, int n)
 	p.y = h;
 	p.ldy = ld;
 	p.bias = b1;
-	amx_gemm_run(&p, scratch);
+	run(&p, scratch);
 	p.w = w2p;
 	p.m = m2;
 	p.k = m1;
@@ -272,8 +275,8 @@ check_mlp_fused(int m1, int k1, int m2, int n)
 	p.ldx = ld;
 	p.y = ya;
 	p.bias = b2;
-	p.flags = AMX_ACCUMULATE | AMX_GELU_X;
-	amx_gemm_run(&p, scratch);
+	p.flags = WIN_ACCUMULATE | WIN_GELU_X;
+	run(&p, scratch);
 	/* fused */
 	memset(&p, 0, sizeof(p));
 	p.w = w1p;
@@ -283,9 +286,9 @@ check_mlp_fused(int m1, int k1, int m2, int n)
 	p.x = x;
 	p.ldx = n;
 	p.bias = b1;
-	p.flags = AMX_GELU;
+	p.flags = WIN_GELU;
 	p.y_packed = hp;
-	amx_gemm_run(&p, scratch);
+	run(&p, scratch);
 	/* padding rows (k of fc2) and columns hold zeros, as pack_x's */
 	for (i = 0; i < (m1 + 31) / 32 * 32; i++)
 		for (j = 0; j < (n + 31) / 32 * 32; j++)
@@ -302,8 +305,8 @@ check_mlp_fused(int m1, int k1, int m2, int n)
 	p.y = yb;
 	p.ldy = ld;
 	p.bias = b2;
-	p.flags = AMX_ACCUMULATE;
-	amx_gemm_run(&p, scratch);
+	p.flags = WIN_ACCUMULATE;
+	run(&p, scratch);
 	for (i = 0; i < m2; i++)
 		for (j = 0; j < n; j++)
 			assert_memory_equal(&ya[(size_t)i * ld + j],
@@ -328,13 +331,38 @@ test_amx_gemm(void **state)
 	(void)state;
 	if (!have_amx)
 		skip();
-	check_amx_gemm(64, 64, 64, 0, 0);
-	check_amx_gemm(48, 240, 100, AMX_GELU, 1);	/* 1x2 tail, k pad */
-	check_amx_gemm(32, 96, 33, AMX_ACCUMULATE, 1);
-	check_amx_gemm(16, 32, 17, 0, 1);
-	check_amx_gemm(64, 96, 70, AMX_GELU_X | AMX_ACCUMULATE, 1);
-	check_mlp_fused(48, 96, 32, 70);
-	check_mlp_fused(128, 64, 64, 1500);	/* a window's columns */
+	check_win_gemm(amx_gemm_run, 64, 64, 64, 0, 0);
+	check_win_gemm(amx_gemm_run, 48, 240, 100, WIN_GELU, 1); /* 1x2 tail, k pad */
+	check_win_gemm(amx_gemm_run, 32, 96, 33, WIN_ACCUMULATE, 1);
+	check_win_gemm(amx_gemm_run, 16, 32, 17, 0, 1);
+	check_win_gemm(amx_gemm_run, 64, 96, 70, WIN_GELU_X | WIN_ACCUMULATE,
+	    1);
+	check_mlp_fused(amx_gemm_run, 48, 96, 32, 70);
+	check_mlp_fused(amx_gemm_run, 128, 64, 64, 1500); /* a window */
+}
+
+/*
+ * The dot-product kernel: blocks of 8 rows by 3 groups of 16 columns,
+ * so rows that are not whole blocks (37), panels of 1 and 2 groups
+ * (100 = 3 + 3 + 1 groups, 70 = 3 + 2), and a fused MLP whose hidden
+ * rows (37, 40) leave padding rows and half pairs in its tiles.
+ */
+static void
+test_dp_gemm(void **state)
+{
+	(void)state;
+	if (!have_bf16)
+		skip();
+	check_win_gemm(dp_gemm_run, 64, 64, 64, 0, 0);
+	check_win_gemm(dp_gemm_run, 48, 240, 100, WIN_GELU, 1);
+	check_win_gemm(dp_gemm_run, 37, 96, 70, WIN_ACCUMULATE, 1);
+	check_win_gemm(dp_gemm_run, 16, 32, 17, 0, 1);
+	check_win_gemm(dp_gemm_run, 64, 96, 33, WIN_GELU_X | WIN_ACCUMULATE,
+	    1);
+	check_mlp_fused(dp_gemm_run, 48, 96, 32, 70);
+	check_mlp_fused(dp_gemm_run, 37, 64, 32, 100);
+	check_mlp_fused(dp_gemm_run, 40, 64, 24, 33);
+	check_mlp_fused(dp_gemm_run, 128, 64, 64, 1500); /* a window */
 }
 
 /* Naive attention of query j of head h: out[c] for c < 64. */
@@ -368,7 +396,7 @@ attn_ref(const float *q, int ldq, int j, const float *k, const float *v,
 }
 
 static void
-check_attention(struct attn_amx *a, int slot, const float *k,
+check_attention(struct attn_win *a, int slot, const float *k,
     const float *v, int n)
 {
 	int d = 128, ld = n + 3, h, j, c;
@@ -377,9 +405,9 @@ check_attention(struct attn_amx *a, int slot, const float *k,
 	char err[SOTTO_ERR_MAX];
 	double want[64];
 
-	assert_int_equal(attn_amx_query(a, slot, q, ld, n, out, ld, err), 0);
+	assert_int_equal(attn_win_query(a, slot, q, ld, n, out, ld, err), 0);
 	for (h = 0; h < 2; h++)
-		for (j = 0; j < n; j += n > 8 ? 7 : 1) {
+		for (j = 0; j < n; j += n > 16 ? 7 : 1) {
 			attn_ref(q, ld, j, k, v, h, want);
 			for (c = 0; c < 64; c++)
 				assert_float_equal(out[(size_t)(64 * h + c) *
@@ -390,33 +418,54 @@ check_attention(struct attn_amx *a, int slot, const float *k,
 	free(out);
 }
 
+/*
+ * Both kernels on the same cases: 1 and 5 queries (a decoder step), 13
+ * (the dot-product kernel's 8 + 4 + 1 query instances), 40 (three query
+ * blocks), two slots.
+ */
 static void
-test_attention(void **state)
+check_attention_kernel(int amx)
 {
-	struct attn_amx *a;
+	struct attn_win *a;
 	char err[SOTTO_ERR_MAX];
 	float *k, *v, *k2;
 	size_t plane = (size_t)128 * WHISPER_AUDIO_LD;
 
-	(void)state;
-	if (!have_amx)
-		skip();
-	assert_int_equal(attn_amx_new(128, 2, 2, 40, &a, err), 0);
+	assert_int_equal(attn_win_new(128, 2, 2, 40, amx, &a, err), 0);
 	k = frand_array(plane, 1.0f);
 	v = frand_array(plane, 1.0f);
 	k2 = frand_array(plane, 0.5f);
-	assert_int_equal(attn_amx_set_kv(a, 0, k, v, err), 0);
-	assert_int_equal(attn_amx_set_kv(a, 1, k2, v, err), 0);
+	assert_int_equal(attn_win_set_kv(a, 0, k, v, err), 0);
+	assert_int_equal(attn_win_set_kv(a, 1, k2, v, err), 0);
 	check_attention(a, 0, k, v, 1);
 	check_attention(a, 0, k, v, 5);
+	check_attention(a, 0, k, v, 13);
 	check_attention(a, 1, k2, v, 40);	/* three query blocks */
 	check_attention(a, 0, k, v, 16);	/* slot 0 kept intact */
-	assert_int_not_equal(attn_amx_query(a, 2, k, 1, 1, v, 1, err), 0);
-	assert_int_not_equal(attn_amx_query(a, 0, k, 41, 41, v, 41, err), 0);
-	attn_amx_free(a);
+	assert_int_not_equal(attn_win_query(a, 2, k, 1, 1, v, 1, err), 0);
+	assert_int_not_equal(attn_win_query(a, 0, k, 41, 41, v, 41, err), 0);
+	attn_win_free(a);
 	free(k);
 	free(v);
 	free(k2);
+}
+
+static void
+test_attention_amx(void **state)
+{
+	(void)state;
+	if (!have_amx)
+		skip();
+	check_attention_kernel(1);
+}
+
+static void
+test_attention_dp(void **state)
+{
+	(void)state;
+	if (!have_bf16)
+		skip();
+	check_attention_kernel(0);
 }
 
 static uint16_t
@@ -457,10 +506,9 @@ static void
 test_logits_head(void **state)
 {
 	enum { V = 2000, D = 128, N = 3 };
-	uint16_t *w = head_weights(V, D);
-	float *x = frand_array((size_t)D * N, 1.0f);
-	float *out = malloc((size_t)N * V * sizeof(float));
-	int8_t *scratch = aligned_alloc(64, LOGITS_SCRATCH(D));
+	uint16_t *w;
+	float *x, *out;
+	int8_t *scratch;
 	struct logits_head *lh;
 	char err[SOTTO_ERR_MAX];
 	int i, j, c;
@@ -468,6 +516,10 @@ test_logits_head(void **state)
 	(void)state;
 	if (!have_amx)
 		skip();
+	w = head_weights(V, D);
+	x = frand_array((size_t)D * N, 1.0f);
+	out = malloc((size_t)N * V * sizeof(float));
+	scratch = aligned_alloc(64, LOGITS_SCRATCH(D));
 	assert_int_equal(logits_head_new(w, V, D, &lh, err), 0);
 	assert_int_equal(logits_head_run(lh, x, N, N, out, scratch, err), 0);
 	for (j = 0; j < N; j++) {
@@ -570,7 +622,9 @@ main(void)
 		cmocka_unit_test(test_gemv_dot),
 		cmocka_unit_test(test_gemv_amx),
 		cmocka_unit_test(test_amx_gemm),
-		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_dp_gemm),
+		cmocka_unit_test(test_attention_amx),
+		cmocka_unit_test(test_attention_dp),
 		cmocka_unit_test(test_logits_head),
 		cmocka_unit_test(test_attend_bf16),
 	};

@@ -1,0 +1,166 @@
+/*
+ * The window attention's two products by AVX512-BF16 dot products
+ * (vdpbf16ps), for CPUs without AMX; attn-win.c has the buffers and the
+ * softmax between them. The tile layouts serve as they are: a 64-byte
+ * tile row is the vector operand, and a dword of Q or P (two
+ * consecutive dims or keys of one query) the broadcast one.
+ *
+ *   S[i][16 keys] += dp(Q[i][pair r], K row r)     for the 32 dim pairs
+ *   O[i][16 dims] += dp(P[i][pair r], V row r)     for the 752 key pairs
+ *
+ * Queries go MQ at a time (8 for the scores, 4 for the output: 16
+ * accumulators each); a decoder step's one or few queries take the
+ * smaller instances, so their cost follows the number of queries.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "amx.h"
+#include "attn-win.h"
+
+#define NP	ATTN_NP
+#define QB	ATTN_QB
+#define DH	ATTN_DH
+#define NKG	2	/* key groups of 16 per pass of the scores */
+
+/* Scores of mq queries (token-major q, scaled) against all keys into s. */
+BF16_TARGET static inline __attribute__((always_inline)) void
+scores(const uint16_t *q, const uint16_t *k, float (*s)[NP], const int mq)
+{
+	const uint32_t *qd = (const uint32_t *)q;	/* [i][DH / 2] */
+	int kb, i, g, r;
+
+	for (kb = 0; kb < NP / 16; kb += NKG) {
+		/* key group kb + g, dim pair r: row (kb + g) * 32 + r */
+		const __m512i *kt = (const __m512i *)(k + (size_t)kb * 1024);
+		__m512 acc[8][NKG];
+
+		for (i = 0; i < mq; i++)
+			for (g = 0; g < NKG; g++)
+				acc[i][g] = _mm512_setzero_ps();
+		for (r = 0; r < DH / 2; r++) {
+			__m512bh kr[NKG];
+
+			for (g = 0; g < NKG; g++)
+				kr[g] = (__m512bh)_mm512_load_si512(kt +
+				    g * 32 + r);
+			for (i = 0; i < mq; i++) {
+				__m512bh qi = (__m512bh)_mm512_set1_epi32(
+				    (int)qd[i * (DH / 2) + r]);
+
+				for (g = 0; g < NKG; g++)
+					acc[i][g] = _mm512_dpbf16_ps(acc[i][g],
+					    qi, kr[g]);
+			}
+		}
+		for (i = 0; i < mq; i++)
+			for (g = 0; g < NKG; g++)
+				_mm512_storeu_ps(&s[i][(kb + g) * 16],
+				    acc[i][g]);
+	}
+}
+
+/* O[i][DH] = P[i] V of mq queries (unnormalised bf16 p) into res. */
+BF16_TARGET static inline __attribute__((always_inline)) void
+weighted(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH],
+    const int mq)
+{
+	__m512 acc[4][DH / 16];
+	int c, i, b, r;
+
+	for (i = 0; i < mq; i++)
+		for (b = 0; b < DH / 16; b++)
+			acc[i][b] = _mm512_setzero_ps();
+	for (c = 0; c < NP / 32; c++) {
+		/* key chunk c, dim block b, key pair r: row (c * 4 + b) * 16 + r */
+		const __m512i *vt = (const __m512i *)(v + (size_t)c * 2048);
+
+		for (r = 0; r < 16; r++) {
+			__m512bh vr[DH / 16];
+
+			for (b = 0; b < DH / 16; b++)
+				vr[b] = (__m512bh)_mm512_load_si512(vt +
+				    b * 16 + r);
+			for (i = 0; i < mq; i++) {
+				uint32_t pair;
+				__m512bh pi;
+
+				memcpy(&pair, &p[i][32 * c + 2 * r], 4);
+				pi = (__m512bh)_mm512_set1_epi32((int)pair);
+				for (b = 0; b < DH / 16; b++)
+					acc[i][b] = _mm512_dpbf16_ps(acc[i][b],
+					    pi, vr[b]);
+			}
+		}
+	}
+	for (i = 0; i < mq; i++)
+		for (b = 0; b < DH / 16; b++)
+			_mm512_storeu_ps(&res[i][16 * b], acc[i][b]);
+}
+
+BF16_TARGET static void
+scores_8(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 8);
+}
+
+BF16_TARGET static void
+scores_4(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 4);
+}
+
+BF16_TARGET static void
+scores_1(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 1);
+}
+
+BF16_TARGET static void
+weighted_4(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+{
+	weighted(p, v, res, 4);
+}
+
+BF16_TARGET static void
+weighted_1(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+{
+	weighted(p, v, res, 1);
+}
+
+BF16_TARGET void
+attn_dp_block(const struct attn_win *a, struct attn_thread *t, int slot,
+    int h, int q0, const struct attn_out *o)
+{
+	size_t at = ((size_t)slot * a->n_head + h) * NP * DH;
+	int nq = o->n - q0 < QB ? o->n - q0 : QB, i, n;
+	const uint16_t *q = a->q + ((size_t)h * a->q_rows + q0) * DH;
+	const uint16_t *k = a->k + at, *v = a->v + at;
+	float res[QB][DH], inv[QB];
+
+	for (i = 0; i < nq; )
+		if (nq - i >= 8) {
+			scores_8(q + (size_t)i * DH, k, &t->s[i]);
+			i += 8;
+		} else if (nq - i >= 4) {
+			scores_4(q + (size_t)i * DH, k, &t->s[i]);
+			i += 4;
+		} else {
+			scores_1(q + (size_t)i * DH, k, &t->s[i]);
+			i++;
+		}
+	for (i = 0; i < nq; i++)
+		inv[i] = 1.0f / attn_softmax_row(t->s[i], t->p[i]);
+	for (i = 0; i < nq; )
+		if (nq - i >= 4) {
+			weighted_4(&t->p[i], v, &res[i]);
+			i += 4;
+		} else {
+			weighted_1(&t->p[i], v, &res[i]);
+			i++;
+		}
+	for (n = 0; n < DH; n++)
+		for (i = 0; i < nq; i++)
+			o->out[((size_t)h * DH + n) * o->ldo + q0 + i] =
+			    res[i][n] * inv[i];
+}
