@@ -1,15 +1,15 @@
 /*
  * The output head (logits over the vocabulary) in two passes, for bf16
- * models on AMX.
+ * models (on AMX, or by AVX512-VNNI dot products without it).
  *
  * Why: the head reads the whole token embedding at every decoder step
  * (51864 x d: 40 MB in bf16 for tiny, 53 MB for base), most of a step's
  * memory traffic, and the step is bound by memory. Here
  *
  * 1. every logit is estimated from 4-bit weights and the int8-rounded
- *    hidden state by AMX int8 tile products, reading a quarter of the
- *    bytes of bf16 (each tile of weights is widened to int8 in L1 just
- *    before its product);
+ *    hidden state by AMX int8 tile products or vpdpbusd, reading a
+ *    quarter of the bytes of bf16 (the nibbles are widened to bytes in
+ *    registers or L1 just before their product);
  * 2. the LOGITS_EXACT largest estimates of each column are recomputed
  *    from the model's f16 weights in f32, which is more exact than the
  *    bf16 product this replaces.
@@ -39,6 +39,11 @@
 #include "logits.h"
 
 #define AMX_TARGET	AMX_TARGET_INT8
+#define VNNI_TARGET	__attribute__((target( \
+	"avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+/* code that either path runs */
+#define AVX512_TARGET	__attribute__((target( \
+	"avx512f,avx512bw,avx512vl,f16c,fma")))
 #define KC	64		/* int8 values of k per tile row */
 #define QMAX	7		/* weights round to -QMAX .. QMAX */
 #define ZERO	8		/* stored as q + ZERO, a nibble */
@@ -48,9 +53,18 @@
 #define T_A	1
 #define T_B	2
 
+/*
+ * The nibbles of a block of 16 rows (vocabulary entries), d / 2 bytes a
+ * row, in one of two layouts:
+ * - AMX: [d / KC][16 rows][KC / 2]: an A tile per KC values of k; byte i
+ *   of a tile row holds k = i (low nibble) and k = i + KC / 2;
+ * - VNNI: [d / 8][16 rows][4]: a vector per 8 values of k; byte kk of
+ *   row i holds k = kk (low nibble) and k = kk + 4, so the low and the
+ *   high nibbles are each the 16 rows x 4 k that vpdpbusd takes.
+ */
 struct logits_head {
-	int n_vocab, d, blocks;
-	uint8_t *w;		/* [blocks][d / KC][16][KC / 2] nibbles */
+	int n_vocab, d, blocks, amx;
+	uint8_t *w;		/* [blocks][d / 2 * 16] nibbles */
 	float *scale;		/* [blocks * 16] */
 	float *mean;		/* [d] channel means, 0 on outlier channels */
 	int n_out, out_c[MAX_OUT];	/* the outlier channels */
@@ -83,7 +97,7 @@ struct xcols {
  * k = i (low nibble) and k = i + KC / 2. The outlier channels' weights
  * go to out_w as they are.
  */
-AMX_TARGET static void
+AVX512_TARGET static void
 quantize_row(struct logits_head *lh, int v)
 {
 	const uint16_t *row = lh->f16 + (size_t)v * lh->d;
@@ -106,21 +120,35 @@ quantize_row(struct logits_head *lh, int v)
 	lh->scale[v] = max / QMAX;
 	inv = _mm512_set1_ps(max > 0.0f ? QMAX / max : 0.0f);
 	for (k = 0; k < lh->d; k += KC) {
-		uint8_t *o = lh->w + (((size_t)(v / 16) * (lh->d / KC) +
-		    k / KC) * 16 + v % 16) * (KC / 2);
+		uint8_t *block = lh->w + (size_t)(v / 16) * lh->d * 8;
 
 		for (i = 0; i < KC; i += 16)
 			_mm_storeu_si128((__m128i *)(q + i),
 			    _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(
 			    _mm512_mul_ps(_mm512_loadu_ps(c + k + i), inv))));
-		for (i = 0; i < KC / 2; i++)
-			o[i] = (uint8_t)((q[i] + ZERO) |
-			    (q[i + KC / 2] + ZERO) << 4);
+		if (lh->amx) {
+			uint8_t *o = block + ((size_t)(k / KC) * 16 + v % 16) *
+			    (KC / 2);
+
+			for (i = 0; i < KC / 2; i++)
+				o[i] = (uint8_t)((q[i] + ZERO) |
+				    (q[i + KC / 2] + ZERO) << 4);
+			continue;
+		}
+		for (i = 0; i < KC; i += 8) {
+			uint8_t *o = block + ((size_t)(k + i) / 8 * 16 +
+			    v % 16) * 4;
+			int kk;
+
+			for (kk = 0; kk < 4; kk++)
+				o[kk] = (uint8_t)((q[i + kk] + ZERO) |
+				    (q[i + 4 + kk] + ZERO) << 4);
+		}
 	}
 }
 
 /* Per channel, the sum and the sum of squares of rows [v0, v1) into s, q. */
-AMX_TARGET static void
+AVX512_TARGET static void
 row_sums(const struct logits_head *lh, int v0, int v1, float *s, float *q)
 {
 	int v, k;
@@ -195,7 +223,7 @@ channel_stats(struct logits_head *lh)
 }
 
 int
-logits_head_new(const void *f16, int n_vocab, int d,
+logits_head_new(const void *f16, int n_vocab, int d, int amx,
     struct logits_head **ret, char *err)
 {
 	struct logits_head *lh;
@@ -209,6 +237,7 @@ logits_head_new(const void *f16, int n_vocab, int d,
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	lh->n_vocab = n_vocab;
 	lh->d = d;
+	lh->amx = amx;
 	lh->blocks = (n_vocab + 15) / 16;
 	lh->f16 = f16;
 	lh->w = aligned_alloc(64, (size_t)lh->blocks * 16 * d / 2);
@@ -245,8 +274,9 @@ logits_head_free(struct logits_head *lh)
 
 /*
  * Columns of x [d][n] (rows ldx apart) to int8 with a scale per column,
- * laid out as B tiles: xq[c][r][j][4] = x[KC c + 4 r + {0..3}][j], zero
- * on the outlier channels, which go to xc->xo.
+ * zero on the outlier channels, which go to xc->xo. With AMX laid out as
+ * B tiles, xq[c][r][j][4] = x[KC c + 4 r + {0..3}][j]; for vpdpbusd
+ * column by column, xq[j][k].
  */
 static void
 quantize_x(const struct logits_head *lh, const float *x, int ldx, int n,
@@ -275,8 +305,11 @@ quantize_x(const struct logits_head *lh, const float *x, int ldx, int n,
 			int8_t q = is_outlier(lh, k) ? 0 : (int8_t)lrintf(
 			    x[(size_t)k * ldx + j] * inv);
 
-			xq[((size_t)(k / KC) * 16 + (k % KC) / 4) * 64 +
-			    j * 4 + k % 4] = q;
+			if (lh->amx)
+				xq[((size_t)(k / KC) * 16 + (k % KC) / 4) * 64 +
+				    j * 4 + k % 4] = q;
+			else
+				xq[(size_t)j * d + k] = q;
 			sum += q;
 		}
 		xc->sum[j] = sum;
@@ -345,6 +378,95 @@ estimate(const struct logits_head *lh, const int8_t *xq,
 	_tile_release();
 }
 
+/*
+ * VNNI: block b's sums over k of nibble x int8 for nc columns from j0,
+ * the low and the high nibbles into separate accumulators (two chains
+ * of dependent vpdpbusd instead of one).
+ */
+VNNI_TARGET static inline __attribute__((always_inline)) void
+vnni_sums(const struct logits_head *lh, const int8_t *xq, int b, int j0,
+    __m512i *acc, const int nc)
+{
+	const __m512i lo4 = _mm512_set1_epi8(0x0f);
+	const __m512i *w = (const __m512i *)(lh->w + (size_t)b * lh->d * 8);
+	__m512i lo[4], hi[4];
+	int g, j;
+
+	for (j = 0; j < nc; j++)
+		lo[j] = hi[j] = _mm512_setzero_si512();
+	for (g = 0; g < lh->d / 8; g++) {
+		__m512i v = _mm512_load_si512(w + g);
+		__m512i vl = _mm512_and_si512(v, lo4);
+		__m512i vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
+
+		/* as gemv.c: the hardware prefetcher alone is slower */
+		_mm_prefetch((const char *)(w + g) + 8192, _MM_HINT_T0);
+		for (j = 0; j < nc; j++) {
+			const int32_t *x = (const int32_t *)(xq +
+			    (size_t)(j0 + j) * lh->d) + 2 * g;
+
+			lo[j] = _mm512_dpbusd_epi32(lo[j], vl,
+			    _mm512_set1_epi32(x[0]));
+			hi[j] = _mm512_dpbusd_epi32(hi[j], vh,
+			    _mm512_set1_epi32(x[1]));
+		}
+	}
+	for (j = 0; j < nc; j++)
+		acc[j0 + j] = _mm512_add_epi32(lo[j], hi[j]);
+}
+
+VNNI_TARGET static void
+vnni_sums_4(const struct logits_head *lh, const int8_t *xq, int b, int j0,
+    __m512i *acc)
+{
+	vnni_sums(lh, xq, b, j0, acc, 4);
+}
+
+VNNI_TARGET static void
+vnni_sums_1(const struct logits_head *lh, const int8_t *xq, int b, int j0,
+    __m512i *acc)
+{
+	vnni_sums(lh, xq, b, j0, acc, 1);
+}
+
+/* The same estimates as estimate(), by vpdpbusd on the VNNI layout. */
+VNNI_TARGET static void
+estimate_vnni(const struct logits_head *lh, const int8_t *xq,
+    const struct xcols *xc, int n, float *out, int b0, int b1)
+{
+	__m512i acc[16];
+	int b, j, o;
+
+	for (b = b0; b < b1; b++) {
+		int v = b * 16;
+		__mmask16 m = lanes16(v, lh->n_vocab);
+		__m512 s = _mm512_maskz_loadu_ps(m, lh->scale + v);
+
+		for (j = 0; j < n; )
+			if (n - j >= 4) {
+				vnni_sums_4(lh, xq, b, j, acc);
+				j += 4;
+			} else {
+				vnni_sums_1(lh, xq, b, j, acc);
+				j++;
+			}
+		for (j = 0; j < n; j++) {
+			__m512 e = _mm512_fmadd_ps(_mm512_mul_ps(
+			    _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j],
+			    _mm512_set1_epi32(ZERO * xc->sum[j]))), s),
+			    _mm512_set1_ps(xc->sx[j]),
+			    _mm512_set1_ps(xc->base[j]));
+
+			for (o = 0; o < lh->n_out; o++)
+				e = _mm512_fmadd_ps(_mm512_loadu_ps(lh->out_w +
+				    (size_t)o * lh->blocks * 16 + v),
+				    _mm512_set1_ps(xc->xo[o][j]), e);
+			_mm512_mask_storeu_ps(out + (size_t)j * lh->n_vocab +
+			    v, m, e);
+		}
+	}
+}
+
 /* The LOGITS_EXACT largest of row[0..n) into top (indices), any order. */
 static void
 top_indices(const float *row, int n, int *top)
@@ -370,7 +492,7 @@ top_indices(const float *row, int n, int *top)
 }
 
 /* f16 row v . column j of x, in f32. */
-AMX_TARGET static float
+AVX512_TARGET static float
 exact_dot(const struct logits_head *lh, int v, const float *x, int ldx, int j)
 {
 	const uint16_t *row = lh->f16 + (size_t)v * lh->d;
@@ -402,8 +524,13 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 	{
 		int t = omp_get_thread_num(), nt = omp_get_num_threads();
 
-		estimate(lh, scratch, &xc, n, out, (int)((long long)lh->blocks *
-		    t / nt), (int)((long long)lh->blocks * (t + 1) / nt));
+		int b0 = (int)((long long)lh->blocks * t / nt);
+		int b1 = (int)((long long)lh->blocks * (t + 1) / nt);
+
+		if (lh->amx)
+			estimate(lh, scratch, &xc, n, out, b0, b1);
+		else
+			estimate_vnni(lh, scratch, &xc, n, out, b0, b1);
 	}
 	for (j = 0; j < n; j++) {
 		float *row = out + (size_t)j * lh->n_vocab;
@@ -414,4 +541,12 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 			row[top[k]] = exact_dot(lh, top[k], x, ldx, j);
 	}
 	return 0;
+}
+
+int
+logits_head_vnni(void)
+{
+	return __builtin_cpu_supports("avx512vnni") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl");
 }

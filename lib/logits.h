@@ -1,7 +1,7 @@
 /*
  * The decoder's output head from 4-bit estimates plus exact rescoring of
- * the top of each column (logits.c). Used by bf16 models on AMX; fp32
- * models keep the exact product.
+ * the top of each column (logits.c). Used by bf16 models, on AMX or with
+ * AVX512-VNNI; fp32 models keep the exact product.
  */
 #ifndef SOTTO_LOGITS_H
 #define SOTTO_LOGITS_H
@@ -16,11 +16,14 @@ struct logits_head;
 
 /*
  * Quantize the token embedding f16 [n_vocab][d] (borrowed: it must
- * outlive the head; d a multiple of 64). Needs AMX granted
- * (gemv_amx_init). Free with logits_head_free().
+ * outlive the head; d a multiple of 64) for AMX tile products (amx set:
+ * AMX granted, gemv_amx_init) or AVX512-VNNI (logits_head_vnni()).
+ * Free with logits_head_free().
  */
-int	logits_head_new(const void *f16, int n_vocab, int d,
+int	logits_head_new(const void *f16, int n_vocab, int d, int amx,
 	    struct logits_head **ret, char *err);
+/* 1 if the CPU has what the head needs without AMX. */
+int	logits_head_vnni(void);
 void	logits_head_free(struct logits_head *);
 
 /*

@@ -185,8 +185,8 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 
 /*
  * Weights into the blocks their products read: the decoder's per-token
- * products (gemv.c) and, with AMX, the products over a window
- * (gemm-amx.c).
+ * products (gemv.c), the products over a window (gemm-win.h), and the
+ * 4-bit output head (logits.c).
  */
 static void
 pack_weights(struct loader *ld)
@@ -204,10 +204,12 @@ pack_weights(struct loader *ld)
 		if (ld->rc == 0)
 			ld->rc = mat_pack(&l->ckv, m->gemm, 1, ld->err);
 	}
-	if (ld->rc == 0 && gemm_has_amx(m->gemm) && m->hp.n_text_state % 64 ==
-	    0) {
+	if (ld->rc == 0 && m->precision == SOTTO_PRECISION_BF16 &&
+	    (gemm_has_amx(m->gemm) || logits_head_vnni()) &&
+	    m->hp.n_text_state % 64 == 0) {
 		ld->rc = logits_head_new(m->tok_emb_f16, m->hp.n_vocab,
-		    m->hp.n_text_state, &m->head, ld->err);
+		    m->hp.n_text_state, gemm_has_amx(m->gemm), &m->head,
+		    ld->err);
 		if (ld->rc == 0)
 			mat_free(&m->tok_emb);
 	} else if (ld->rc == 0)

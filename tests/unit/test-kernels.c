@@ -502,10 +502,14 @@ head_weights(int v, int d)
 	return w;
 }
 
+/*
+ * n columns (5: the VNNI path's 4 + 1 column instances) against a
+ * vocabulary of 2001 (a partial last block of 16 rows).
+ */
 static void
-test_logits_head(void **state)
+check_logits_head(int amx, int N)
 {
-	enum { V = 2000, D = 128, N = 3 };
+	enum { V = 2001, D = 128 };
 	uint16_t *w;
 	float *x, *out;
 	int8_t *scratch;
@@ -513,14 +517,11 @@ test_logits_head(void **state)
 	char err[SOTTO_ERR_MAX];
 	int i, j, c;
 
-	(void)state;
-	if (!have_amx)
-		skip();
 	w = head_weights(V, D);
 	x = frand_array((size_t)D * N, 1.0f);
 	out = malloc((size_t)N * V * sizeof(float));
 	scratch = aligned_alloc(64, LOGITS_SCRATCH(D));
-	assert_int_equal(logits_head_new(w, V, D, &lh, err), 0);
+	assert_int_equal(logits_head_new(w, V, D, amx, &lh, err), 0);
 	assert_int_equal(logits_head_run(lh, x, N, N, out, scratch, err), 0);
 	for (j = 0; j < N; j++) {
 		double ref[V], mean = 0.0, spread = 0.0, e2 = 0.0;
@@ -565,6 +566,25 @@ test_logits_head(void **state)
 	free(x);
 	free(out);
 	free(scratch);
+}
+
+static void
+test_logits_head_amx(void **state)
+{
+	(void)state;
+	if (!have_amx)
+		skip();
+	check_logits_head(1, 3);
+}
+
+static void
+test_logits_head_vnni(void **state)
+{
+	(void)state;
+	if (!logits_head_vnni())
+		skip();
+	check_logits_head(0, 1);
+	check_logits_head(0, 5);
 }
 
 /*
@@ -625,7 +645,8 @@ main(void)
 		cmocka_unit_test(test_dp_gemm),
 		cmocka_unit_test(test_attention_amx),
 		cmocka_unit_test(test_attention_dp),
-		cmocka_unit_test(test_logits_head),
+		cmocka_unit_test(test_logits_head_amx),
+		cmocka_unit_test(test_logits_head_vnni),
 		cmocka_unit_test(test_attend_bf16),
 	};
 
