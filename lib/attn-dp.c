@@ -8,9 +8,11 @@
  *   S[i][16 keys] += dp(Q[i][pair r], K row r)     for the 32 dim pairs
  *   O[i][16 dims] += dp(P[i][pair r], V row r)     for the 752 key pairs
  *
- * Queries go MQ at a time (8 for the scores, 4 for the output: 16
- * accumulators each); a decoder step's one or few queries take the
- * smaller instances, so their cost follows the number of queries.
+ * Queries go up to 8 at a time for the scores (16 accumulators) and 6
+ * for the output (24); a decoder step's one or few queries (beams) take
+ * an instance of their own number, so K and V, which come from memory at
+ * every step, are read once and the cost follows the number of queries.
+ * 16 queries (the encoder) go 8 + 8 and 4 + 4 + 4 + 4.
  */
 #include <immintrin.h>
 #include <string.h>
@@ -22,6 +24,8 @@
 #define QB	ATTN_QB
 #define DH	ATTN_DH
 #define NKG	2	/* key groups of 16 per pass of the scores */
+#define SCORES_MQ	8	/* most queries per pass: 16 accumulators */
+#define WEIGHTED_MQ	6	/* 24 accumulators */
 
 /* Scores of mq queries (token-major q, scaled) against all keys into s. */
 BF16_TARGET static inline __attribute__((always_inline)) void
@@ -33,7 +37,7 @@ scores(const uint16_t *q, const uint16_t *k, float (*s)[NP], const int mq)
 	for (kb = 0; kb < NP / 16; kb += NKG) {
 		/* key group kb + g, dim pair r: row (kb + g) * 32 + r */
 		const __m512i *kt = (const __m512i *)(k + (size_t)kb * 1024);
-		__m512 acc[8][NKG];
+		__m512 acc[SCORES_MQ][NKG];
 
 		for (i = 0; i < mq; i++)
 			for (g = 0; g < NKG; g++)
@@ -65,7 +69,7 @@ BF16_TARGET static inline __attribute__((always_inline)) void
 weighted(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH],
     const int mq)
 {
-	__m512 acc[4][DH / 16];
+	__m512 acc[WEIGHTED_MQ][DH / 16];
 	int c, i, b, r;
 
 	for (i = 0; i < mq; i++)
@@ -99,9 +103,21 @@ weighted(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH],
 }
 
 BF16_TARGET static void
-scores_8(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+scores_1(const uint16_t *q, const uint16_t *k, float (*s)[NP])
 {
-	scores(q, k, s, 8);
+	scores(q, k, s, 1);
+}
+
+BF16_TARGET static void
+scores_2(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 2);
+}
+
+BF16_TARGET static void
+scores_3(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 3);
 }
 
 BF16_TARGET static void
@@ -111,9 +127,45 @@ scores_4(const uint16_t *q, const uint16_t *k, float (*s)[NP])
 }
 
 BF16_TARGET static void
-scores_1(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+scores_5(const uint16_t *q, const uint16_t *k, float (*s)[NP])
 {
-	scores(q, k, s, 1);
+	scores(q, k, s, 5);
+}
+
+BF16_TARGET static void
+scores_6(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 6);
+}
+
+BF16_TARGET static void
+scores_7(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 7);
+}
+
+BF16_TARGET static void
+scores_8(const uint16_t *q, const uint16_t *k, float (*s)[NP])
+{
+	scores(q, k, s, 8);
+}
+
+BF16_TARGET static void
+weighted_1(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+{
+	weighted(p, v, res, 1);
+}
+
+BF16_TARGET static void
+weighted_2(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+{
+	weighted(p, v, res, 2);
+}
+
+BF16_TARGET static void
+weighted_3(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+{
+	weighted(p, v, res, 3);
 }
 
 BF16_TARGET static void
@@ -123,42 +175,48 @@ weighted_4(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
 }
 
 BF16_TARGET static void
-weighted_1(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+weighted_5(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
 {
-	weighted(p, v, res, 1);
+	weighted(p, v, res, 5);
 }
+
+BF16_TARGET static void
+weighted_6(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
+{
+	weighted(p, v, res, 6);
+}
+
+typedef void (*scores_fn)(const uint16_t *, const uint16_t *, float (*)[NP]);
+typedef void (*weighted_fn)(uint16_t (*)[NP], const uint16_t *,
+    float (*)[DH]);
+
+static const scores_fn scores_for[SCORES_MQ + 1] = { NULL, scores_1,
+    scores_2, scores_3, scores_4, scores_5, scores_6, scores_7, scores_8 };
+static const weighted_fn weighted_for[WEIGHTED_MQ + 1] = { NULL,
+    weighted_1, weighted_2, weighted_3, weighted_4, weighted_5,
+    weighted_6 };
 
 BF16_TARGET void
 attn_dp_block(const struct attn_win *a, struct attn_thread *t, int slot,
     int h, int q0, const struct attn_out *o)
 {
 	size_t at = ((size_t)slot * a->n_head + h) * NP * DH;
-	int nq = o->n - q0 < QB ? o->n - q0 : QB, i, n;
+	int nq = o->n - q0 < QB ? o->n - q0 : QB, i, n, mq;
 	const uint16_t *q = a->q + ((size_t)h * a->q_rows + q0) * DH;
 	const uint16_t *k = a->k + at, *v = a->v + at;
 	float res[QB][DH], inv[QB];
 
-	for (i = 0; i < nq; )
-		if (nq - i >= 8) {
-			scores_8(q + (size_t)i * DH, k, &t->s[i]);
-			i += 8;
-		} else if (nq - i >= 4) {
-			scores_4(q + (size_t)i * DH, k, &t->s[i]);
-			i += 4;
-		} else {
-			scores_1(q + (size_t)i * DH, k, &t->s[i]);
-			i++;
-		}
+	/* a decoder step's few queries in one pass over K and one over V */
+	for (i = 0; i < nq; i += mq) {
+		mq = nq - i < SCORES_MQ ? nq - i : SCORES_MQ;
+		scores_for[mq](q + (size_t)i * DH, k, &t->s[i]);
+	}
 	for (i = 0; i < nq; i++)
 		inv[i] = 1.0f / attn_softmax_row(t->s[i], t->p[i]);
-	for (i = 0; i < nq; )
-		if (nq - i >= 4) {
-			weighted_4(&t->p[i], v, &res[i]);
-			i += 4;
-		} else {
-			weighted_1(&t->p[i], v, &res[i]);
-			i++;
-		}
+	for (i = 0; i < nq; i += mq) {
+		mq = nq - i <= WEIGHTED_MQ ? nq - i : 4;
+		weighted_for[mq](&t->p[i], v, &res[i]);
+	}
 	for (n = 0; n < DH; n++)
 		for (i = 0; i < nq; i++)
 			o->out[((size_t)h * DH + n) * o->ldo + q0 + i] =

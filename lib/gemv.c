@@ -113,7 +113,7 @@ hadd16(const __m512 *v)
 /*
  * Dot-product path: rows [m0, m1) (m0 a multiple of 16) against columns
  * [j0, j0 + N) of xt (bf16 rows of k), n of which are real. A block of
- * 16 rows goes R = 16 / N rows at a time, 16 accumulators, reduced
+ * 16 rows goes R = 16 / N rows at a time, up to 16 accumulators, reduced
  * together at the end (hadd16); for one column (a greedy step) that reads
  * each block front to back. Why: a row at a time read 64 bytes of every
  * KB of the block (its place in each 16 x 32 tile) and reduced each
@@ -126,7 +126,7 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
     ptrdiff_t ym, ptrdiff_t yj, int accumulate, int m0, int m1, const int N)
 {
 	const int R = 16 / N;
-	int kc = k / 32, mb, r0, c, r, j;
+	int kc = k / 32, mb, r0, c, r, j, nr;
 
 	for (mb = m0; mb < m1; mb += 16) {
 		const uint16_t *blk = wp + (size_t)(mb / 16) * kc * 512;
@@ -137,6 +137,8 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 
 			for (j = 0; j < 16; j++)
 				a[j] = _mm512_setzero_ps();
+			/* 16 is not a multiple of R for N = 3, 5 */
+			nr = 16 - r0 < R ? 16 - r0 : R;
 			for (c = 0; c < kc; c++) {
 				const uint16_t *w = blk + ((size_t)c * 16 +
 				    r0) * 32;
@@ -145,7 +147,7 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 				for (j = 0; j < N; j++)
 					xv[j] = (__m512bh)_mm512_loadu_si512(
 					    xt + (size_t)j * k + 32 * c);
-				for (r = 0; r < R; r++) {
+				for (r = 0; r < R && r < nr; r++) {
 					__m512bh wv = (__m512bh)
 					    _mm512_load_si512(w + r * 32);
 
@@ -157,7 +159,7 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 				}
 			}
 			_mm512_storeu_ps(out, hadd16(a));
-			for (r = 0; r < R && mb + r0 + r < m1; r++)
+			for (r = 0; r < R && r < nr && mb + r0 + r < m1; r++)
 				for (j = 0; j < N && j < n; j++)
 					store(y + (mb + r0 + r) * ym + j * yj,
 					    out[r * N + j], accumulate);
@@ -180,6 +182,13 @@ dot_rows_2(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 }
 
 BF16_TARGET static void
+dot_rows_3(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
+{
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 3);
+}
+
+BF16_TARGET static void
 dot_rows_4(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
     ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
 {
@@ -187,10 +196,33 @@ dot_rows_4(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 }
 
 BF16_TARGET static void
+dot_rows_5(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
+{
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 5);
+}
+
+BF16_TARGET static void
 dot_rows_8(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
     ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
 {
 	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 8);
+}
+
+typedef void (*dot_fn)(const uint16_t *, int, const uint16_t *, int,
+    float *, ptrdiff_t, ptrdiff_t, int, int, int);
+
+/* The instance for n columns, and the columns it computes. */
+static dot_fn
+dot_pick(int n, int *width)
+{
+	static const dot_fn fns[DOT_COLS + 1] = { NULL, dot_rows_1,
+	    dot_rows_2, dot_rows_3, dot_rows_4, dot_rows_5, dot_rows_8,
+	    dot_rows_8, dot_rows_8 };
+	static const int widths[DOT_COLS + 1] = { 0, 1, 2, 3, 4, 5, 8, 8, 8 };
+
+	*width = widths[n];
+	return fns[n];
 }
 
 /* xt[j][kk] = x[kk][j0 + j] for j < n, zero rows up to N. */
@@ -269,40 +301,20 @@ gemv_amx_init(void)
 	    XFEATURE_XTILEDATA) == 0;
 }
 
-static int
-dot_width(int n)
-{
-	return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8;
-}
-
 /* Rows [m0, m1) of one block of columns, already packed in xs. */
 static void
 gemv_range(const struct gemv_args *a, const uint16_t *xs, int n, float *y,
     int m0, int m1)
 {
-	void (*fn)(const uint16_t *, int, const uint16_t *, int, float *,
-	    ptrdiff_t, ptrdiff_t, int, int, int);
+	int width;
 
 	if (a->amx) {
 		amx_rows(a->wp, a->k, xs, n, y, a->ym, a->yj, a->accumulate,
 		    m0, m1);
 		return;
 	}
-	switch (dot_width(n)) {
-	case 1:
-		fn = dot_rows_1;
-		break;
-	case 2:
-		fn = dot_rows_2;
-		break;
-	case 4:
-		fn = dot_rows_4;
-		break;
-	default:
-		fn = dot_rows_8;
-		break;
-	}
-	fn(a->wp, a->k, xs, n, y, a->ym, a->yj, a->accumulate, m0, m1);
+	dot_pick(n, &width)(a->wp, a->k, xs, n, y, a->ym, a->yj,
+	    a->accumulate, m0, m1);
 }
 
 void
@@ -318,9 +330,12 @@ gemv_bf16(const struct gemv_args *a, uint16_t *scratch)
 		nb = a->n - j0 < per ? a->n - j0 : per;
 		if (a->amx)
 			pack_tiles(a->x, a->ldx, a->k, j0, nb, scratch);
-		else
-			pack_rows(a->x, a->ldx, a->k, j0, nb, dot_width(nb),
-			    scratch);
+		else {
+			int width;
+
+			dot_pick(nb, &width);
+			pack_rows(a->x, a->ldx, a->k, j0, nb, width, scratch);
+		}
 #pragma omp parallel if (par)
 		{
 			int t = omp_get_thread_num();

@@ -144,9 +144,15 @@ test_gemv_dot(void **state)
 	(void)state;
 	if (!have_bf16)
 		skip();
+	/* every column instance (1, 2, 3, 4, 5, 8; 5 and 3 leave the last
+	 * rows of a block to a short pass), whole and partial blocks */
 	check_gemv(37, 64, 1, 0, 0);
 	check_gemv(37, 96, 5, 0, 1);
 	check_gemv(50, 64, 8, 0, 0);
+	check_gemv(48, 64, 3, 0, 1);
+	check_gemv(33, 32, 2, 0, 0);
+	check_gemv(64, 96, 4, 0, 0);
+	check_gemv(45, 64, 6, 0, 1);
 	check_gemv(21, 32, 19, 0, 0);	/* more columns than one pass */
 }
 
@@ -419,9 +425,9 @@ check_attention(struct attn_win *a, int slot, const float *k,
 }
 
 /*
- * Both kernels on the same cases: 1 and 5 queries (a decoder step), 13
- * (the dot-product kernel's 8 + 4 + 1 query instances), 40 (three query
- * blocks), two slots.
+ * Both kernels on the same cases: 1 to 7 queries (a decoder step's
+ * beams; the dot-product kernel has an instance per number), 13 (8 + 5
+ * and 4 + 4 + 5), 40 (three query blocks), two slots.
  */
 static void
 check_attention_kernel(int amx)
@@ -438,7 +444,10 @@ check_attention_kernel(int amx)
 	assert_int_equal(attn_win_set_kv(a, 0, k, v, err), 0);
 	assert_int_equal(attn_win_set_kv(a, 1, k2, v, err), 0);
 	check_attention(a, 0, k, v, 1);
+	check_attention(a, 0, k, v, 2);
 	check_attention(a, 0, k, v, 5);
+	check_attention(a, 0, k, v, 6);
+	check_attention(a, 0, k, v, 7);
 	check_attention(a, 0, k, v, 13);
 	check_attention(a, 1, k2, v, 40);	/* three query blocks */
 	check_attention(a, 0, k, v, 16);	/* slot 0 kept intact */
