@@ -22,10 +22,12 @@ win_scratch_bytes(int m, int k, int n)
 }
 
 int
-win_gemm_fits(int m, int k, int n, int ldy)
+win_gemm_fits(int m, int k, int n, int ldy, int amx)
 {
 	(void)m;
 	(void)k;
+	if (!amx)
+		return ldy >= n;
 	return ldy % 16 == 0 && ldy >= (n + 31) / 32 * 32;
 }
 

@@ -52,11 +52,12 @@ size_t	win_packed_bytes(int m, int n);
 size_t	win_scratch_bytes(int m, int k, int n);
 
 /*
- * 1 if the kernels can do the shape: rows of y 64-byte aligned with
- * room for n rounded up to 32 (AMX tiles write whole 32-column blocks;
- * what lands past n is padding).
+ * 1 if the kernel (amx: amx_gemm_run, else dp_gemm_run) can do the
+ * shape. AMX tiles write whole 32-column blocks, so the rows of y must
+ * be 64-byte aligned with room for n rounded up to 32 (what lands past n
+ * is padding); the dot-product kernel writes only the n columns.
  */
-int	win_gemm_fits(int m, int k, int n, int ldy);
+int	win_gemm_fits(int m, int k, int n, int ldy, int amx);
 
 /*
  * X [k][n] (row stride ldx) into the B layout at xv:

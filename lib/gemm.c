@@ -308,7 +308,7 @@ static int
 use_win_gemm(const struct gemm *g, const struct mat *w, int n, int ldy)
 {
 	return w->packed != NULL && g->precision == SOTTO_PRECISION_BF16 &&
-	    n > 16 && win_gemm_fits(w->rows, w->cols, n, ldy);
+	    n > 16 && win_gemm_fits(w->rows, w->cols, n, ldy, g->amx);
 }
 
 /* Convert x [k][n] (row stride ldx) to a contiguous bf16 [k][n]. */

@@ -176,23 +176,28 @@ gelu_ref(double v)
 
 typedef void (*win_run_fn)(const struct win_gemm *, uint16_t *);
 
+/* ld 0: rows of y with room for whole 32-column blocks, as AMX needs */
 static void
 check_win_gemm(win_run_fn run, int m, int k, int n, int flags,
-    int with_bias)
+    int with_bias, int ld)
 {
-	int ld = (n + 31) / 32 * 32 + 16;
 	float *w = frand_array((size_t)m * k, 0.3f);
 	float *x = frand_array((size_t)k * n, 1.0f);
 	float *b = frand_array((size_t)m, 1.0f);
-	float *y = frand_array((size_t)m * ld, 1.0f);
-	float *y0 = malloc((size_t)m * ld * sizeof(float));
+	float *y, *y0;
 	uint16_t *wp = pack(w, m, k);
 	uint16_t *scratch = aligned_alloc(64, win_scratch_bytes(m, k, n));
 	struct win_gemm p = { 0 };
 	int i, j;
 
+	if (ld == 0)
+		ld = (n + 31) / 32 * 32 + 16;
+	y = frand_array((size_t)m * ld, 1.0f);
+	y0 = malloc((size_t)m * ld * sizeof(float));
+
 	assert_non_null(y0);
-	assert_true(win_gemm_fits(m, k, n, ld));
+	assert_non_null(y);
+	assert_true(win_gemm_fits(m, k, n, ld, run == amx_gemm_run));
 	memcpy(y0, y, (size_t)m * ld * sizeof(float));
 	p.w = wp;
 	p.m = m;
@@ -220,6 +225,11 @@ check_win_gemm(win_run_fn run, int m, int k, int n, int flags,
 			assert_float_equal(y[(size_t)i * ld + j], v,
 			    2e-3 * (1.0 + fabs(v)));
 		}
+	/* the dot-product kernel leaves the columns past n alone */
+	if (run == dp_gemm_run)
+		for (i = 0; i < m; i++)
+			assert_memory_equal(&y[(size_t)i * ld + n],
+			    &y0[(size_t)i * ld + n], (size_t)(ld - n) * 4);
 	free(w);
 	free(x);
 	free(b);
@@ -337,12 +347,12 @@ test_amx_gemm(void **state)
 	(void)state;
 	if (!have_amx)
 		skip();
-	check_win_gemm(amx_gemm_run, 64, 64, 64, 0, 0);
-	check_win_gemm(amx_gemm_run, 48, 240, 100, WIN_GELU, 1); /* 1x2 tail, k pad */
-	check_win_gemm(amx_gemm_run, 32, 96, 33, WIN_ACCUMULATE, 1);
-	check_win_gemm(amx_gemm_run, 16, 32, 17, 0, 1);
+	check_win_gemm(amx_gemm_run, 64, 64, 64, 0, 0, 0);
+	check_win_gemm(amx_gemm_run, 48, 240, 100, WIN_GELU, 1, 0); /* 1x2 tail, k pad */
+	check_win_gemm(amx_gemm_run, 32, 96, 33, WIN_ACCUMULATE, 1, 0);
+	check_win_gemm(amx_gemm_run, 16, 32, 17, 0, 1, 0);
 	check_win_gemm(amx_gemm_run, 64, 96, 70, WIN_GELU_X | WIN_ACCUMULATE,
-	    1);
+	    1, 0);
 	check_mlp_fused(amx_gemm_run, 48, 96, 32, 70);
 	check_mlp_fused(amx_gemm_run, 128, 64, 64, 1500); /* a window */
 }
@@ -359,12 +369,15 @@ test_dp_gemm(void **state)
 	(void)state;
 	if (!have_bf16)
 		skip();
-	check_win_gemm(dp_gemm_run, 64, 64, 64, 0, 0);
-	check_win_gemm(dp_gemm_run, 48, 240, 100, WIN_GELU, 1);
-	check_win_gemm(dp_gemm_run, 37, 96, 70, WIN_ACCUMULATE, 1);
-	check_win_gemm(dp_gemm_run, 16, 32, 17, 0, 1);
+	check_win_gemm(dp_gemm_run, 64, 64, 64, 0, 0, 0);
+	check_win_gemm(dp_gemm_run, 48, 240, 100, WIN_GELU, 1, 0);
+	check_win_gemm(dp_gemm_run, 37, 96, 70, WIN_ACCUMULATE, 1, 0);
+	check_win_gemm(dp_gemm_run, 16, 32, 17, 0, 1, 0);
+	/* a decoder prompt: rows of y n apart, n not a multiple of 16 */
+	check_win_gemm(dp_gemm_run, 48, 64, 37, 0, 0, 37);
+	check_win_gemm(dp_gemm_run, 40, 96, 150, WIN_ACCUMULATE, 1, 150);
 	check_win_gemm(dp_gemm_run, 64, 96, 33, WIN_GELU_X | WIN_ACCUMULATE,
-	    1);
+	    1, 0);
 	check_mlp_fused(dp_gemm_run, 48, 96, 32, 70);
 	check_mlp_fused(dp_gemm_run, 37, 64, 32, 100);
 	check_mlp_fused(dp_gemm_run, 40, 64, 24, 33);
