@@ -399,8 +399,8 @@ vnni_sums(const struct logits_head *lh, const int8_t *xq, int b, int j0,
 		__m512i vl = _mm512_and_si512(v, lo4);
 		__m512i vh = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo4);
 
-		/* as gemv.c: the hardware prefetcher alone is slower */
-		_mm_prefetch((const char *)(w + g) + 8192, _MM_HINT_T0);
+		/* as gemv.c's dot path: ahead, and non-temporal */
+		_mm_prefetch((const char *)(w + g) + 8192, _MM_HINT_NTA);
 		for (j = 0; j < nc; j++) {
 			const int32_t *x = (const int32_t *)(xq +
 			    (size_t)(j0 + j) * lh->d) + 2 * g;
