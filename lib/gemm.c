@@ -41,6 +41,8 @@ struct gemm {
 	int amx;			/* gemv may use tile products */
 	uint16_t *gemv_scratch;		/* owned, gemv_len bytes */
 	size_t gemv_len;
+	float *f16_scratch;		/* owned, f16_len bytes (fp32) */
+	size_t f16_len;
 	uint16_t *win_scratch;		/* owned, win_len bytes */
 	size_t win_len;
 };
@@ -125,6 +127,7 @@ gemm_free(struct gemm *g)
 	free(g->prims);
 	free(g->xbuf);
 	free(g->gemv_scratch);
+	free(g->f16_scratch);
 	free(g->win_scratch);
 	if (g->stream != NULL)
 		dnnl_stream_destroy(g->stream);
@@ -232,8 +235,16 @@ mat_init_f16_stack(struct mat *m, const struct gemm *g,
 
 	for (i = 0; i < n_blocks; i++)
 		rows += block_rows[i];
+	if (n_blocks > 3)
+		return err_set(err, SOTTO_EINVAL, "%d blocks in one matrix",
+		    n_blocks);
 	if ((rc = mat_alloc(m, g, rows, cols, err)) != 0)
 		return rc;
+	for (i = 0; i < n_blocks; i++) {
+		m->src[i] = blocks[i];
+		m->src_rows[i] = block_rows[i];
+	}
+	m->n_src = n_blocks;
 	for (i = 0; i < n_blocks; i++) {
 		mat_fill(m, at, blocks[i], (size_t)block_rows[i] * cols);
 		at += (size_t)block_rows[i] * cols;
@@ -248,13 +259,41 @@ mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
 	return mat_init_f16_stack(m, g, &f16, &rows, 1, cols, err);
 }
 
+/*
+ * fp32: the F16 rows for gemv_f16, the mapping's own when the matrix is
+ * one tensor, else a copy of its blocks side by side.
+ */
+static int
+mat_f16_rows(struct mat *m, char *err)
+{
+	size_t at = 0;
+	int i;
+
+	if (m->n_src == 1) {
+		m->f16 = m->src[0];
+		return 0;
+	}
+	m->f16_owned = malloc((size_t)m->rows * m->cols * 2);
+	if (m->f16_owned == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", m->rows, m->cols);
+	for (i = 0; i < m->n_src; i++) {
+		memcpy(m->f16_owned + at, m->src[i], (size_t)m->src_rows[i] *
+		    m->cols * 2);
+		at += (size_t)m->src_rows[i] * m->cols;
+	}
+	m->f16 = m->f16_owned;
+	return 0;
+}
+
 int
 mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
 {
 	uint16_t *p;
 
-	if (g->precision != SOTTO_PRECISION_BF16 ||
-	    (!window && m->cols % GEMV_K_ALIGN != 0))
+	if (g->precision != SOTTO_PRECISION_BF16)
+		return window ? 0 : mat_f16_rows(m, err);
+	if (!window && m->cols % GEMV_K_ALIGN != 0)
 		return 0;
 	p = aligned_alloc(64, gemv_packed_elems(m->rows, m->cols) * 2);
 	if (p == NULL)
@@ -268,11 +307,21 @@ mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
 }
 
 void
+mat_drop_f32(struct mat *m)
+{
+	if (m->f16 == NULL)
+		return;
+	free(m->f32);
+	m->f32 = NULL;
+}
+
+void
 mat_free(struct mat *m)
 {
 	free(m->f32);
 	free(m->bf16);
 	free(m->packed);
+	free(m->f16_owned);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -484,6 +533,32 @@ gemm_packed(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	return 0;
 }
 
+/* fp32 products of a few columns from F16 weights: gemv-f16.c. */
+static int
+gemm_f16(struct gemm *g, const struct mat *w, const float *x, int ldx,
+    int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
+{
+	struct gemv_f16_args a = { 0 };
+	int rc;
+
+	if ((rc = scratch_reserve((uint16_t **)&g->f16_scratch, &g->f16_len,
+	    GEMV_F16_SCRATCH(w->cols) * sizeof(float),
+	    err)) != 0)
+		return rc;
+	a.w = w->f16;
+	a.rows = w->rows;
+	a.k = w->cols;
+	a.x = x;
+	a.ldx = ldx;
+	a.n = n;
+	a.y = y;
+	a.ym = ym;
+	a.yj = yj;
+	a.accumulate = accumulate;
+	gemv_f16(&a, g->f16_scratch);
+	return 0;
+}
+
 int
 gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, int accumulate, char *err)
@@ -491,6 +566,9 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
+	if (g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
+	    (n <= GEMV_F16_COLS || w->f32 == NULL))
+		return gemm_f16(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
 		    w->cols, x, ldx, accumulate ? 1.0f : 0.0f, y, ldy, err);
@@ -606,6 +684,9 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
+	if (g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
+	    (n <= GEMV_F16_COLS || w->f32 == NULL))
+		return gemm_f16(g, w, x, ldx, n, y, 1, ldy, 0, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('T', 'T', n, w->rows, w->cols, 1.0f, x, ldx,
 		    w->f32, w->cols, 0.0f, y, ldy, err);

@@ -30,10 +30,14 @@ int	mat_init_f16_stack(struct mat *m, const struct gemm *,
 /*
  * Repack a bf16 m into 16x32 blocks: for the decoder's few-column
  * products (gemv.c), and for products over a window (window set;
- * gemm-win.h). A no-op in fp32. Afterwards m works only with gemm_wx,
- * gemm_linear and gemm_xtw.
+ * gemm-win.h). In fp32, for the decoder (window 0): keep its F16 rows for
+ * few-column products (gemv-f16.c) beside the f32 copy. Afterwards m
+ * works only with gemm_wx, gemm_linear and gemm_xtw.
  */
 int	mat_pack(struct mat *m, const struct gemm *, int window, char *err);
+/* fp32, after mat_pack: keep only the F16 rows (an output head, whose
+ * products always have few columns). */
+void	mat_drop_f32(struct mat *m);
 void	mat_free(struct mat *m);
 
 /*

@@ -44,4 +44,25 @@ struct gemv_args {
 
 void	gemv_bf16(const struct gemv_args *, uint16_t *scratch);
 
+/*
+ * The fp32 path (gemv-f16.c): y[m * ym + j * yj] = sum_kk W[m][kk]
+ * x[kk * ldx + j] (plus the old value when accumulate is set) for
+ * m < rows, j < n, with W F16 row-major [rows][k], in f32.
+ */
+struct gemv_f16_args {
+	const uint16_t *w;	/* F16 [rows][k], borrowed */
+	int rows, k;
+	const float *x;		/* borrowed */
+	int ldx, n;
+	float *y;		/* borrowed */
+	ptrdiff_t ym, yj;
+	int accumulate;
+};
+
+#define GEMV_F16_COLS	8	/* columns per pass over the weights */
+/* Floats of scratch gemv_f16 needs for k. */
+#define GEMV_F16_SCRATCH(k)	((size_t)(k) * GEMV_F16_COLS)
+
+void	gemv_f16(const struct gemv_f16_args *, float *scratch);
+
 #endif

@@ -46,10 +46,18 @@ struct hparams {
 /* A weight matrix [rows = Cout][cols = Cin], converted at load. */
 struct mat {
 	int rows, cols;
-	float *f32;		/* owned; NULL when the model runs in bf16 */
+	float *f32;		/* owned; NULL when the model runs in bf16 (or
+				   for an fp32 head, which keeps only f16) */
 	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
 	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
 				   bf16 (decoder weights) */
+	/* fp32 decoder weights: F16 [rows][cols] for few-column products
+	   (gemv-f16.c), the mapping's own or f16_owned */
+	const uint16_t *f16;
+	uint16_t *f16_owned;
+	/* the F16 row blocks in the mapping the matrix came from, borrowed */
+	const void *src[3];
+	int src_rows[3], n_src;
 };
 
 /* openai: encoder.blocks.N (pre-LN residual attention block) */

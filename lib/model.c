@@ -212,8 +212,11 @@ pack_weights(struct loader *ld)
 		    ld->err);
 		if (ld->rc == 0)
 			mat_free(&m->tok_emb);
-	} else if (ld->rc == 0)
+	} else if (ld->rc == 0) {
 		ld->rc = mat_pack(&m->tok_emb, m->gemm, 0, ld->err);
+		/* fp32: the head reads the F16 embedding, half the bytes */
+		mat_drop_f32(&m->tok_emb);
+	}
 	for (i = 0; i < m->hp.n_audio_layer && ld->rc == 0; i++) {
 		struct enc_layer *l = &m->enc[i];
 		struct mat *mats[] = { &l->qkv, &l->o, &l->fc1, &l->fc2 };

@@ -110,14 +110,16 @@ ISA_FILES = ["jfk.wav", "2830-3980-0043.wav",
              "sense_and_sensibility_01_austen_64kb-0890.wav"]
 
 
-@pytest.mark.parametrize("isa", ["AVX512_CORE_BF16", "AVX2"])
+@pytest.mark.parametrize("isa", ["AVX512_CORE_BF16", "AVX2", "SSE41"])
 def test_forced_isa(isa, manifest, ref_greedy, tiny_model):
     """The paths of a CPU with AVX512-BF16 but no AMX (bf16: the
-    vdpbf16ps and vpdpbusd kernels) and of one without AVX-512 (fp32 on
-    AVX2), forced through oneDNN's max-ISA setting, which sotto also reads
-    to decide whether it may use AMX: they must give words as good as the
-    fp32 reference on these files. (On a CPU without AMX the first is the
-    default path, which test_bf16 also checks on every file.)"""
+    vdpbf16ps and vpdpbusd kernels), of one without AVX-512 (fp32 on
+    AVX2, F16C decoder products) and of one without AVX2 (fp32 on SSE4.1,
+    plain decoder products), forced through oneDNN's max-ISA setting,
+    which sotto also reads to pick its kernels: they must give words as
+    good as the fp32 reference on these files. (On a CPU without AMX the
+    first is the default path, which test_bf16 also checks on every
+    file.)"""
     cp = run_sotto(["-m", tiny_model, "-l", "en", "-f", "json", "--beam-size", "1",
                     *[AUDIO_DIR / n for n in ISA_FILES]],
                    env={"ONEDNN_MAX_CPU_ISA": isa})

@@ -610,6 +610,71 @@ test_logits_head_vnni(void **state)
 }
 
 /*
+ * The fp32 path's few-column products from F16 weights against a double
+ * reference: one column, beams (5), more columns than a pass (11),
+ * accumulation, and a width that is not a multiple of 32 (the plain
+ * loop).
+ */
+static void
+check_gemv_f16(int rows, int k, int n, int accumulate)
+{
+	uint16_t *w = malloc((size_t)rows * k * 2);
+	float *x = frand_array((size_t)k * n, 1.0f);
+	float *y = frand_array((size_t)rows * n, 1.0f);
+	float *y0 = malloc((size_t)rows * n * sizeof(float));
+	float *scratch = malloc(GEMV_F16_SCRATCH(k) * sizeof(float));
+	struct gemv_f16_args a = { 0 };
+	int m, j, kk;
+
+	assert_non_null(w);
+	assert_non_null(y0);
+	assert_non_null(scratch);
+	for (m = 0; m < rows * k; m++)
+		w[m] = to_f16(frand() * 0.5f);
+	memcpy(y0, y, (size_t)rows * n * sizeof(float));
+	a.w = w;
+	a.rows = rows;
+	a.k = k;
+	a.x = x;
+	a.ldx = n;
+	a.n = n;
+	a.y = y;
+	a.ym = n;		/* y[m][j], as gemm_wx writes */
+	a.yj = 1;
+	a.accumulate = accumulate;
+	gemv_f16(&a, scratch);
+	for (m = 0; m < rows; m++)
+		for (j = 0; j < n; j++) {
+			double want = accumulate ? y0[(size_t)m * n + j] : 0.0;
+
+			for (kk = 0; kk < k; kk++) {
+				_Float16 h;
+
+				memcpy(&h, &w[(size_t)m * k + kk], 2);
+				want += (double)h * x[(size_t)kk * n + j];
+			}
+			assert_float_equal(y[(size_t)m * n + j], want,
+			    1e-5 * (1.0 + fabs(want)));
+		}
+	free(w);
+	free(x);
+	free(y);
+	free(y0);
+	free(scratch);
+}
+
+static void
+test_gemv_f16(void **state)
+{
+	(void)state;
+	check_gemv_f16(37, 64, 1, 0);
+	check_gemv_f16(300, 384, 1, 1);	/* shared among the threads */
+	check_gemv_f16(21, 96, 5, 1);
+	check_gemv_f16(19, 64, 11, 0);
+	check_gemv_f16(17, 40, 3, 0);
+}
+
+/*
  * One query against n of ldk cached bf16 keys, as a cached decoder step
  * reads them, against softmax(scale q.K) V in double on the same values.
  */
@@ -670,6 +735,7 @@ main(void)
 		cmocka_unit_test(test_logits_head_amx),
 		cmocka_unit_test(test_logits_head_vnni),
 		cmocka_unit_test(test_attend_bf16),
+		cmocka_unit_test(test_gemv_f16),
 	};
 
 	have_bf16 = __builtin_cpu_supports("avx512bf16");
