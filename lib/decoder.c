@@ -315,11 +315,22 @@ cross_attn_own(struct sotto_state *work, struct sotto_state *st, int layer,
 	k = cross_at(st, layer, 0);
 	v = cross_at(st, layer, 1);
 	if (nq <= WHISPER_MAX_BEAMS) {
+		/*
+		 * The heads shared among the threads (K and V of a layer,
+		 * 2-4 MB in f32, come from memory at every step); thread t
+		 * has scores at dscores + t * MAX_BEAMS * NA: dscores has
+		 * room for 28 threads, and there are at most 20 heads.
+		 */
+		int nt = omp_get_max_threads() < m->hp.n_text_head ?
+		    omp_get_max_threads() : m->hp.n_text_head;
+
+#pragma omp parallel for schedule(static) num_threads(nt)
 		for (h = 0; h < m->hp.n_text_head; h++)
 			layer_attend(work->dqkv + (size_t)h * dh * n + c0, n,
 			    nq, k + (size_t)h * dh * LD, v + (size_t)h * dh * LD,
 			    LD, NA, dh, scale, work->dattn + (size_t)h * dh *
-			    n + c0, n, work->dscores);
+			    n + c0, n, work->dscores + (size_t)
+			    omp_get_thread_num() * WHISPER_MAX_BEAMS * NA);
 		return 0;
 	}
 	/* a prompt: one state, all columns */
