@@ -19,6 +19,10 @@ void	gemm_free(struct gemm *);
 
 /* 1 if bf16 products may use AMX tiles directly (CPU and kernel allow). */
 int	gemm_has_amx(const struct gemm *);
+/* FP32 or BF16, never AUTO. */
+enum sotto_precision	gemm_precision(const struct gemm *);
+
+/* ---- weights (mat.c) ---- */
 
 /* Fill m from F16 data [rows][cols] in the gemm's precision. */
 int	mat_init_f16(struct mat *m, const struct gemm *, const void *f16,
@@ -39,6 +43,8 @@ int	mat_pack(struct mat *m, const struct gemm *, int window, char *err);
  * products always have few columns). */
 void	mat_drop_f32(struct mat *m);
 void	mat_free(struct mat *m);
+
+/* ---- products (gemm.c) ---- */
 
 /*
  * y[M][N] (row stride ldy) = W[M][K] x[K][N] (row stride ldx), plus the
