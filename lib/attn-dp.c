@@ -102,89 +102,23 @@ weighted(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH],
 			_mm512_storeu_ps(&res[i][16 * b], acc[i][b]);
 }
 
-BF16_TARGET static void
-scores_1(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 1);
+/* An instance per number of queries, so the accumulators stay in registers. */
+#define SCORES(mq)							\
+BF16_TARGET static void							\
+scores_##mq(const uint16_t *q, const uint16_t *k, float (*s)[NP])	\
+{									\
+	scores(q, k, s, mq);						\
+}
+#define WEIGHTED(mq)							\
+BF16_TARGET static void							\
+weighted_##mq(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])	\
+{									\
+	weighted(p, v, res, mq);					\
 }
 
-BF16_TARGET static void
-scores_2(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 2);
-}
-
-BF16_TARGET static void
-scores_3(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 3);
-}
-
-BF16_TARGET static void
-scores_4(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 4);
-}
-
-BF16_TARGET static void
-scores_5(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 5);
-}
-
-BF16_TARGET static void
-scores_6(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 6);
-}
-
-BF16_TARGET static void
-scores_7(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 7);
-}
-
-BF16_TARGET static void
-scores_8(const uint16_t *q, const uint16_t *k, float (*s)[NP])
-{
-	scores(q, k, s, 8);
-}
-
-BF16_TARGET static void
-weighted_1(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
-{
-	weighted(p, v, res, 1);
-}
-
-BF16_TARGET static void
-weighted_2(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
-{
-	weighted(p, v, res, 2);
-}
-
-BF16_TARGET static void
-weighted_3(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
-{
-	weighted(p, v, res, 3);
-}
-
-BF16_TARGET static void
-weighted_4(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
-{
-	weighted(p, v, res, 4);
-}
-
-BF16_TARGET static void
-weighted_5(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
-{
-	weighted(p, v, res, 5);
-}
-
-BF16_TARGET static void
-weighted_6(uint16_t (*p)[NP], const uint16_t *v, float (*res)[DH])
-{
-	weighted(p, v, res, 6);
-}
+SCORES(1) SCORES(2) SCORES(3) SCORES(4) SCORES(5) SCORES(6) SCORES(7)
+SCORES(8)
+WEIGHTED(1) WEIGHTED(2) WEIGHTED(3) WEIGHTED(4) WEIGHTED(5) WEIGHTED(6)
 
 typedef void (*scores_fn)(const uint16_t *, const uint16_t *, float (*)[NP]);
 typedef void (*weighted_fn)(uint16_t (*)[NP], const uint16_t *,

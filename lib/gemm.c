@@ -41,8 +41,6 @@ struct gemm {
 	int amx;			/* gemv may use tile products */
 	uint16_t *gemv_scratch;		/* owned, gemv_len bytes */
 	size_t gemv_len;
-	float *f16_scratch;		/* owned, f16_len bytes (fp32) */
-	size_t f16_len;
 	uint16_t *win_scratch;		/* owned, win_len bytes */
 	size_t win_len;
 };
@@ -133,7 +131,6 @@ gemm_free(struct gemm *g)
 	free(g->prims);
 	free(g->xbuf);
 	free(g->gemv_scratch);
-	free(g->f16_scratch);
 	free(g->win_scratch);
 	if (g->stream != NULL)
 		dnnl_stream_destroy(g->stream);
@@ -324,18 +321,23 @@ gemm_run_bf16(struct gemm *g, const struct gemm_prim *key, const void *a,
 	return prim_run(g, p, a, b, c, err);
 }
 
-/* Products with packed weights: gemv.c. */
+/*
+ * Products of a few columns: packed bf16 weights (gemv.c), or in fp32 the
+ * F16 rows (gemv-f16.c).
+ */
 static int
-gemm_packed(struct gemm *g, const struct mat *w, const float *x, int ldx,
+gemm_few(struct gemm *g, const struct mat *w, const float *x, int ldx,
     int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
 {
+	int fp32 = g->precision != SOTTO_PRECISION_BF16;
 	struct gemv_args a = { 0 };
 	int rc;
 
-	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len, fp32 ?
+	    GEMV_F16_SCRATCH(w->cols) * sizeof(float) :
 	    GEMV_SCRATCH_BYTES(w->cols), err)) != 0)
 		return rc;
-	a.wp = w->packed;
+	a.wp = fp32 ? w->f16 : w->packed;
 	a.rows = w->rows;
 	a.k = w->cols;
 	a.x = x;
@@ -346,33 +348,10 @@ gemm_packed(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	a.yj = yj;
 	a.accumulate = accumulate;
 	a.amx = g->amx;
-	gemv_bf16(&a, g->gemv_scratch);
-	return 0;
-}
-
-/* fp32 products of a few columns from F16 weights: gemv-f16.c. */
-static int
-gemm_f16(struct gemm *g, const struct mat *w, const float *x, int ldx,
-    int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
-{
-	struct gemv_f16_args a = { 0 };
-	int rc;
-
-	if ((rc = scratch_reserve((uint16_t **)&g->f16_scratch, &g->f16_len,
-	    GEMV_F16_SCRATCH(w->cols) * sizeof(float),
-	    err)) != 0)
-		return rc;
-	a.w = w->f16;
-	a.rows = w->rows;
-	a.k = w->cols;
-	a.x = x;
-	a.ldx = ldx;
-	a.n = n;
-	a.y = y;
-	a.ym = ym;
-	a.yj = yj;
-	a.accumulate = accumulate;
-	gemv_f16(&a, g->f16_scratch);
+	if (fp32)
+		gemv_f16(&a, (float *)g->gemv_scratch);
+	else
+		gemv_bf16(&a, g->gemv_scratch);
 	return 0;
 }
 
@@ -385,7 +364,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 
 	if (g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
 	    (n <= GEMV_F16_COLS || w->f32 == NULL))
-		return gemm_f16(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
+		return gemm_few(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
 		    w->cols, x, ldx, accumulate ? 1.0f : 0.0f, y, ldy, err);
@@ -393,7 +372,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 		return gemm_linear(g, w, x, ldx, n, y, ldy, NULL,
 		    accumulate ? GEMM_ACCUMULATE : 0, err);
 	if (w->packed != NULL)
-		return gemm_packed(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
+		return gemm_few(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	key.m = w->rows;
 	key.k = w->cols;
 	key.n = n;
@@ -503,12 +482,12 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 
 	if (g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
 	    (n <= GEMV_F16_COLS || w->f32 == NULL))
-		return gemm_f16(g, w, x, ldx, n, y, 1, ldy, 0, err);
+		return gemm_few(g, w, x, ldx, n, y, 1, ldy, 0, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('T', 'T', n, w->rows, w->cols, 1.0f, x, ldx,
 		    w->f32, w->cols, 0.0f, y, ldy, err);
 	if (w->packed != NULL)
-		return gemm_packed(g, w, x, ldx, n, y, 1, ldy, 0, err);
+		return gemm_few(g, w, x, ldx, n, y, 1, ldy, 0, err);
 	key.m = n;
 	key.k = w->cols;
 	key.n = w->rows;

@@ -101,13 +101,13 @@ dot_pick(int k)
 
 /* Rows [m0, m1) against the n columns xt[j][k]. */
 static void
-rows_f16(const struct gemv_f16_args *a, const float *xt, int n, float *y,
+rows_f16(const struct gemv_args *a, const float *xt, int n, float *y,
     int m0, int m1, dot_fn dot)
 {
 	int m, j;
 
 	for (m = m0; m < m1; m++) {
-		const uint16_t *w = a->w + (size_t)m * a->k;
+		const uint16_t *w = a->wp + (size_t)m * a->k;
 
 		/* a row is 1-2.5 KB: read once, in L1 for the others */
 		for (j = 0; j < n; j++) {
@@ -120,7 +120,7 @@ rows_f16(const struct gemv_f16_args *a, const float *xt, int n, float *y,
 }
 
 void
-gemv_f16(const struct gemv_f16_args *a, float *scratch)
+gemv_f16(const struct gemv_args *a, float *scratch)
 {
 	int par = (size_t)a->rows * a->k >= PAR_MIN_ELEMS, j0, nb, j, kk;
 	dot_fn dot = dot_pick(a->k);

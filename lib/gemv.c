@@ -176,47 +176,16 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 	}
 }
 
-BF16_TARGET static void
-dot_rows_1(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
-    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
-{
-	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 1);
+/* An instance per width, so the accumulators stay in registers. */
+#define DOT_ROWS(N)							\
+BF16_TARGET static void							\
+dot_rows_##N(const uint16_t *wp, int k, const uint16_t *xt, int n,	\
+    float *y, ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)	\
+{									\
+	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, N);		\
 }
 
-BF16_TARGET static void
-dot_rows_2(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
-    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
-{
-	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 2);
-}
-
-BF16_TARGET static void
-dot_rows_3(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
-    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
-{
-	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 3);
-}
-
-BF16_TARGET static void
-dot_rows_4(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
-    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
-{
-	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 4);
-}
-
-BF16_TARGET static void
-dot_rows_5(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
-    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
-{
-	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 5);
-}
-
-BF16_TARGET static void
-dot_rows_8(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
-    ptrdiff_t ym, ptrdiff_t yj, int acc, int m0, int m1)
-{
-	dot_rows(wp, k, xt, n, y, ym, yj, acc, m0, m1, 8);
-}
+DOT_ROWS(1) DOT_ROWS(2) DOT_ROWS(3) DOT_ROWS(4) DOT_ROWS(5) DOT_ROWS(8)
 
 typedef void (*dot_fn)(const uint16_t *, int, const uint16_t *, int,
     float *, ptrdiff_t, ptrdiff_t, int, int, int);

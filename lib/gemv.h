@@ -29,7 +29,8 @@ int	gemv_amx_init(void);
  * when accumulate is set) for m < rows, j < n, with x rounded to bf16.
  */
 struct gemv_args {
-	const uint16_t *wp;	/* packed weights, borrowed */
+	const uint16_t *wp;	/* packed bf16 (gemv_pack), or F16 rows for
+				   gemv_f16; borrowed */
 	int rows, k;
 	const float *x;		/* borrowed */
 	int ldx, n;
@@ -45,24 +46,13 @@ struct gemv_args {
 void	gemv_bf16(const struct gemv_args *, uint16_t *scratch);
 
 /*
- * The fp32 path (gemv-f16.c): y[m * ym + j * yj] = sum_kk W[m][kk]
- * x[kk * ldx + j] (plus the old value when accumulate is set) for
- * m < rows, j < n, with W F16 row-major [rows][k], in f32.
+ * The fp32 path (gemv-f16.c): the same product with wp the F16 weights
+ * row-major [rows][k] (amx unused), in f32.
  */
-struct gemv_f16_args {
-	const uint16_t *w;	/* F16 [rows][k], borrowed */
-	int rows, k;
-	const float *x;		/* borrowed */
-	int ldx, n;
-	float *y;		/* borrowed */
-	ptrdiff_t ym, yj;
-	int accumulate;
-};
-
 #define GEMV_F16_COLS	8	/* columns per pass over the weights */
 /* Floats of scratch gemv_f16 needs for k. */
 #define GEMV_F16_SCRATCH(k)	((size_t)(k) * GEMV_F16_COLS)
 
-void	gemv_f16(const struct gemv_f16_args *, float *scratch);
+void	gemv_f16(const struct gemv_args *, float *scratch);
 
 #endif

@@ -220,7 +220,7 @@ check_gemv_f16(int rows, int k, int n, int accumulate)
 	float *y = frand_array((size_t)rows * n, 1.0f);
 	float *y0 = malloc((size_t)rows * n * sizeof(float));
 	float *scratch = malloc(GEMV_F16_SCRATCH(k) * sizeof(float));
-	struct gemv_f16_args a = { 0 };
+	struct gemv_args a = { 0 };
 	int m, j, kk;
 
 	assert_non_null(w);
@@ -229,7 +229,7 @@ check_gemv_f16(int rows, int k, int n, int accumulate)
 	for (m = 0; m < rows * k; m++)
 		w[m] = to_f16(frand() * 0.5f);
 	memcpy(y0, y, (size_t)rows * n * sizeof(float));
-	a.w = w;
+	a.wp = w;
 	a.rows = rows;
 	a.k = k;
 	a.x = x;
