@@ -166,7 +166,7 @@ decoder_cross_kv(struct sotto_state *st, char *err)
 	int i, rc;
 
 	for (i = 0; i < m->hp.n_text_layer; i++) {
-		/* with AMX, through the encoder's q; k; v scratch into bf16 */
+		/* bf16: through the encoder's q; k; v scratch into bf16 */
 		float *kv = st->cross_win != NULL ? st->qkv : cross_at(st, i, 0);
 
 		if ((rc = gemm_linear(m->gemm, &m->dec[i].ckv, st->enc_out, LD,
