@@ -39,8 +39,8 @@ DIMS = {"tiny": (384, 4, 80), "base": (512, 6, 80), "small": (768, 12, 80),
 MICRO_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"]
 FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "fw-int8", "fw-fp32"]
 # sotto-avx2: fp32 with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA), the path
-# of a CPU without AMX or AVX-512; sotto's own vector loops still pick
-# AVX-512 when the CPU has it.
+# of a CPU without AMX or AVX-512; sotto's decoder products follow the
+# setting, its element-wise loops still pick AVX-512 when the CPU has it.
 SOTTO_RUN = {"sotto-fp32": ("fp32", {}), "sotto-bf16": ("bf16", {}),
              "sotto-avx2": ("fp32", {"ONEDNN_MAX_CPU_ISA": "AVX2"})}
 LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-avx2": "sotto fp32, oneDNN AVX2 only",
