@@ -156,7 +156,7 @@ run_share(const struct win_gemm *p, const uint16_t *xv, int t, int nt)
 static void
 zero_packed_padding(const struct win_gemm *p)
 {
-	int kc2 = (p->m + 31) / 32, groups = (p->n + 31) / 32 * 2, nb, r;
+	int kc2 = (p->m + 31) / 32, groups = (p->n + 31) / 32 * 2, nb, r, j;
 
 	for (nb = 0; nb < groups; nb++) {
 		uint16_t *tile = p->y_packed + ((size_t)nb * kc2 + kc2 - 1) *
@@ -173,7 +173,7 @@ zero_packed_padding(const struct win_gemm *p)
 			if (row >= p->m)
 				memset(tile + r * 32, 0, 64);
 			else if (row + 1 >= p->m)	/* odd m: half a pair */
-				for (int j = 0; j < 16; j++)
+				for (j = 0; j < 16; j++)
 					tile[r * 32 + 2 * j + 1] = 0;
 		}
 	}

@@ -1,5 +1,5 @@
 /*
- * oneDNN matrix products.
+ * Matrix products: the kernel for each (gemm.h), or oneDNN.
  *
  * Design: the engine's shapes are static (1500 encoder positions, a few
  * decoder widths), so each distinct bf16 product gets one matmul primitive,
@@ -322,6 +322,17 @@ gemm_run_bf16(struct gemm *g, const struct gemm_prim *key, const void *a,
 }
 
 /*
+ * fp32: products of few columns (or any, once the f32 copy is dropped)
+ * read the F16 rows.
+ */
+static int
+use_f16(const struct gemm *g, const struct mat *w, int n)
+{
+	return g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
+	    (n <= GEMV_F16_COLS || w->f32 == NULL);
+}
+
+/*
  * Products of a few columns: packed bf16 weights (gemv.c), or in fp32 the
  * F16 rows (gemv-f16.c).
  */
@@ -362,8 +373,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
-	if (g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
-	    (n <= GEMV_F16_COLS || w->f32 == NULL))
+	if (use_f16(g, w, n))
 		return gemm_few(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('N', 'N', w->rows, n, w->cols, 1.0f, w->f32,
@@ -480,8 +490,7 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
-	if (g->precision != SOTTO_PRECISION_BF16 && w->f16 != NULL &&
-	    (n <= GEMV_F16_COLS || w->f32 == NULL))
+	if (use_f16(g, w, n))
 		return gemm_few(g, w, x, ldx, n, y, 1, ldy, 0, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
 		return gemm_f32('T', 'T', n, w->rows, w->cols, 1.0f, x, ldx,

@@ -1,9 +1,12 @@
 /*
- * Matrix products through oneDNN.
+ * Matrix products, and the weights they read (mat.c).
  *
- * fp32 runs dnnl_sgemm; bf16 runs matmul primitives (AMX or AVX512-BF16)
- * created once per shape and reused, with f32 accumulation and output.
- * A struct gemm is used by one thread at a time (the compute thread).
+ * gemm.c picks the code for each product: the hand-written kernels for
+ * packed weights (gemm-win.h over a window or a prompt, gemv.c and
+ * gemv-f16.c for a few columns), else oneDNN: dnnl_sgemm in fp32, bf16
+ * matmul primitives created once per shape and reused. f32 accumulation
+ * and output throughout. A struct gemm is used by one thread at a time
+ * (the compute thread).
  */
 #ifndef SOTTO_GEMM_H
 #define SOTTO_GEMM_H

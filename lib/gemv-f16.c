@@ -109,7 +109,7 @@ rows_f16(const struct gemv_args *a, const float *xt, int n, float *y,
 	for (m = m0; m < m1; m++) {
 		const uint16_t *w = a->wp + (size_t)m * a->k;
 
-		/* a row is 1-2.5 KB: read once, in L1 for the others */
+		/* a row is 0.75-4 KB: read once, in L1 for the others */
 		for (j = 0; j < n; j++) {
 			float v = dot(w, xt + (size_t)j * a->k, a->k);
 			float *o = y + m * a->ym + j * a->yj;

@@ -156,7 +156,7 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 				for (j = 0; j < N; j++)
 					xv[j] = (__m512bh)_mm512_loadu_si512(
 					    xt + (size_t)j * k + 32 * c);
-				for (r = 0; r < R && r < nr; r++) {
+				for (r = 0; r < nr; r++) {
 					__m512bh wv = (__m512bh)
 					    _mm512_load_si512(w + r * 32);
 
@@ -168,7 +168,7 @@ dot_rows(const uint16_t *wp, int k, const uint16_t *xt, int n, float *y,
 				}
 			}
 			_mm512_storeu_ps(out, hadd16(a));
-			for (r = 0; r < R && r < nr && mb + r0 + r < m1; r++)
+			for (r = 0; r < nr && mb + r0 + r < m1; r++)
 				for (j = 0; j < N && j < n; j++)
 					store(y + (mb + r0 + r) * ym + j * yj,
 					    out[r * N + j], accumulate);
@@ -190,18 +190,14 @@ DOT_ROWS(1) DOT_ROWS(2) DOT_ROWS(3) DOT_ROWS(4) DOT_ROWS(5) DOT_ROWS(8)
 typedef void (*dot_fn)(const uint16_t *, int, const uint16_t *, int,
     float *, ptrdiff_t, ptrdiff_t, int, int, int);
 
-/* The instance for n columns, and the columns it computes. */
-static dot_fn
-dot_pick(int n, int *width)
-{
-	static const dot_fn fns[DOT_COLS + 1] = { NULL, dot_rows_1,
-	    dot_rows_2, dot_rows_3, dot_rows_4, dot_rows_5, dot_rows_8,
-	    dot_rows_8, dot_rows_8 };
-	static const int widths[DOT_COLS + 1] = { 0, 1, 2, 3, 4, 5, 8, 8, 8 };
-
-	*width = widths[n];
-	return fns[n];
-}
+/* For n columns, the instance and the columns it computes (n up to 8). */
+static const struct {
+	dot_fn fn;
+	int width;
+} dot_for[DOT_COLS + 1] = { { NULL, 0 }, { dot_rows_1, 1 },
+	{ dot_rows_2, 2 }, { dot_rows_3, 3 }, { dot_rows_4, 4 },
+	{ dot_rows_5, 5 }, { dot_rows_8, 8 }, { dot_rows_8, 8 },
+	{ dot_rows_8, 8 } };
 
 /* xt[j][kk] = x[kk][j0 + j] for j < n, zero rows up to N. */
 static void
@@ -284,15 +280,13 @@ static void
 gemv_range(const struct gemv_args *a, const uint16_t *xs, int n, float *y,
     int m0, int m1)
 {
-	int width;
-
 	if (a->amx) {
 		amx_rows(a->wp, a->k, xs, n, y, a->ym, a->yj, a->accumulate,
 		    m0, m1);
 		return;
 	}
-	dot_pick(n, &width)(a->wp, a->k, xs, n, y, a->ym, a->yj,
-	    a->accumulate, m0, m1);
+	dot_for[n].fn(a->wp, a->k, xs, n, y, a->ym, a->yj, a->accumulate,
+	    m0, m1);
 }
 
 void
@@ -308,12 +302,9 @@ gemv_bf16(const struct gemv_args *a, uint16_t *scratch)
 		nb = a->n - j0 < per ? a->n - j0 : per;
 		if (a->amx)
 			pack_tiles(a->x, a->ldx, a->k, j0, nb, scratch);
-		else {
-			int width;
-
-			dot_pick(nb, &width);
-			pack_rows(a->x, a->ldx, a->k, j0, nb, width, scratch);
-		}
+		else
+			pack_rows(a->x, a->ldx, a->k, j0, nb, dot_for[nb].width,
+			    scratch);
 #pragma omp parallel if (par)
 		{
 			int t = omp_get_thread_num();
