@@ -26,14 +26,35 @@
  * libgomp reads its environment when it loads, before main(), so set it
  * and re-exec. A user's OMP_WAIT_POLICY or GOMP_SPINCOUNT is kept.
  */
+#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "omp-env.h"
 
+/*
+ * The file to re-exec: the binary's own path, since the kernel names a
+ * process after the file it executes, and one started from
+ * /proc/self/exe is "exe" to ps, pgrep and the journal. /proc/self/exe
+ * itself when that path no longer holds an executable (the binary was
+ * replaced since the start: the link then reads "... (deleted)").
+ */
+static const char *
+self_path(char *buf, size_t size)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+
+	if (n <= 0 || (size_t)n >= size - 1)
+		return "/proc/self/exe";
+	buf[n] = '\0';
+	return access(buf, X_OK) == 0 ? buf : "/proc/self/exe";
+}
+
 void
 omp_env_reexec(char **argv, enum omp_wait wait)
 {
+	char path[PATH_MAX];
+
 	if (getenv("OMP_WAIT_POLICY") != NULL ||
 	    getenv("GOMP_SPINCOUNT") != NULL)
 		return;
@@ -41,6 +62,6 @@ omp_env_reexec(char **argv, enum omp_wait wait)
 		setenv("GOMP_SPINCOUNT", "1000", 1);
 	else
 		setenv("OMP_WAIT_POLICY", "passive", 1);
-	execv("/proc/self/exe", argv);
+	execv(self_path(path, sizeof(path)), argv);
 	/* on failure, run on with libgomp's defaults */
 }

@@ -138,6 +138,13 @@ def test_status(daemon):
         assert k in st
 
 
+def test_process_name(daemon):
+    """sottod re-execs itself to set OpenMP's wait policy; it must keep
+    its name for ps, pgrep, killall and the journal."""
+    comm = Path(f"/proc/{daemon.proc.pid}/comm").read_text().strip()
+    assert comm == "sottod"
+
+
 def test_output_formats(daemon):
     wav = AUDIO_DIR / "jfk.wav"
     for fmt, check in (("text", "fellow Americans"), ("srt", " --> "),
