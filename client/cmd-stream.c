@@ -49,8 +49,13 @@ static const char usage_text[] =
 "                            " CONN_SOCKET_DEFAULT "]\n"
 "  -f, --format text|jsonl|srt|vtt   output [text]; jsonl prints each\n"
 "                            event exactly as the daemon sent it\n"
-"      --fast                send as fast as the daemon decodes\n"
-"      --realtime            pace a file as live audio [default]\n"
+"      --fast                send as fast as the daemon decodes, as audio\n"
+"                            that is not live (FILE or '-'): stepped at the\n"
+"                            daemon's step size whatever its load, so the\n"
+"                            transcript does not depend on the load\n"
+"      --realtime            pace a file as live audio [default]; live\n"
+"                            audio is caught up in larger steps when the\n"
+"                            daemon falls behind\n"
 "  -l, --language CODE|auto  spoken language [the daemon's]\n"
 "      --task transcribe|translate\n"
 "      --opus                send the file Opus-encoded\n"
@@ -184,9 +189,11 @@ stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 		snprintf(task, sizeof(task), ",\"task\":\"%.16s\"", o->task);
 	if (strpbrk(lang + 1, "\\") || strpbrk(task + 1, "\\"))
 		return -1;
+	/* live unless --fast: the daemon may then step it in larger steps
+	 * to keep up when it has more streams than it can step in time */
 	n = snprintf(json, sizeof(json), "{\"format\":\"%s\",\"rate\":%d,"
-	    "\"channels\":%d%s%s}", proto_format_name(fmt), rate, ch, lang,
-	    task);
+	    "\"channels\":%d%s%s%s}", proto_format_name(fmt), rate, ch, lang,
+	    task, o->fast ? "" : ",\"live\":true");
 	return conn_queue(c, MSG_OPEN, json, (size_t)n);
 }
 

@@ -206,6 +206,21 @@ proto_get_str(struct json_object *o, const char *key, char *buf,
 	return 1;
 }
 
+/* Boolean field as 0 or 1 in *ret; same returns as above. */
+static int
+proto_get_bool(struct json_object *o, const char *key, int *ret, char *msg)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_boolean))
+		return -proto_fail(msg, PROTO_E_BAD_JSON, "\"%s\" must be true "
+		    "or false", key);
+	*ret = json_object_get_boolean(v) ? 1 : 0;
+	return 1;
+}
+
 /* Map a string field onto one of names[]; same returns as above. */
 static int
 proto_get_enum(struct json_object *o, const char *key,
@@ -280,6 +295,8 @@ proto_open_fields(struct json_object *o, struct msg_open *m, char *msg)
 		return -proto_fail(msg, PROTO_E_BAD_VALUE, "bad session id");
 	if ((rc = proto_get_int(o, "since", -1, INT64_MAX, &m->since,
 	    msg)) < 0)
+		return rc;
+	if ((rc = proto_get_bool(o, "live", &m->live, msg)) < 0)
 		return rc;
 	return 0;
 }

@@ -85,6 +85,8 @@ struct msg_open {
 	enum proto_task	 task;
 	char		 session[PROTO_SESSION_MAX];	/* resume; "" = new */
 	int64_t		 since;			/* last final id seen; -1 */
+	int		 live;			/* audio comes as it is
+						   spoken; default 0 */
 };
 
 struct msg_subscribe {

@@ -235,7 +235,7 @@ session_broadcast(struct session *s, enum peer_event kind, const char *json)
 
 static struct session *
 session_new(const char *name, const struct sotto_stream_params *sp,
-    enum proto_format format, int rate, int channels, char *msg)
+    enum proto_format format, int rate, int channels, int live, char *msg)
 {
 	struct session *s;
 
@@ -248,7 +248,7 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->step_samples = (size_t)sp->step_ms * SOTTO_SAMPLE_RATE / 1000;
 	if ((s->src = source_client_new(format, rate, channels, msg)) == NULL ||
-	    (s->ws = worker_stream_new(s->id, sp)) == NULL) {
+	    (s->ws = worker_stream_new(s->id, sp, live)) == NULL) {
 		if (s->src != NULL)
 			snprintf(msg, PROTO_MSG_MAX, "out of memory");
 		source_client_free(s->src);
@@ -317,14 +317,14 @@ session_open(struct peer *p, const struct msg_open *m, char *msg)
 		r ^= (uint64_t)(sottod_now() * 1e9) ^ session_next_id << 48;
 	snprintf(name, sizeof(name), "%016llx", (unsigned long long)r);
 	if ((s = session_new(name, &sp, m->format, m->rate, m->channels,
-	    msg)) == NULL)
+	    m->live, msg)) == NULL)
 		return NULL;
 	s->owner = p;
 	TAILQ_INSERT_TAIL(&s->subs, p, sub_entry);
 	p->session = s;
-	log_info("session %s: opened (%s %d Hz x%d, language %s)", s->name,
-	    proto_format_name(m->format), m->rate, m->channels,
-	    sp.language ? sp.language : "auto");
+	log_info("session %s: opened (%s %d Hz x%d, language %s%s)",
+	    s->name, proto_format_name(m->format), m->rate, m->channels,
+	    sp.language ? sp.language : "auto", m->live ? ", live" : "");
 	return s;
 }
 
@@ -337,7 +337,7 @@ session_shared_new(const char *name, int rate, int channels,
 	char msg[PROTO_MSG_MAX];
 
 	if (session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg) != 0 ||
-	    (s = session_new(name, &sp, PROTO_FORMAT_S16LE, rate, channels,
+	    (s = session_new(name, &sp, PROTO_FORMAT_S16LE, rate, channels, 1,
 	    msg)) == NULL) {
 		log_warnx("session %s: %s", name, msg);
 		return NULL;

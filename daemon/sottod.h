@@ -181,8 +181,9 @@ struct worker_result {
 };
 
 struct worker_stream;
+/* live: catch up in larger steps when behind (worker.c) */
 struct worker_stream *worker_stream_new(uint64_t id,
-	    const struct sotto_stream_params *);
+	    const struct sotto_stream_params *, int live);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
 size_t	worker_stream_pending(struct worker_stream *);
 int	worker_queue(struct worker_stream *, enum worker_kind);

@@ -12,10 +12,12 @@
  * event_active(); the loop looks the session up by id and drops results
  * of sessions that are gone. Peers are never touched here.
  *
- * A STEP job feeds the engine at most one step of pending audio beyond
- * what it already holds, then steps once if a step is due; the rest stays
- * pending, so "pending + undecoded" is the session's lag and one busy
- * session cannot starve the others (the loop requeues it at the back).
+ * A STEP job feeds the engine one step of pending audio beyond what it
+ * already holds (a live stream that has fallen behind: more,
+ * worker_feed_size), then steps once if a step is
+ * due; the rest stays pending, so "pending + undecoded" is the session's
+ * lag and one busy session cannot starve the others (the loop requeues
+ * it at the back).
  *
  * STEP jobs of different streams run as one batch: with a STEP job the
  * worker takes the queue's other STEP jobs (up to WORKER_BATCH in all)
@@ -41,11 +43,13 @@ struct worker_stream {
 	size_t			 n_pending, cap_pending;
 	struct sotto_stream_params params;
 	char			 language[PROTO_LANGUAGE_MAX];
+	int			 live;		/* catch up when behind */
 	struct sotto_stream	*stream;	/* worker thread only */
 	int			 failed;	/* worker thread only */
 };
 
 #define WORKER_BATCH	16	/* streams stepped together, at most */
+#define WORKER_CATCHUP_S 8	/* audio fed at once when behind, at most */
 
 struct worker_job {
 	struct worker_stream	*ws;
@@ -78,13 +82,15 @@ worker_now(void)
 }
 
 struct worker_stream *
-worker_stream_new(uint64_t id, const struct sotto_stream_params *p)
+worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
+    int live)
 {
 	struct worker_stream *ws;
 
 	if ((ws = calloc(1, sizeof(*ws))) == NULL)
 		return NULL;
 	ws->id = id;
+	ws->live = live;
 	pthread_mutex_init(&ws->lock, NULL);
 	ws->params = *p;
 	if (p->language != NULL) {
@@ -214,22 +220,49 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 }
 
 /*
- * Everything pending, one step's worth at a time (as worker_run_steps
- * feeds it, so the result does not depend on when END arrived), every
- * due step, then the end of the stream.
+ * The audio to feed ws for its next step: one step; or, for a live
+ * stream that has fallen behind (two steps or more pending: the compute
+ * thread has more streams than it can step in time), every whole step
+ * pending, up to WORKER_CATCHUP_S seconds. A step costs about the same whatever
+ * audio it adds (the window is encoded whole), so one step at a time
+ * would fall further behind and a live source cannot wait; in larger
+ * steps the stream keeps up, with fewer partials. Whole steps, so a
+ * stream that keeps up is stepped as before. Other streams are stepped
+ * one step at a time whatever the load, so their transcript does not
+ * depend on it.
+ */
+static size_t
+worker_feed_size(struct worker_stream *ws)
+{
+	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
+	size_t most = (size_t)WORKER_CATCHUP_S * SOTTO_SAMPLE_RATE / step;
+	size_t k = 1;
+
+	if (ws->live) {
+		k = worker_stream_pending(ws) / step;
+		k = k > most ? most : k;
+		k = k < 1 ? 1 : k;
+	}
+	return k * step;
+}
+
+/*
+ * Everything pending, fed as worker_run_steps feeds it (so the result
+ * does not depend on when END arrived), every due step, then the end of
+ * the stream.
  */
 static int
 worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
 {
 	struct sotto_stream_update u;
-	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
 	int rc;
 
 	for (;;) {
 		if (!sotto_stream_due(ws->stream)) {
 			if (worker_stream_pending(ws) == 0)
 				break;
-			if ((rc = worker_feed(ws, step, err)) != 0)
+			if ((rc = worker_feed(ws, worker_feed_size(ws),
+			    err)) != 0)
 				return rc;
 		}
 		if (!sotto_stream_due(ws->stream))
@@ -309,7 +342,7 @@ worker_run(struct worker_stream *ws, enum worker_kind kind)
 }
 
 /*
- * STEP jobs of n different streams: each fed at most one step of its
+ * STEP jobs of n different streams: each fed worker_feed_size() of its
  * pending audio beyond what the engine holds, then the due ones stepped
  * as one batch. out[i] is ws[i]'s result (NULL when out of memory);
  * compute_s is the batch's time per stream stepped.
@@ -324,14 +357,12 @@ worker_run_steps(struct worker_stream **ws, int n, struct worker_result **out)
 	double t0 = worker_now(), t;
 
 	for (i = 0; i < n; i++) {
-		size_t step = (size_t)ws[i]->params.step_ms *
-		    SOTTO_SAMPLE_RATE / 1000;
-
 		if ((out[i] = worker_prepare(ws[i], WORKER_STEP)) == NULL ||
 		    out[i]->error)
 			continue;
 		if (!sotto_stream_due(ws[i]->stream) &&
-		    worker_feed(ws[i], step, out[i]->err) != 0) {
+		    worker_feed(ws[i], worker_feed_size(ws[i]),
+		    out[i]->err) != 0) {
 			worker_fail(ws[i], out[i]);
 			continue;
 		}

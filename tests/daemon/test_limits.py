@@ -359,3 +359,38 @@ def test_slow_reader_cut_after_its_finals(make_daemon):
            f"({len(tail)} finals, {tail_bytes} bytes, after its last "
            f"partial); {len(more)} more finals on resume; 2 other "
            f"streams unchanged")
+
+
+def stream_lateness(s: Stream, audio_s: float) -> float:
+    """Seconds from the end of the audio (as paced from `opened`) to `end`."""
+    t_open = next(t for t, e in s.lines if e["type"] == "opened")
+    t_end = next(t for t, e in s.lines if e["type"] == "end")
+    return t_end - t_open - audio_s
+
+
+def test_live_streams_catch_up(make_daemon):
+    """More live streams than the compute thread can step in time (200 ms
+    steps: a tiny.en step alone takes most of that): a live stream that
+    falls behind is stepped in larger steps and ends soon after its audio;
+    a stream that is not live (--fast) is stepped at its step size whatever
+    the load, so its transcript is the one it gets alone."""
+    d = make_daemon(conf="[engine]\nstep_ms = 200\n").start()
+    wav = AUDIO_DIR / "jfk.wav"
+    audio_s = len(pcm16("jfk.wav")) / 2 / 16000
+    solo = Stream(d.socket, "--fast", wav).check().text()
+    assert "country" in solo.lower()
+
+    live = [Stream(d.socket, wav) for _ in range(3)]
+    fast = Stream(d.socket, "--fast", wav)
+    for s in live:
+        s.check()
+    assert fast.check().text() == solo
+    late = [stream_lateness(s, audio_s) for s in live]
+    report(f"3 live streams + 1 --fast at 200 ms steps: live ends "
+           f"{', '.join(f'{x:.1f}' for x in late)} s after their audio")
+    for s, x in zip(live, late):
+        assert "country" in s.text().lower(), s.text()
+        # One step at a time they fell 10 s and more behind (a round of
+        # four streams takes several steps' time).
+        assert x < 5.0, f"live stream ended {x:.1f} s after its audio"
+    assert ", live)" in d.log()

@@ -179,9 +179,11 @@ test_open(void **state)
 	assert_string_equal(m.language, "");
 	assert_string_equal(m.session, "");
 	assert_int_equal(m.since, -1);
+	assert_int_equal(m.live, 0);
 	assert_int_equal(proto_parse_open(S("{\"format\":\"opus\",\"rate\":"
 	    "48000,\"channels\":2,\"language\":\"de\",\"task\":\"translate\","
-	    "\"session\":\"ab12-_\",\"since\":41}"), &m, msg), PROTO_OK);
+	    "\"session\":\"ab12-_\",\"since\":41,\"live\":true}"), &m, msg),
+	    PROTO_OK);
 	assert_int_equal(m.format, PROTO_FORMAT_OPUS);
 	assert_int_equal(m.rate, 48000);
 	assert_int_equal(m.channels, 2);
@@ -189,6 +191,10 @@ test_open(void **state)
 	assert_int_equal(m.task, PROTO_TASK_TRANSLATE);
 	assert_string_equal(m.session, "ab12-_");
 	assert_int_equal(m.since, 41);
+	assert_int_equal(m.live, 1);
+	assert_int_equal(proto_parse_open(S("{\"live\":false}"), &m, msg),
+	    PROTO_OK);
+	assert_int_equal(m.live, 0);
 }
 
 static void
@@ -214,6 +220,8 @@ test_open_bad_fields(void **state)
 		{ "{\"session\":7}", PROTO_E_BAD_JSON },
 		{ "{\"since\":-2}", PROTO_E_BAD_VALUE },
 		{ "{\"since\":true}", PROTO_E_BAD_JSON },
+		{ "{\"live\":1}", PROTO_E_BAD_JSON },
+		{ "{\"live\":\"yes\"}", PROTO_E_BAD_JSON },
 	};
 	struct msg_open m;
 	char msg[PROTO_MSG_MAX];
