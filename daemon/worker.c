@@ -13,11 +13,10 @@
  * of sessions that are gone. Peers are never touched here.
  *
  * A STEP job feeds the engine one step of pending audio beyond what it
- * already holds (a live stream that has fallen behind: more,
- * worker_feed_size), then steps once if a step is
- * due; the rest stays pending, so "pending + undecoded" is the session's
- * lag and one busy session cannot starve the others (the loop requeues
- * it at the back).
+ * already holds (a live stream that has fallen behind: more, see
+ * worker_feed_size), then steps once if a step is due; the rest stays
+ * pending, so "pending + undecoded" is the session's lag and one busy
+ * session cannot starve the others (the loop requeues it at the back).
  *
  * STEP jobs of different streams run as one batch: with a STEP job the
  * worker takes the queue's other STEP jobs (up to WORKER_BATCH in all)
@@ -223,13 +222,13 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
  * The audio to feed ws for its next step: one step; or, for a live
  * stream that has fallen behind (two steps or more pending: the compute
  * thread has more streams than it can step in time), every whole step
- * pending, up to WORKER_CATCHUP_S seconds. A step costs about the same whatever
- * audio it adds (the window is encoded whole), so one step at a time
- * would fall further behind and a live source cannot wait; in larger
- * steps the stream keeps up, with fewer partials. Whole steps, so a
- * stream that keeps up is stepped as before. Other streams are stepped
- * one step at a time whatever the load, so their transcript does not
- * depend on it.
+ * pending, up to WORKER_CATCHUP_S seconds. A step costs about the same
+ * whatever audio it adds (the window is encoded whole), so one step at
+ * a time would fall further behind, and a live source cannot wait; in
+ * larger steps the stream keeps up, with fewer partials. Whole steps,
+ * so a stream that keeps up is stepped as before. Other streams are
+ * stepped one step at a time whatever the load, so their transcript
+ * does not depend on it.
  */
 static size_t
 worker_feed_size(struct worker_stream *ws)
