@@ -170,7 +170,10 @@ def test_opus_and_resampled_input(daemon):
                          "text", "--rate", "44100", "--channels", "2", "-"],
                         input=stereo, capture_output=True, timeout=120)
     assert cp.returncode == 0, cp.stderr
-    assert b"fellow americans" in cp.stdout.lower(), cp.stdout
+    # Standard input is live unless --fast: sent all at once, it is caught
+    # up in larger steps, and a final may end between any two words.
+    assert b"fellow americans" in b" ".join(cp.stdout.lower().split()), \
+        cp.stdout
 
 
 # --- many clients -------------------------------------------------------------------------
