@@ -63,7 +63,9 @@ kv_beam_bytes(const struct sotto_model *m)
 
 /*
  * Self-attention key (kind 0) or value (kind 1) cache of beam, layer:
- * [d][n_text_ctx] of float or bf16 (kv_elem).
+ * [n_head][n_text_ctx][dh] of float or bf16 (kv_elem), token-major in
+ * each head so that the keys a step reads are contiguous
+ * (layer_attend_tm).
  */
 static void *
 kv_at(const struct sotto_state *st, int beam, int layer, int kind)
@@ -79,7 +81,8 @@ kv_at(const struct sotto_state *st, int beam, int layer, int kind)
 static void
 kv_put(const struct sotto_model *m, void *cache, int c, int t, float x)
 {
-	size_t i = (size_t)c * m->hp.n_text_ctx + t;
+	int dh = m->hp.n_text_state / m->hp.n_text_head;
+	size_t i = ((size_t)(c / dh) * m->hp.n_text_ctx + t) * dh + c % dh;
 
 	if (kv_elem(m) == 2)
 		((uint16_t *)cache)[i] = bf16_round(x);
@@ -102,13 +105,13 @@ kv_attend(const struct sotto_state *st, int beam, int layer, int h,
 	size_t at = (size_t)h * dh * ctx;
 
 	if (kv_elem(m) == 2)
-		layer_attend_bf16(q, ldq, (const uint16_t *)kv_at(st, beam,
+		layer_attend_tm_bf16(q, ldq, (const uint16_t *)kv_at(st, beam,
 		    layer, 0) + at, (const uint16_t *)kv_at(st, beam, layer,
-		    1) + at, ctx, n, dh, scale, out, ldo, p);
+		    1) + at, n, dh, scale, out, ldo, p);
 	else
-		layer_attend(q, ldq, 1, (const float *)kv_at(st, beam, layer,
-		    0) + at, (const float *)kv_at(st, beam, layer, 1) + at,
-		    ctx, n, dh, scale, out, ldo, p);
+		layer_attend_tm(q, ldq, (const float *)kv_at(st, beam, layer,
+		    0) + at, (const float *)kv_at(st, beam, layer, 1) + at, n,
+		    dh, scale, out, ldo, p);
 }
 
 static float *
@@ -527,12 +530,14 @@ static void
 kv_copy(const struct sotto_state *st, void *out, int dst, int src)
 {
 	const struct sotto_model *m = st->model;
-	size_t rows = (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_state;
-	size_t row = m->hp.n_text_ctx * kv_elem(m), per = kv_beam_bytes(m), r;
+	size_t dh = (size_t)m->hp.n_text_state / m->hp.n_text_head;
+	size_t heads = (size_t)m->hp.n_text_layer * 2 * m->hp.n_text_head;
+	size_t head = m->hp.n_text_ctx * dh * kv_elem(m);
+	size_t per = kv_beam_bytes(m), h;
 
-	for (r = 0; r < rows; r++)
-		memcpy((char *)out + dst * per + r * row, (const char *)st->kv +
-		    src * per + r * row, st->n_kv * kv_elem(m));
+	for (h = 0; h < heads; h++)
+		memcpy((char *)out + dst * per + h * head, (const char *)st->kv +
+		    src * per + h * head, st->n_kv * dh * kv_elem(m));
 }
 
 /* After a prefill: every beam starts from beam 0's caches. */

@@ -133,7 +133,8 @@ struct sotto_model {
 
 /*
  * Per-stream buffers. Beam b's self-attention caches live at
- * kv[b][layer][2][d][n_text_ctx] (key then value, positions contiguous).
+ * kv[b][layer][2][n_head][n_text_ctx][dh] (key then value; each head's
+ * positions token-major, so the filled part of a head is contiguous).
  */
 struct attn_win;
 struct logits_head;
@@ -161,8 +162,9 @@ struct sotto_state {
 	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD], or NULL
 				   when cross_win holds them */
 	struct attn_win *cross_win;	/* owned; NULL in fp32 */
-	void *kv, *kv_spare;	/* [beams][layer][2][d][n_text_ctx] of
-				   float, or bf16 in a bf16 model */
+	void *kv, *kv_spare;	/* [beams][layer][2][n_head][n_text_ctx]
+				   [dh] of float, or bf16 in a bf16
+				   model */
 	int kv_beams;		/* beams the caches have room for */
 	int n_kv;		/* positions filled (same for all beams) */
 	float *dx;		/* [d][n_text_ctx] decoder residual stream */

@@ -9,6 +9,7 @@
 #include "err.h"
 #include "gguf.h"
 #include "internal.h"
+#include "layers.h"
 #include "tokenizer.h"
 
 struct hparam_key {
@@ -59,6 +60,10 @@ read_hparams(struct sotto_model *m, char *err)
 	    hp->n_text_state % hp->n_text_head != 0)
 		return err_set(err, SOTTO_EFORMAT, "%s: the state width is "
 		    "not a multiple of the number of heads", path);
+	if (hp->n_text_state / hp->n_text_head > LAYER_DH_MAX)
+		return err_set(err, SOTTO_EFORMAT, "%s: decoder heads of %d "
+		    "channels (at most %d)", path, hp->n_text_state /
+		    hp->n_text_head, LAYER_DH_MAX);
 	return 0;
 }
 

@@ -272,34 +272,41 @@ test_gemv_f16(void **state)
 }
 
 /*
- * One query against n of ldk cached bf16 keys, as a cached decoder step
- * reads them, against softmax(scale q.K) V in double on the same values.
+ * layer_attend_tm and layer_attend_tm_bf16 (token-major K and V, as the
+ * decoder's self-attention caches hold them), against softmax(scale q.K)
+ * V in double on the values each reads.
  */
 static void
-test_attend_bf16(void **state)
+check_attend_tm(int bf16)
 {
-	enum { DH = 64, LDK = 448, N = 301, LDQ = 3, LDO = 2 };
+	enum { DH = 64, N = 301, LDQ = 3, LDO = 2 };
 	float *q = frand_array((size_t)DH * LDQ, 1.0f);
-	float *kf = frand_array((size_t)DH * LDK, 2.0f);
-	float *vf = frand_array((size_t)DH * LDK, 1.0f);
-	uint16_t *k = malloc((size_t)DH * LDK * 2);
-	uint16_t *v = malloc((size_t)DH * LDK * 2);
-	float out[DH * LDO], p[LDK], scale = 0.125f;
+	float *kf = frand_array((size_t)N * DH, 2.0f);
+	float *vf = frand_array((size_t)N * DH, 1.0f);
+	uint16_t *k = malloc((size_t)N * DH * 2);
+	uint16_t *v = malloc((size_t)N * DH * 2);
+	float out[DH * LDO], p[N], scale = 0.125f;
 	double s[N], max = -INFINITY, sum = 0.0;
 	int c, t;
 
-	(void)state;
 	assert_non_null(k);
 	assert_non_null(v);
-	for (t = 0; t < DH * LDK; t++) {
+	for (t = 0; t < N * DH; t++) {
 		k[t] = to_bf16(kf[t]);
 		v[t] = to_bf16(vf[t]);
+		if (bf16) {
+			kf[t] = bf(kf[t]);
+			vf[t] = bf(vf[t]);
+		}
 	}
-	layer_attend_bf16(q, LDQ, k, v, LDK, N, DH, scale, out, LDO, p);
+	if (bf16)
+		layer_attend_tm_bf16(q, LDQ, k, v, N, DH, scale, out, LDO, p);
+	else
+		layer_attend_tm(q, LDQ, kf, vf, N, DH, scale, out, LDO, p);
 	for (t = 0; t < N; t++) {
 		s[t] = 0.0;
 		for (c = 0; c < DH; c++)
-			s[t] += (double)q[c * LDQ] * bf(kf[c * LDK + t]);
+			s[t] += (double)q[c * LDQ] * kf[t * DH + c];
 		s[t] *= scale;
 		max = s[t] > max ? s[t] : max;
 	}
@@ -309,7 +316,7 @@ test_attend_bf16(void **state)
 		double want = 0.0;
 
 		for (t = 0; t < N; t++)
-			want += s[t] / sum * bf(vf[c * LDK + t]);
+			want += s[t] / sum * vf[t * DH + c];
 		assert_float_equal(out[c * LDO], want, 1e-4);
 	}
 	free(q);
@@ -317,6 +324,14 @@ test_attend_bf16(void **state)
 	free(vf);
 	free(k);
 	free(v);
+}
+
+static void
+test_attend_tm(void **state)
+{
+	(void)state;
+	check_attend_tm(0);
+	check_attend_tm(1);
 }
 
 int
@@ -327,7 +342,7 @@ main(void)
 		cmocka_unit_test(test_gemv_amx),
 		cmocka_unit_test(test_logits_head_amx),
 		cmocka_unit_test(test_logits_head_vnni),
-		cmocka_unit_test(test_attend_bf16),
+		cmocka_unit_test(test_attend_tm),
 		cmocka_unit_test(test_gemv_f16),
 	};
 
