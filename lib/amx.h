@@ -35,6 +35,9 @@ struct amx_config {
 		amx_cfg_.rows[amx_i_] = 16;				\
 		amx_cfg_.colsb[amx_i_] = 64;				\
 	}								\
+	/* GCC 12 drops the stores above: it does not see that	\
+	 * LDTILECFG reads all 64 bytes. */				\
+	__asm__ __volatile__("" : : "m"(amx_cfg_));			\
 	_tile_loadconfig(&amx_cfg_);					\
 } while (0)
 
