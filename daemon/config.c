@@ -2,10 +2,11 @@
  * Configuration file.  libinih splits the file into (section, key, value);
  * config_handler looks the pair up in config_keys, a table sorted by section
  * and key, whose parser checks the value and stores it at the field's offset.
- * The line reader counts lines, so every message is "path:line: message",
- * and strips leading blanks so that inih never treats an indented line as
- * the continuation of the previous value.  The first error wins; parsing
- * goes on only to let inih finish the file.
+ * The line reader (config-file.c: a regular file of at most 1 MiB) counts
+ * lines, so every message is "path:line: message", and strips leading
+ * blanks so that inih never treats an indented line as the continuation of
+ * the previous value.  The first error wins; parsing goes on only to let
+ * inih finish the file.
  *
  * Each key is marked live when the running daemon can apply a new value
  * (SIGHUP: config_diff, config_keep_restart_keys); the others (the model,
@@ -24,6 +25,7 @@
 #include <ini.h>
 
 #include "config.h"
+#include "config-file.h"
 
 #define CONFIG_MSG_MAX		256
 #define CONFIG_KIB		((size_t)1024)
@@ -61,7 +63,7 @@ struct config_key {
 struct config_ctx {
 	struct config	*cfg;
 	const char	*path;
-	FILE		*fp;
+	struct config_file file;
 	int		 line;
 	int		 err_line;
 	char		 err[CONFIG_MSG_MAX];
@@ -445,25 +447,17 @@ config_handler(void *user, const char *section, const char *key,
 	return 1;
 }
 
-/* inih reader: one line per call, counted, leading blanks removed. */
+/* inih reader: the next line, with what the line reader found wrong. */
 static char *
 config_reader(char *buf, int size, void *user)
 {
 	struct config_ctx *ctx = user;
-	size_t len, skip;
-	int c;
 
-	if (fgets(buf, size, ctx->fp) == NULL)
+	if (config_file_line(&ctx->file, buf, size) == NULL)
 		return NULL;
-	ctx->line++;
-	len = strlen(buf);
-	if (len > 0 && buf[len - 1] != '\n' && !feof(ctx->fp)) {
-		config_error(ctx, "line longer than %d characters", size - 3);
-		while ((c = fgetc(ctx->fp)) != EOF && c != '\n')
-			continue;
-	}
-	skip = strspn(buf, " \t");
-	memmove(buf, buf + skip, len - skip + 1);
+	ctx->line = ctx->file.line;
+	if (ctx->file.problem[0] != '\0')
+		config_error(ctx, "%s", ctx->file.problem);
 	return buf;
 }
 
@@ -476,17 +470,11 @@ config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.cfg = cfg;
 	ctx.path = path;
-	if ((ctx.fp = fopen(path, "r")) == NULL) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (config_file_open(&ctx.file, path, err, errlen) != 0)
 		return -1;
-	}
 	line = ini_parse_stream(config_reader, &ctx, config_handler, &ctx);
-	if (ferror(ctx.fp) && ctx.err_line == 0) {
-		snprintf(err, errlen, "%s:%d: read error", path, ctx.line);
-		fclose(ctx.fp);
+	if (config_file_close(&ctx.file, ctx.err_line == 0, err, errlen) != 0)
 		return -1;
-	}
-	fclose(ctx.fp);
 	if (line > 0 && (ctx.err_line == 0 || line < ctx.err_line)) {
 		ctx.err_line = line;
 		snprintf(ctx.err, sizeof(ctx.err), "syntax error (expected "

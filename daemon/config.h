@@ -47,8 +47,10 @@ void	config_defaults(struct config *);
 /*
  * Read path over the current values (call config_defaults first).  Returns
  * 0, or -1 with "path:line: message" in err for an unreadable file, a syntax
- * error, an unknown section or key, a key given twice, or a bad or
- * out-of-range value; on error the struct may be partly updated.
+ * error, a NUL byte, an unknown section or key, a key given twice, or a bad
+ * or out-of-range value, or "path: message" for a file that is not a
+ * regular file or is over 1 MiB (never read: a FIFO or /dev/zero would
+ * block the caller); on error the struct may be partly updated.
  */
 int	config_load(struct config *, const char *path, char *err,
 	    size_t errlen);

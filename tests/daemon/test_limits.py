@@ -170,6 +170,44 @@ def test_sighup_broken_config_is_refused(make_daemon):
            "files refused with file:line while serving")
 
 
+def test_sighup_config_not_a_file(make_daemon):
+    """A config that is a link to /dev/zero, a FIFO or a file over 1 MiB is
+    refused at once on SIGHUP: reading it must not stop the event loop."""
+    d = make_daemon(conf="max_sessions = 2\n").start()
+    good = d.conf.read_text()
+    saved = d.dir / "good.conf"
+    saved.write_text(good)
+    cases = [("a link to /dev/zero", lambda: d.conf.symlink_to("/dev/zero"),
+              "not a regular file (a character device)"),
+             ("a FIFO", lambda: os.mkfifo(d.conf),
+              "not a regular file (a FIFO)"),
+             ("2 MiB of comments", lambda: d.conf.write_text(
+                 ("#" + "x" * 62 + "\n") * 32768),
+              "2097152 bytes, larger than a config file can be (1048576)")]
+    for what, make, message in cases:
+        d.conf.unlink()
+        make()
+        mark = len(d.log_path.read_text())
+        t0 = time.monotonic()
+        d.proc.send_signal(signal.SIGHUP)
+        log = wait_log(d, "configuration not changed", timeout=10,
+                       after=mark)[mark:]
+        assert f"reload: {d.conf}: {message}; configuration not changed" \
+            in log, (what, log)
+        # The loop still serves: STATUS answers at once.
+        assert status(d.socket)["type"] == "status"
+        report(f"SIGHUP with the config {what}: refused in "
+               f"{time.monotonic() - t0:.2f} s, the daemon kept serving")
+    d.conf.unlink()
+    shutil.copy(saved, d.conf)
+    log = reload(d, good.replace("max_sessions = 2", "max_sessions = 3"),
+                 "change(s) applied")
+    assert "max_sessions = 3 (was 2)" in log, log
+    text = stream_jfk(d.socket)
+    assert "country" in text.lower(), text
+    assert d.stop() == 0
+
+
 # --- the per-uid connection cap ----------------------------------------------------
 
 def uid_daemon(make_daemon, cap: int):

@@ -2,6 +2,8 @@
  * Unit tests for daemon/config.c: defaults, every key, the shipped
  * conf/sottod.conf, and bad files whose messages must name file and line.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +22,7 @@
 
 static char test_dir[256];
 static char test_file[300];
+static char test_other[300];	/* a FIFO, a link, a directory */
 
 /* Write text to the test file; returns its path. */
 static const char *
@@ -32,6 +35,32 @@ test_write(const char *text)
 	assert_int_equal(fputs(text, fp) >= 0, 1);
 	assert_int_equal(fclose(fp), 0);
 	return test_file;
+}
+
+/* Write len bytes (NUL bytes too) to the test file; returns its path. */
+static const char *
+test_write_bytes(const char *bytes, size_t len)
+{
+	FILE *fp;
+
+	fp = fopen(test_file, "w");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(bytes, 1, len, fp), len);
+	assert_int_equal(fclose(fp), 0);
+	return test_file;
+}
+
+/* Load path, expect exactly the error message want. */
+static void
+test_load_path_bad(const char *path, const char *want)
+{
+	char err[TEST_ERR_MAX] = "";
+	struct config cfg;
+
+	config_defaults(&cfg);
+	assert_int_equal(config_load(&cfg, path, err, sizeof(err)), -1);
+	if (strcmp(err, want) != 0)
+		fail_msg("got  \"%s\"\nwant \"%s\"", err, want);
 }
 
 /* Load text over the defaults; fail the test on an error. */
@@ -338,6 +367,77 @@ test_missing_file(void **state)
 	assert_string_equal(err, want);
 }
 
+/* A NUL byte is named as such, on its line, wherever it is. */
+static void
+test_nul_byte(void **state)
+{
+	static const char nul_value[] = "[server]\nmax_sessions = 2\0junk\n";
+	static const char nul_first[] = "[server]\n\n\0\n";
+	char err[TEST_ERR_MAX] = "", want[TEST_ERR_MAX];
+	struct config cfg;
+
+	config_defaults(&cfg);
+	assert_int_equal(config_load(&cfg, test_write_bytes(nul_value,
+	    sizeof(nul_value) - 1), err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:2: NUL byte at column 17 (a config "
+	    "file is text)", test_file);
+	assert_string_equal(err, want);
+	assert_int_equal(config_load(&cfg, test_write_bytes(nul_first,
+	    sizeof(nul_first) - 1), err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "%s:3: NUL byte at column 1 (a config "
+	    "file is text)", test_file);
+	assert_string_equal(err, want);
+}
+
+/*
+ * Only a regular file is read: a FIFO would block the open (and a SIGHUP
+ * with it) until a writer came; /dev/zero never ends.
+ */
+static void
+test_not_a_regular_file(void **state)
+{
+	char want[TEST_ERR_MAX];
+
+	unlink(test_other);
+	assert_int_equal(mkfifo(test_other, 0600), 0);
+	snprintf(want, sizeof(want), "%s: not a regular file (a FIFO)",
+	    test_other);
+	test_load_path_bad(test_other, want);
+	unlink(test_other);
+	assert_int_equal(symlink("/dev/zero", test_other), 0);
+	snprintf(want, sizeof(want), "%s: not a regular file (a character "
+	    "device)", test_other);
+	test_load_path_bad(test_other, want);
+	unlink(test_other);
+	assert_int_equal(mkdir(test_other, 0700), 0);
+	snprintf(want, sizeof(want), "%s: not a regular file (a directory)",
+	    test_other);
+	test_load_path_bad(test_other, want);
+	assert_int_equal(rmdir(test_other), 0);
+}
+
+/* A file of 1 MiB (comments) is read; one byte more is refused. */
+static void
+test_size_bound(void **state)
+{
+	size_t max = 1024 * 1024, i;
+	char err[TEST_ERR_MAX] = "", want[TEST_ERR_MAX], *text;
+	struct config cfg;
+
+	text = malloc(max + 1);
+	assert_non_null(text);
+	for (i = 0; i < max + 1; i++)
+		text[i] = i % 64 == 63 ? '\n' : i % 64 == 0 ? '#' : 'x';
+	config_defaults(&cfg);
+	if (config_load(&cfg, test_write_bytes(text, max), err,
+	    sizeof(err)) != 0)
+		fail_msg("1 MiB of comments: %s", err);
+	snprintf(want, sizeof(want), "%s: %zu bytes, larger than a config "
+	    "file can be (%zu)", test_file, max + 1, max);
+	test_load_path_bad(test_write_bytes(text, max + 1), want);
+	free(text);
+}
+
 /* config_dump prints a file that loads back to the same values. */
 static void
 test_dump_round_trip(void **state)
@@ -432,6 +532,7 @@ test_setup(void **state)
 	if (mkdtemp(test_dir) == NULL)
 		return -1;
 	snprintf(test_file, sizeof(test_file), "%s/sottod.conf", test_dir);
+	snprintf(test_other, sizeof(test_other), "%s/other", test_dir);
 	return 0;
 }
 
@@ -439,6 +540,7 @@ static int
 test_teardown(void **state)
 {
 	unlink(test_file);
+	unlink(test_other);
 	rmdir(test_dir);
 	return 0;
 }
@@ -458,6 +560,9 @@ main(void)
 		cmocka_unit_test(test_bad_sizes),
 		cmocka_unit_test(test_bad_strings),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_nul_byte),
+		cmocka_unit_test(test_not_a_regular_file),
+		cmocka_unit_test(test_size_bound),
 		cmocka_unit_test(test_dump_round_trip),
 		cmocka_unit_test(test_diff_and_keep),
 	};
