@@ -30,6 +30,7 @@
 #include <sndfile.h>
 
 #include "audio.h"
+#include "sotto.h"
 
 #define AUDIO_CHUNK_FRAMES	4096
 #define AUDIO_SRC_QUALITY	SRC_SINC_MEDIUM_QUALITY
@@ -114,22 +115,16 @@ audio_read_mono(struct audio_in *in, size_t *ret_got, char *err,
     size_t errlen)
 {
 	sf_count_t got;
-	size_t i;
-	float sum;
-	int c;
 
+	*ret_got = 0;
 	got = sf_readf_float(in->sf, in->chunk, AUDIO_CHUNK_FRAMES);
 	if (got < AUDIO_CHUNK_FRAMES && sf_error(in->sf) != SF_ERR_NO_ERROR)
 		return audio_error(err, errlen, "%s: read error: %s", in->path,
 		    sf_strerror(in->sf));
 	if (got < 0)
 		got = 0;
-	for (i = 0; i < (size_t)got; i++) {
-		sum = 0.0f;
-		for (c = 0; c < in->channels; c++)
-			sum += in->chunk[i * in->channels + c];
-		in->mono[i] = in->channels == 1 ? sum : sum / in->channels;
-	}
+	/* the daemon's sanitising: NaN and infinities as 0, clipped */
+	sotto_pcm_mix(in->chunk, (size_t)got, in->channels, in->mono);
 	*ret_got = (size_t)got;
 	return 0;
 }

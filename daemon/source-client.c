@@ -4,11 +4,12 @@
  * mono float with a streaming libsamplerate converter.
  *
  * PCM may arrive split anywhere: a partial sample frame at the end of an
- * AUDIO payload is kept and completed by the next one. Each Opus packet
+ * AUDIO payload is kept and completed by the next one. Every sample goes
+ * through sotto_pcm_mix() before the resampler (NaN and infinities as 0,
+ * the mix clipped to [-1, 1]), as `sotto transcribe`'s do. Each Opus packet
  * comes in its own AUDIO payload; libopus decodes it at 16 kHz directly
  * (one of its native rates), so Opus needs no resampler.
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 #include "sottod.h"
 
 #define SOURCE_CLIENT_OPUS_MAX	5760	/* 120 ms at 48 kHz, per channel */
+#define SOURCE_CLIENT_BLOCK	256	/* sample frames converted at once */
 
 struct source_client {
 	enum proto_format	 format;
@@ -29,6 +31,8 @@ struct source_client {
 	OpusDecoder		*opus;
 	float			*mono, *out;	/* scratch */
 	size_t			 cap_mono, cap_out;
+	/* interleaved floats of SOURCE_CLIENT_BLOCK frames, for mixing */
+	float			 frames[SOURCE_CLIENT_BLOCK * PROTO_CHANNELS_MAX];
 };
 
 struct source_client *
@@ -94,29 +98,43 @@ source_client_grow(float **p, size_t *cap, size_t n)
 	return 0;
 }
 
-/* One interleaved PCM sample frame mixed to mono, clipped, NaN as 0. */
-static float
-source_client_mix(const struct source_client *sc, const uint8_t *p)
+/* Sample frames of interleaved PCM bytes as floats, in sc->frames. */
+static void
+source_client_floats(struct source_client *sc, const uint8_t *p,
+    size_t frames)
 {
-	float sum = 0, v;
+	size_t i, n = frames * sc->channels;
 	int16_t s;
-	int c;
 
-	for (c = 0; c < sc->channels; c++) {
+	for (i = 0; i < n; i++) {
 		if (sc->format == PROTO_FORMAT_S16LE) {
 			s = (int16_t)(p[0] | p[1] << 8);
-			v = s / 32768.0f;
+			sc->frames[i] = s / 32768.0f;
 			p += 2;
 		} else {
-			memcpy(&v, p, 4);	/* little-endian hosts */
+			memcpy(&sc->frames[i], p, 4);	/* little-endian */
 			p += 4;
-			if (!isfinite(v))
-				v = 0;
 		}
-		sum += v;
 	}
-	v = sum / sc->channels;
-	return v > 1.0f ? 1.0f : v < -1.0f ? -1.0f : v;
+}
+
+/*
+ * Whole sample frames of p to mono at sc->mono + at, clipped and NaN as
+ * 0 (sotto_pcm_mix), SOURCE_CLIENT_BLOCK frames at a time.
+ */
+static void
+source_client_mix(struct source_client *sc, const uint8_t *p, size_t frames,
+    size_t at)
+{
+	size_t k;
+
+	for (; frames > 0; frames -= k) {
+		k = frames < SOURCE_CLIENT_BLOCK ? frames : SOURCE_CLIENT_BLOCK;
+		source_client_floats(sc, p, k);
+		sotto_pcm_mix(sc->frames, k, sc->channels, sc->mono + at);
+		p += k * sc->frame_bytes;
+		at += k;
+	}
 }
 
 /* PCM bytes, with the carried partial frame, to mono; returns frames. */
@@ -136,15 +154,15 @@ source_client_pcm(struct source_client *sc, const uint8_t *p, size_t len)
 			return 0;
 		}
 		memcpy(sc->carry + sc->n_carry, p, need);
-		sc->mono[n++] = source_client_mix(sc, sc->carry);
+		source_client_mix(sc, sc->carry, 1, n++);
 		p += need;
 		len -= need;
 		sc->n_carry = 0;
 	}
-	for (; len >= sc->frame_bytes; len -= sc->frame_bytes) {
-		sc->mono[n++] = source_client_mix(sc, p);
-		p += sc->frame_bytes;
-	}
+	source_client_mix(sc, p, len / sc->frame_bytes, n);
+	n += len / sc->frame_bytes;
+	p += len / sc->frame_bytes * sc->frame_bytes;
+	len %= sc->frame_bytes;
 	memcpy(sc->carry, p, len);
 	sc->n_carry = len;
 	return (long)n;
@@ -156,7 +174,7 @@ source_client_opus(struct source_client *sc, const uint8_t *p, size_t len,
     char *msg)
 {
 	float pcm[SOURCE_CLIENT_OPUS_MAX * 2];
-	int n, i;
+	int n;
 
 	if (len == 0 || len > 1275 * 3) {
 		snprintf(msg, PROTO_MSG_MAX, "an Opus packet is 1 to 3825 "
@@ -172,11 +190,7 @@ source_client_opus(struct source_client *sc, const uint8_t *p, size_t len,
 	}
 	if (source_client_grow(&sc->mono, &sc->cap_mono, (size_t)n + 1) != 0)
 		return -1;
-	for (i = 0; i < n; i++) {
-		float v = sc->channels == 2 ? (pcm[2 * i] + pcm[2 * i + 1]) /
-		    2 : pcm[i];
-		sc->mono[i] = v > 1.0f ? 1.0f : v < -1.0f ? -1.0f : v;
-	}
+	sotto_pcm_mix(pcm, (size_t)n, sc->channels, sc->mono);
 	return n;
 }
 

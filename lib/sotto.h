@@ -149,6 +149,18 @@ SOTTO_API int	sotto_transcribe(struct sotto_state *, const float *pcm, size_t n,
 SOTTO_API void	sotto_result_free(struct sotto_result *);
 
 /*
+ * Mix frames of interleaved samples (channels per frame) to mono in out,
+ * as every input should be before it is resampled or transcribed: a
+ * sample that is not a number (NaN, infinite) counts as 0 and the mix is
+ * clipped to [-1, 1]. out may be in (out[i] is written after frame i is
+ * read). Returns how many samples were not numbers. sottod and `sotto
+ * transcribe` both use it, so a file and a stream of the same samples
+ * give the engine the same audio.
+ */
+SOTTO_API size_t sotto_pcm_mix(const float *in, size_t frames, int channels,
+	    float *out);
+
+/*
  * Streaming: audio arrives in pieces; every step (default 1 s of new
  * audio) the current window (<= 30 s) is decoded again. Words on which
  * consecutive hypotheses agree become final, the rest is partial; the
