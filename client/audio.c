@@ -1,12 +1,22 @@
 /*
- * Audio file input.
+ * Audio file input, decoded as it is read.
  *
  * libsndfile decodes the file in chunks of AUDIO_CHUNK_FRAMES frames;
- * each chunk is averaged down to mono and, unless the file is already at
- * 16 kHz (then it is copied unchanged, so s16 input gives exactly
- * whisper's int16 / 32768), fed to one streaming libsamplerate converter.
- * The only buffer that grows is the output, so memory is the output size
- * plus a few chunks however long the file.
+ * each chunk goes through sotto_pcm_mix() (mono, NaN and infinities as 0,
+ * clipped to [-1, 1], as sottod's input) and, unless the file is already
+ * at 16 kHz (then it is given unchanged, so s16 input gives exactly
+ * whisper's int16 / 32768), through one streaming libsamplerate
+ * converter. Nothing grows with the file's length: `sotto transcribe`
+ * reads a regular file twice (sotto_transcribe_reader: the first pass
+ * finds the log-mel's maximum, the second decodes), reopening it from
+ * the start for the second pass. A pipe or a device cannot be read
+ * twice: its first pass keeps the 16 kHz samples in memory (64 KB per
+ * second, 230 MB per hour) and the second replays them.
+ *
+ * A file that ends early (a read error, an Ogg stream without its last
+ * page, fewer frames than its header gives) is not an error for the
+ * reader: what could be read is given, and audio_file_problem() says
+ * what happened, so that the caller can transcribe it and still fail.
  *
  * The converter is SRC_SINC_MEDIUM_QUALITY: its pass band reaches 90% of
  * Nyquist (7.2 kHz at 16 kHz), so only the top few of Whisper's mel bands
@@ -18,6 +28,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -25,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <samplerate.h>
 #include <sndfile.h>
@@ -34,25 +46,34 @@
 
 #define AUDIO_CHUNK_FRAMES	4096
 #define AUDIO_SRC_QUALITY	SRC_SINC_MEDIUM_QUALITY
-#define AUDIO_GUESS_MAX_SAMPLES	((size_t)AUDIO_RATE * 3600)
 #define AUDIO_SLACK_SAMPLES	256
+#define AUDIO_PROBLEM_MAX	256
 
-/* An open input file and its chunk buffers. */
-struct audio_in {
+/* One input file being decoded; see audio.h. Owns everything but path. */
+struct audio_file {
 	const char	*path;
+	int		 fd;		/* libsndfile reads it; we close it */
+	int		 seekable;	/* a regular file: reopened to rewind */
+	int		 keep;		/* not seekable: keep the first pass */
 	SNDFILE		*sf;
 	int		 channels;
 	int		 rate;
-	sf_count_t	 frames;	/* from the header; a guess */
-	float		*chunk;	/* [AUDIO_CHUNK_FRAMES][channels] */
+	int		 format;	/* SF_FORMAT_* of the container */
+	sf_count_t	 frames;	/* the header's; SF_COUNT_MAX unknown */
+	sf_count_t	 decoded;	/* frames read in this pass */
+	int		 pass;		/* 1, then 2 after a rewind */
+	int		 in_end;	/* no more frames from libsndfile */
+	int		 done;		/* every sample of the pass given */
+	SRC_STATE	*src;		/* NULL at 16 kHz */
+	SRC_DATA	 d;
+	float		*chunk;		/* [AUDIO_CHUNK_FRAMES][channels] */
 	float		 mono[AUDIO_CHUNK_FRAMES];
-};
-
-/* The growing output: n samples of cap. */
-struct audio_out {
-	float		*data;
-	size_t		 n;
-	size_t		 cap;
+	float		*out;		/* converted samples not yet given */
+	size_t		 out_pos, out_len, out_cap;
+	size_t		 nonfinite;	/* of the first pass */
+	char		 problem[AUDIO_PROBLEM_MAX];	/* or "" */
+	float		*kept;		/* not seekable: the first pass */
+	size_t		 n_kept, cap_kept, replay_pos;
 };
 
 static int	audio_error(char *, size_t, const char *, ...)
@@ -71,217 +92,373 @@ audio_error(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
-/* Make room for extra more samples in out. */
-static int
-audio_reserve(struct audio_out *out, size_t extra)
+/* Decoded seconds so far in this pass, for messages. */
+static double
+audio_seconds(const struct audio_file *f)
 {
-	size_t cap;
-	float *p;
-
-	if (out->cap - out->n >= extra)
-		return 0;
-	cap = out->cap > 0 ? out->cap : AUDIO_CHUNK_FRAMES;
-	while (cap - out->n < extra) {
-		if (cap > SIZE_MAX / 2 / sizeof(float))
-			return -1;
-		cap *= 2;
-	}
-	if ((p = realloc(out->data, cap * sizeof(*p))) == NULL)
-		return -1;
-	out->data = p;
-	out->cap = cap;
-	return 0;
-}
-
-/* First allocation: the header's length converted to 16 kHz, if sane. */
-static int
-audio_reserve_guess(struct audio_out *out, const struct audio_in *in)
-{
-	double guess = 0.0;
-
-	if (in->frames > 0)
-		guess = (double)in->frames * AUDIO_RATE / in->rate;
-	if (guess > (double)AUDIO_GUESS_MAX_SAMPLES)
-		guess = (double)AUDIO_GUESS_MAX_SAMPLES;
-	return audio_reserve(out, (size_t)guess + AUDIO_SLACK_SAMPLES);
+	return (double)f->decoded / f->rate;
 }
 
 /*
- * Read the next chunk into in->mono; *ret_got is 0 at the end of the
- * file.
+ * The next chunk of frames into f->mono; *ret_got 0 at the end. A read
+ * error ends the input (after the frames read before it) and is the
+ * file's problem, as in the first pass the second meets it again.
  */
-static int
-audio_read_mono(struct audio_in *in, size_t *ret_got, char *err,
-    size_t errlen)
+static void
+audio_read_mono(struct audio_file *f, size_t *ret_got)
 {
 	sf_count_t got;
 
 	*ret_got = 0;
-	got = sf_readf_float(in->sf, in->chunk, AUDIO_CHUNK_FRAMES);
-	if (got < AUDIO_CHUNK_FRAMES && sf_error(in->sf) != SF_ERR_NO_ERROR)
-		return audio_error(err, errlen, "%s: read error: %s", in->path,
-		    sf_strerror(in->sf));
+	if (f->in_end)
+		return;
+	got = sf_readf_float(f->sf, f->chunk, AUDIO_CHUNK_FRAMES);
 	if (got < 0)
 		got = 0;
+	if (got < AUDIO_CHUNK_FRAMES && sf_error(f->sf) != SF_ERR_NO_ERROR) {
+		f->in_end = 1;
+		if (f->problem[0] == '\0')
+			snprintf(f->problem, sizeof(f->problem), "read error "
+			    "after %.2f s (%s)", audio_seconds(f) +
+			    (double)got / f->rate, sf_strerror(f->sf));
+	}
+	if (got == 0)
+		f->in_end = 1;
+	f->decoded += got;
 	/* the daemon's sanitising: NaN and infinities as 0, clipped */
-	sotto_pcm_mix(in->chunk, (size_t)got, in->channels, in->mono);
+	if (f->pass == 1)
+		f->nonfinite += sotto_pcm_mix(f->chunk, (size_t)got,
+		    f->channels, f->mono);
+	else
+		sotto_pcm_mix(f->chunk, (size_t)got, f->channels, f->mono);
 	*ret_got = (size_t)got;
-	return 0;
 }
 
-/* A file already at 16 kHz: copy its samples unchanged. */
+/* Converted samples for audio_file_read(), in f->out; sets f->done. */
 static int
-audio_copy(struct audio_in *in, struct audio_out *out, char *err,
-    size_t errlen)
+audio_convert(struct audio_file *f, char *err, size_t errlen)
 {
 	size_t got;
-
-	do {
-		if (audio_read_mono(in, &got, err, errlen) == -1)
-			return -1;
-		if (audio_reserve(out, got) == -1)
-			return audio_error(err, errlen,
-			    "%s: out of memory after %zu samples", in->path,
-			    out->n);
-		memcpy(out->data + out->n, in->mono, got * sizeof(float));
-		out->n += got;
-	} while (got > 0);
-	return 0;
-}
-
-/* One src_process() call, appending to out; advances d past its input. */
-static int
-audio_convert(struct audio_in *in, SRC_STATE *src, SRC_DATA *d,
-    struct audio_out *out, char *err, size_t errlen)
-{
-	size_t room;
 	int e;
 
-	room = (size_t)ceil(d->input_frames * d->src_ratio) +
-	    AUDIO_SLACK_SAMPLES;
-	if (audio_reserve(out, room) == -1)
-		return audio_error(err, errlen,
-		    "%s: out of memory after %zu samples", in->path, out->n);
-	d->data_out = out->data + out->n;
-	d->output_frames = (long)(out->cap - out->n > LONG_MAX ? LONG_MAX :
-	    out->cap - out->n);
-	if ((e = src_process(src, d)) != 0)
+	f->out_pos = f->out_len = 0;
+	if (f->src == NULL) {
+		audio_read_mono(f, &got);
+		memcpy(f->out, f->mono, got * sizeof(float));
+		f->out_len = got;
+		f->done = got == 0;
+		return 0;
+	}
+	if (f->d.input_frames == 0 && !f->d.end_of_input) {
+		audio_read_mono(f, &got);
+		f->d.data_in = f->mono;
+		f->d.input_frames = (long)got;
+		f->d.end_of_input = f->in_end;
+	}
+	f->d.data_out = f->out;
+	f->d.output_frames = (long)f->out_cap;
+	if ((e = src_process(f->src, &f->d)) != 0)
 		return audio_error(err, errlen, "%s: resampling failed: %s",
-		    in->path, src_strerror(e));
-	out->n += (size_t)d->output_frames_gen;
-	d->data_in += d->input_frames_used;
-	d->input_frames -= d->input_frames_used;
+		    f->path, src_strerror(e));
+	f->out_len = (size_t)f->d.output_frames_gen;
+	f->d.data_in += f->d.input_frames_used;
+	f->d.input_frames -= f->d.input_frames_used;
+	f->done = f->d.end_of_input && f->d.input_frames == 0 &&
+	    f->d.output_frames_gen == 0;
 	return 0;
 }
 
-/* Stream the file through a converter to 16 kHz. */
-static int
-audio_resample(struct audio_in *in, struct audio_out *out, char *err,
-    size_t errlen)
+/*
+ * At the end of the first pass: did the file end before its end? Ogg
+ * (Vorbis, Opus) says so only in libsndfile's log; other formats give a
+ * length in the header (MP3's is exact with a Xing header, estimated
+ * without, hence the 0.1 s of slack).
+ */
+static void
+audio_check_end(struct audio_file *f)
 {
-	SRC_STATE *src;
-	SRC_DATA d;
-	size_t got;
-	int e, rc = 0;
+	char log[2048];
 
-	if ((src = src_new(AUDIO_SRC_QUALITY, 1, &e)) == NULL)
-		return audio_error(err, errlen, "%s: cannot resample: %s",
-		    in->path, src_strerror(e));
-	memset(&d, 0, sizeof(d));
-	d.src_ratio = (double)AUDIO_RATE / in->rate;
-	for (;;) {
-		if (d.input_frames == 0 && !d.end_of_input) {
-			if ((rc = audio_read_mono(in, &got, err, errlen)) != 0)
-				break;
-			d.data_in = in->mono;
-			d.input_frames = (long)got;
-			d.end_of_input = got == 0;
-		}
-		if ((rc = audio_convert(in, src, &d, out, err, errlen)) != 0)
-			break;
-		if (d.end_of_input && d.output_frames_gen == 0)
-			break;
-	}
-	src_delete(src);
-	return rc;
+	if (f->problem[0] != '\0')
+		return;
+	if ((f->format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG) {
+		sf_command(f->sf, SFC_GET_LOG_INFO, log, sizeof(log));
+		if (strstr(log, "ended unexpectedly") != NULL)
+			snprintf(f->problem, sizeof(f->problem), "the Ogg "
+			    "stream ends after %.2f s without its last page",
+			    audio_seconds(f));
+	} else if (f->frames > 0 && f->frames < SF_COUNT_MAX &&
+	    f->decoded + f->rate / 10 < f->frames)
+		snprintf(f->problem, sizeof(f->problem), "it ends after %.2f "
+		    "s of the %.2f s its header gives", audio_seconds(f),
+		    (double)f->frames / f->rate);
 }
 
-/* Open path and check its format; fills in. */
+/* Keep what the first pass of a pipe gave, for the second. */
 static int
-audio_open(struct audio_in *in, const char *path, char *err, size_t errlen)
+audio_keep(struct audio_file *f, const float *x, size_t n, char *err,
+    size_t errlen)
 {
-	struct stat st;
+	size_t cap = f->cap_kept > 0 ? f->cap_kept : 16 * AUDIO_CHUNK_FRAMES;
+	float *p;
+
+	while (cap - f->n_kept < n) {
+		if (cap > SIZE_MAX / 2 / sizeof(float))
+			cap = SIZE_MAX;	/* realloc fails */
+		else
+			cap *= 2;
+	}
+	if (cap != f->cap_kept) {
+		if (cap == SIZE_MAX || (p = realloc(f->kept,
+		    cap * sizeof(*p))) == NULL)
+			return audio_error(err, errlen, "%s: out of memory "
+			    "after %.0f s (a pipe is held in memory)",
+			    f->path, f->n_kept / (double)AUDIO_RATE);
+		f->kept = p;
+		f->cap_kept = cap;
+	}
+	memcpy(f->kept + f->n_kept, x, n * sizeof(*x));
+	f->n_kept += n;
+	return 0;
+}
+
+long
+audio_file_read(struct audio_file *f, float *buf, size_t max, char *err,
+    size_t errlen)
+{
+	size_t given = 0, k;
+
+	if (f->pass == 2 && f->keep) {
+		k = f->n_kept - f->replay_pos;
+		k = k < max ? k : max;
+		memcpy(buf, f->kept + f->replay_pos, k * sizeof(*buf));
+		f->replay_pos += k;
+		return (long)k;
+	}
+	max = max > LONG_MAX ? LONG_MAX : max;
+	while (given < max) {
+		if (f->out_pos < f->out_len) {
+			k = f->out_len - f->out_pos;
+			k = k < max - given ? k : max - given;
+			memcpy(buf + given, f->out + f->out_pos,
+			    k * sizeof(*buf));
+			f->out_pos += k;
+			given += k;
+		} else if (f->done)
+			break;
+		else if (audio_convert(f, err, errlen) != 0)
+			return -1;
+	}
+	if (f->pass == 1 && f->done && f->out_pos == f->out_len)
+		audio_check_end(f);
+	if (f->pass == 1 && f->keep && audio_keep(f, buf, given, err,
+	    errlen) != 0)
+		return -1;
+	return (long)given;
+}
+
+/* libsndfile on f->fd, from the start; checks the format. */
+static int
+audio_sf_open(struct audio_file *f, char *err, size_t errlen)
+{
 	SF_INFO info;
 
-	memset(in, 0, sizeof(*in));
-	in->path = path;
-	if (stat(path, &st) == -1)
-		return audio_error(err, errlen, "%s: %s", path,
-		    strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return audio_error(err, errlen, "%s: is a directory", path);
-	if (st.st_size == 0)
-		return audio_error(err, errlen,
-		    "%s: empty file (0 bytes), not an audio file", path);
 	memset(&info, 0, sizeof(info));
-	if ((in->sf = sf_open(path, SFM_READ, &info)) == NULL)
-		return audio_error(err, errlen,
-		    "%s: not an audio file libsndfile can read: %s", path,
-		    sf_strerror(NULL));
+	/* libsndfile takes the descriptor's position as the file's start */
+	if (f->seekable && lseek(f->fd, 0, SEEK_SET) == -1)
+		return audio_error(err, errlen, "%s: %s", f->path,
+		    strerror(errno));
+	if ((f->sf = sf_open_fd(f->fd, SFM_READ, &info, SF_FALSE)) == NULL)
+		return audio_error(err, errlen, "%s: not an audio file "
+		    "libsndfile can read: %s", f->path, sf_strerror(NULL));
+	if (f->pass > 1 && (info.channels != f->channels ||
+	    info.samplerate != f->rate))
+		return audio_error(err, errlen, "%s: changed while it was "
+		    "read", f->path);
 	if (info.channels <= 0 || info.samplerate <= 0 ||
 	    !src_is_valid_ratio((double)AUDIO_RATE / info.samplerate))
 		return audio_error(err, errlen,
-		    "%s: unsupported audio: %d channels at %d Hz", path,
+		    "%s: unsupported audio: %d channels at %d Hz", f->path,
 		    info.channels, info.samplerate);
-	in->channels = info.channels;
-	in->rate = info.samplerate;
-	in->frames = info.frames;
-	in->chunk = calloc(AUDIO_CHUNK_FRAMES, in->channels * sizeof(float));
-	if (in->chunk == NULL)
-		return audio_error(err, errlen, "%s: out of memory", path);
+	f->channels = info.channels;
+	f->rate = info.samplerate;
+	f->format = info.format;
+	f->frames = info.frames;
 	return 0;
 }
 
-static void
-audio_close(struct audio_in *in)
+/* Buffers and the converter for f's channels and rate. */
+static int
+audio_alloc(struct audio_file *f, char *err, size_t errlen)
 {
-	if (in->sf != NULL)
-		sf_close(in->sf);
-	free(in->chunk);
+	double ratio = (double)AUDIO_RATE / f->rate;
+	int e;
+
+	f->out_cap = (size_t)ceil(AUDIO_CHUNK_FRAMES * ratio) +
+	    AUDIO_SLACK_SAMPLES;
+	f->chunk = calloc(AUDIO_CHUNK_FRAMES, f->channels * sizeof(float));
+	f->out = calloc(f->out_cap, sizeof(float));
+	if (f->chunk == NULL || f->out == NULL)
+		return audio_error(err, errlen, "%s: out of memory", f->path);
+	if (f->rate != AUDIO_RATE) {
+		if ((f->src = src_new(AUDIO_SRC_QUALITY, 1, &e)) == NULL)
+			return audio_error(err, errlen, "%s: cannot resample: "
+			    "%s", f->path, src_strerror(e));
+		f->d.src_ratio = ratio;
+	}
+	return 0;
+}
+
+int
+audio_file_open(const char *path, struct audio_file **ret, char *err,
+    size_t errlen)
+{
+	struct audio_file *f;
+	struct stat st;
+
+	*ret = NULL;
+	if (path == NULL || *path == '\0')
+		return audio_error(err, errlen, "no audio file given");
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return audio_error(err, errlen, "%s: out of memory", path);
+	f->path = path;
+	f->pass = 1;
+	f->fd = -1;
+	if ((f->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
+	    fstat(f->fd, &st) == -1) {
+		audio_error(err, errlen, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		audio_error(err, errlen, "%s: is a directory", path);
+		goto fail;
+	}
+	f->seekable = S_ISREG(st.st_mode);
+	f->keep = !f->seekable;
+	if (f->seekable && st.st_size == 0) {
+		audio_error(err, errlen, "%s: empty file (0 bytes), not an "
+		    "audio file", path);
+		goto fail;
+	}
+	if (audio_sf_open(f, err, errlen) != 0 ||
+	    audio_alloc(f, err, errlen) != 0)
+		goto fail;
+	*ret = f;
+	return 0;
+fail:
+	audio_file_close(f);
+	return -1;
+}
+
+int
+audio_file_rewind(struct audio_file *f, char *err, size_t errlen)
+{
+	f->pass = 2;
+	f->replay_pos = 0;
+	if (f->keep)
+		return 0;
+	if (!f->seekable)
+		return audio_error(err, errlen, "%s: cannot be read twice",
+		    f->path);
+	sf_close(f->sf);
+	f->sf = NULL;
+	if (audio_sf_open(f, err, errlen) != 0)
+		return -1;
+	if (f->src != NULL)
+		src_reset(f->src);
+	memset(&f->d, 0, sizeof(f->d));
+	f->d.src_ratio = (double)AUDIO_RATE / f->rate;
+	f->decoded = 0;
+	f->in_end = f->done = 0;
+	f->out_pos = f->out_len = 0;
+	return 0;
+}
+
+const char *
+audio_file_problem(const struct audio_file *f)
+{
+	return f->problem[0] != '\0' ? f->problem : NULL;
+}
+
+size_t
+audio_file_nonfinite(const struct audio_file *f)
+{
+	return f->nonfinite;
+}
+
+void
+audio_file_close(struct audio_file *f)
+{
+	if (f == NULL)
+		return;
+	if (f->sf != NULL)
+		sf_close(f->sf);
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->src != NULL)
+		src_delete(f->src);
+	free(f->chunk);
+	free(f->out);
+	free(f->kept);
+	free(f);
+}
+
+/* Append what f gives to a growing array; -1 with err. */
+static int
+audio_read_all(struct audio_file *f, float **data, size_t *n, char *err,
+    size_t errlen)
+{
+	size_t cap = 0;
+	long got;
+	float *p;
+
+	do {
+		if (cap - *n < AUDIO_CHUNK_FRAMES) {
+			cap = cap > 0 ? cap * 2 : 16 * AUDIO_CHUNK_FRAMES;
+			if (cap > SIZE_MAX / 2 / sizeof(float) ||
+			    (p = realloc(*data, cap * sizeof(*p))) == NULL)
+				return audio_error(err, errlen, "%s: out of "
+				    "memory after %zu samples", f->path, *n);
+			*data = p;
+		}
+		if ((got = audio_file_read(f, *data + *n, cap - *n, err,
+		    errlen)) < 0)
+			return -1;
+		*n += (size_t)got;
+	} while (got > 0);
+	return 0;
 }
 
 int
 audio_read_file(const char *path, float **ret, size_t *ret_n, char *err,
     size_t errlen)
 {
-	struct audio_in in;
-	struct audio_out out = { NULL, 0, 0 };
-	float *p;
-	int rc;
+	struct audio_file *f;
+	float *data = NULL, *p;
+	size_t n = 0;
+	int rc = -1;
 
 	*ret = NULL;
 	*ret_n = 0;
-	if (path == NULL || *path == '\0')
-		return audio_error(err, errlen, "no audio file given");
-	if ((rc = audio_open(&in, path, err, errlen)) == 0) {
-		if (audio_reserve_guess(&out, &in) == -1)
-			rc = audio_error(err, errlen, "%s: out of memory",
-			    path);
-		else if (in.rate == AUDIO_RATE)
-			rc = audio_copy(&in, &out, err, errlen);
+	if (audio_file_open(path, &f, err, errlen) != 0)
+		return -1;
+	f->keep = 0;		/* read once: nothing to keep */
+	if (audio_read_all(f, &data, &n, err, errlen) == 0) {
+		if (audio_file_problem(f) != NULL)
+			audio_error(err, errlen, "%s: %s", path,
+			    audio_file_problem(f));
 		else
-			rc = audio_resample(&in, &out, err, errlen);
+			rc = 0;
 	}
-	audio_close(&in);
+	audio_file_close(f);
 	if (rc != 0) {
-		free(out.data);
+		free(data);
 		return -1;
 	}
 	/* give back the slack; keep the old block if that fails */
-	if ((p = realloc(out.data, (out.n > 0 ? out.n : 1) *
-	    sizeof(*p))) != NULL)
-		out.data = p;
-	*ret = out.data;
-	*ret_n = out.n;
+	if ((p = realloc(data, (n > 0 ? n : 1) * sizeof(*p))) != NULL)
+		data = p;
+	*ret = data;
+	*ret_n = n;
 	return 0;
 }

@@ -28,7 +28,9 @@ static const char usage_text[] =
 "usage: sotto transcribe [OPTIONS] FILE...\n"
 "\n"
 "Transcribe audio files (anything libsndfile reads: wav, flac, ogg,\n"
-"opus, mp3; any rate and channel count) with a Whisper model.\n"
+"opus, mp3; any rate and channel count) with a Whisper model. A file is\n"
+"read twice and held one 30 s window at a time; a pipe (/dev/stdin) is\n"
+"held whole in memory (230 MB per hour).\n"
 "\n"
 "  -m, --model NAME|PATH     model name (models/NAME.gguf, see\n"
 "                            scripts/fetch-model) or .gguf path [tiny.en]\n"
@@ -61,8 +63,9 @@ static const char usage_text[] =
 "no_speech_prob, temperature, compression_ratio).\n"
 "\n"
 "Exit status: 0 all files transcribed; 1 some input could not be read\n"
-"or transcribed (the others still are); 2 bad usage; 3 the model could\n"
-"not be found or loaded.\n";
+"or transcribed (the others still are; a file cut short is transcribed\n"
+"as far as it can be read); 2 bad usage; 3 the model could not be found\n"
+"or loaded.\n";
 
 enum {
 	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
@@ -252,47 +255,99 @@ progress_cb(void *user, size_t done, size_t total,
 	return 0;
 }
 
+/* A sotto_reader over an audio file; err keeps the file's own message. */
+struct file_reader {
+	struct audio_file *f;
+	char err[SOTTO_ERR_MAX];
+};
+
+static long
+file_read(void *user, float *buf, size_t max, char *err)
+{
+	struct file_reader *r = user;
+	long got;
+
+	if ((got = audio_file_read(r->f, buf, max, r->err,
+	    sizeof(r->err))) < 0)
+		snprintf(err, SOTTO_ERR_MAX, "%s", r->err);
+	return got < 0 ? SOTTO_EIO : got;
+}
+
+static int
+file_rewind(void *user, char *err)
+{
+	struct file_reader *r = user;
+
+	if (audio_file_rewind(r->f, r->err, sizeof(r->err)) == 0)
+		return 0;
+	snprintf(err, SOTTO_ERR_MAX, "%s", r->err);
+	return SOTTO_EIO;
+}
+
+/* What to tell after the transcript: bad samples, a file cut short. */
+static int
+report_input(const char *path, const struct audio_file *f, size_t n)
+{
+	if (audio_file_nonfinite(f) > 0)
+		fprintf(stderr, "sotto transcribe: %s: %zu samples were not "
+		    "numbers (NaN or infinite) and were read as 0\n", path,
+		    audio_file_nonfinite(f));
+	if (audio_file_problem(f) == NULL)
+		return 0;
+	fprintf(stderr, "sotto transcribe: %s: %s; the transcript is of the "
+	    "%.2f s before\n", path, audio_file_problem(f),
+	    (double)n / AUDIO_RATE);
+	return -1;
+}
+
+/*
+ * Decode the file as it is transcribed (read twice: see audio.c), print
+ * the transcript, then fail if the file ended early.
+ */
 static int
 transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
     const char *path, int n_files)
 {
-	struct sotto_result *res;
+	struct file_reader fr = { NULL, "" };
+	struct sotto_reader rd = { file_read, file_rewind, &fr };
+	struct sotto_result *res = NULL;
 	struct progress prog = { path, 0 };
 	char err[SOTTO_ERR_MAX];
-	float *pcm;
-	size_t n;
+	size_t n = 0;
 	int rc;
 
-	if (audio_read_file(path, &pcm, &n, err, sizeof(err)) != 0) {
+	if (audio_file_open(path, &fr.f, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sotto transcribe: %s\n", err);
-		return -1;
-	}
-	if (n == 0) {
-		fprintf(stderr, "sotto transcribe: %s: no audio in the file "
-		    "(0 samples)\n", path);
-		free(pcm);
 		return -1;
 	}
 	if (!o->quiet && isatty(STDERR_FILENO)) {
 		o->tp.progress = progress_cb;
 		o->tp.progress_user = &prog;
 	}
-	rc = sotto_transcribe(st, pcm, n, &o->tp, &res, err);
-	free(pcm);
+	rc = sotto_transcribe_reader(st, &rd, &o->tp, &res, &n, err);
 	if (prog.shown)
 		fprintf(stderr, "\r\033[K");
-	if (rc != 0) {
-		fprintf(stderr, "sotto transcribe: %s: %s\n", path, err);
-		return -1;
-	}
-	rc = output_write(out, o->format, path, (double)n / AUDIO_RATE, res,
-	    n_files);
-	fflush(out);
-	sotto_result_free(res);
 	if (rc != 0)
-		fprintf(stderr, "sotto transcribe: writing the transcript of "
-		    "%s failed\n", path);
-	return rc;
+		fprintf(stderr, "sotto transcribe: %s%s%s\n", fr.err[0] ?
+		    "" : path, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
+	else if (n == 0) {
+		fprintf(stderr, "sotto transcribe: %s: no audio in the file "
+		    "(0 samples)%s%s\n", path, audio_file_problem(fr.f) ?
+		    ": " : "", audio_file_problem(fr.f) ?
+		    audio_file_problem(fr.f) : "");
+		rc = -1;
+	} else {
+		if ((rc = output_write(out, o->format, path, (double)n /
+		    AUDIO_RATE, res, n_files)) != 0)
+			fprintf(stderr, "sotto transcribe: writing the "
+			    "transcript of %s failed\n", path);
+		fflush(out);
+		if (report_input(path, fr.f, n) != 0)
+			rc = -1;
+	}
+	sotto_result_free(res);
+	audio_file_close(fr.f);
+	return rc != 0 ? -1 : 0;
 }
 
 static int

@@ -32,7 +32,7 @@ struct source_client {
 	float			*mono, *out;	/* scratch */
 	size_t			 cap_mono, cap_out;
 	/* interleaved floats of SOURCE_CLIENT_BLOCK frames, for mixing */
-	float			 frames[SOURCE_CLIENT_BLOCK * PROTO_CHANNELS_MAX];
+	float	 frames[SOURCE_CLIENT_BLOCK * PROTO_CHANNELS_MAX];
 };
 
 struct source_client *

@@ -142,39 +142,40 @@ mel_total_frames(size_t n, size_t pad)
 }
 
 /*
- * Sample i of the reflect-padded signal: pcm[0..n), then zeros up to len,
- * mirrored about samples 0 and len - 1 (edges not repeated).  Reflections
- * that land outside [0, len) - possible only when len < 201 - read zero.
+ * Sample i of the reflect-padded signal: the n samples, then zeros up to
+ * len, mirrored about samples 0 and len - 1 (edges not repeated).
+ * Reflections that land outside [0, len) - possible only when len < 201 -
+ * read zero. The span holds every sample read (mel_log_span checks).
  */
 static float
-mel_sample(const float *pcm, size_t n, size_t len, ptrdiff_t i)
+mel_sample(const struct mel_span *sp, size_t len, ptrdiff_t i)
 {
 	if (i < 0)
 		i = -i;
 	else if ((size_t)i >= len)
 		i = 2 * ((ptrdiff_t)len - 1) - i;
-	if (i < 0 || (size_t)i >= n)
+	if (i < 0 || (size_t)i >= sp->n)
 		return 0.0f;
-	return pcm[i];
+	return sp->pcm[(size_t)i - sp->off];
 }
 
 /* Windowed frame t into s->frame. */
 static void
-mel_gather(const struct mel *m, struct mel_scratch *s, const float *pcm,
-    size_t n, size_t len, size_t t)
+mel_gather(const struct mel *m, struct mel_scratch *s,
+    const struct mel_span *sp, size_t len, size_t t)
 {
 	ptrdiff_t start = (ptrdiff_t)(t * MEL_HOP) - MEL_N_FFT / 2;
 	const float *x;
 	int i;
 
-	if (start >= 0 && (size_t)start + MEL_N_FFT <= n) {
-		x = pcm + start;
+	if (start >= 0 && (size_t)start + MEL_N_FFT <= sp->n) {
+		x = sp->pcm + ((size_t)start - sp->off);
 		for (i = 0; i < MEL_N_FFT; i++)
 			s->frame[i] = x[i] * m->window[i];
 		return;
 	}
 	for (i = 0; i < MEL_N_FFT; i++)
-		s->frame[i] = mel_sample(pcm, n, len, start + i) * m->window[i];
+		s->frame[i] = mel_sample(sp, len, start + i) * m->window[i];
 }
 
 /*
@@ -208,17 +209,48 @@ mel_column(const struct mel *m, struct mel_scratch *s, float *out, size_t ld)
 	return max;
 }
 
+/*
+ * Whether the span holds the samples frames [first, last] read: from 200
+ * before the first centre (or sample 0, which the start's reflection
+ * reads up to sample 200) to 200 after the last, within the n samples.
+ * Reflections about the end stay inside that range or read zeros.
+ */
+static int
+mel_span_holds(const struct mel_span *sp, size_t first, size_t last)
+{
+	size_t lo, hi;
+
+	lo = first * MEL_HOP > MEL_N_FFT / 2 ? first * MEL_HOP -
+	    MEL_N_FFT / 2 : 0;
+	hi = last * MEL_HOP + MEL_N_FFT / 2;
+	if (hi < MEL_N_FFT / 2 + 1)
+		hi = MEL_N_FFT / 2 + 1;
+	if (hi > sp->n)
+		hi = sp->n;
+	return lo >= hi || (sp->off <= lo && hi <= sp->off + sp->len);
+}
+
 int
 mel_log(struct mel *m, const float *pcm, size_t n, size_t pad, size_t first,
+    size_t n_frames, float *out, size_t ld, float *ret_max, char *err)
+{
+	struct mel_span sp = { pcm, 0, n, n, pad };
+
+	return mel_log_span(m, &sp, first, n_frames, out, ld, ret_max, err);
+}
+
+int
+mel_log_span(struct mel *m, const struct mel_span *sp, size_t first,
     size_t n_frames, float *out, size_t ld, float *ret_max, char *err)
 {
 	size_t total, len;
 	float max = MEL_LOG_FLOOR;
 
-	if (n > SIZE_MAX - pad || (n > 0 && pcm == NULL))
+	if (sp->n > SIZE_MAX - sp->pad || (sp->len > 0 && sp->pcm == NULL) ||
+	    sp->off > sp->n || sp->len > sp->n - sp->off)
 		return err_set(err, SOTTO_EINVAL, "mel: bad input signal");
-	len = n + pad;
-	total = mel_total_frames(n, pad);
+	len = sp->n + sp->pad;
+	total = mel_total_frames(sp->n, sp->pad);
 	if (first > total || n_frames > total - first)
 		return err_set(err, SOTTO_EINVAL,
 		    "mel: frames %zu..%zu asked of a signal of %zu frames",
@@ -227,6 +259,10 @@ mel_log(struct mel *m, const float *pcm, size_t n, size_t pad, size_t first,
 		return err_set(err, SOTTO_EINVAL,
 		    "mel: output row stride %zu is under %zu frames", ld,
 		    n_frames);
+	if (n_frames > 0 && !mel_span_holds(sp, first, first + n_frames - 1))
+		return err_set(err, SOTTO_EINVAL, "mel: frames %zu..%zu read "
+		    "samples outside the %zu..%zu held", first,
+		    first + n_frames, sp->off, sp->off + sp->len);
 	/* frames are independent: a share of them per thread */
 #pragma omp parallel reduction(max:max) if (n_frames >= MEL_PAR_FRAMES)
 	{
@@ -239,7 +275,7 @@ mel_log(struct mel *m, const float *pcm, size_t n, size_t pad, size_t first,
 		float v;
 
 		for (t = t0; t < t1; t++) {
-			mel_gather(m, s, pcm, n, len, first + t);
+			mel_gather(m, s, sp, len, first + t);
 			v = mel_column(m, s, out + t, ld);
 			if (v > max)
 				max = v;

@@ -44,6 +44,28 @@ int	mel_log(struct mel *, const float *pcm, size_t n, size_t pad,
 	    size_t first, size_t n_frames, float *out, size_t ld,
 	    float *ret_max, char *err);
 
+/*
+ * A stretch of a signal held in memory: pcm[0..len) are samples
+ * [off, off + len) of a signal of n samples followed by pad zeros.
+ */
+struct mel_span {
+	const float	*pcm;
+	size_t		 off;
+	size_t		 len;
+	size_t		 n;
+	size_t		 pad;
+};
+
+/*
+ * mel_log() of frames of a span's signal: the same values as mel_log()
+ * on the whole signal, for frames whose samples (reflections included)
+ * the span holds (SOTTO_EINVAL otherwise). A reader that cannot hold a
+ * whole file computes its frames a stretch at a time.
+ */
+int	mel_log_span(struct mel *, const struct mel_span *, size_t first,
+	    size_t n_frames, float *out, size_t ld, float *ret_max,
+	    char *err);
+
 /* Whisper's normalisation in place: x = (max(x, max_value - 8) + 4) / 4. */
 void	mel_normalize(float *mel, size_t rows, size_t cols, size_t ld,
 	    float max_value);

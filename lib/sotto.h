@@ -146,6 +146,31 @@ struct sotto_result {
 SOTTO_API int	sotto_transcribe(struct sotto_state *, const float *pcm, size_t n,
 	    const struct sotto_transcribe_params *, struct sotto_result **ret,
 	    char *err);
+
+/*
+ * Audio that a caller cannot (or need not) hold whole, read in pieces:
+ * read() puts the next samples (16 kHz mono, as for sotto_transcribe())
+ * into buf, at most max > 0 of them, and returns how many, 0 at the end,
+ * or a negative SOTTO_E* with a message in err. rewind() starts again at
+ * the first sample; the samples must be the same the second time.
+ */
+struct sotto_reader {
+	long	(*read)(void *user, float *buf, size_t max, char *err);
+	int	(*rewind)(void *user, char *err);
+	void	*user;
+};
+
+/*
+ * sotto_transcribe() of audio from a reader, in memory for one 30 s
+ * window whatever its length. The audio is read twice: openai/whisper
+ * normalises every window's log-mel by the maximum over the whole file,
+ * so a first pass finds that maximum (and the length, in *ret_n if not
+ * NULL), a second decodes. The result is the one sotto_transcribe()
+ * gives for the same samples.
+ */
+SOTTO_API int	sotto_transcribe_reader(struct sotto_state *,
+	    const struct sotto_reader *, const struct sotto_transcribe_params *,
+	    struct sotto_result **ret, size_t *ret_n, char *err);
 SOTTO_API void	sotto_result_free(struct sotto_result *);
 
 /*

@@ -6,7 +6,9 @@
  *
  * Memory stays bounded for any length: the log-mel of each window is
  * computed from the samples when it is needed (after one pass for the
- * global maximum) instead of holding the whole file's spectrogram.
+ * global maximum) instead of holding the whole file's spectrogram, and
+ * from a reader only the current window's samples are held
+ * (transcribe-audio.c).
  *
  * ref: whisper/transcribe.py transcribe(), decode_with_fallback().
  */
@@ -40,25 +42,6 @@ sotto_transcribe_params_init(struct sotto_transcribe_params *p)
 	p->seed = 0x5eed5eed5eedULL;
 }
 
-/* Max of the log-mel over every frame of the padded signal. */
-static int
-global_max(struct sotto_state *st, struct run *r, char *err)
-{
-	size_t total = mel_total_frames(r->n, WHISPER_N_SAMPLES), f, k;
-	float m;
-	int rc;
-
-	r->mel_max = MEL_LOG_FLOOR;
-	for (f = 0; f < total; f += k) {
-		k = total - f < WHISPER_N_FRAMES ? total - f : WHISPER_N_FRAMES;
-		if ((rc = mel_log(st->mel, r->pcm, r->n, WHISPER_N_SAMPLES, f,
-		    k, st->mel_window, WHISPER_N_FRAMES, &m, err)) != 0)
-			return rc;
-		r->mel_max = m > r->mel_max ? m : r->mel_max;
-	}
-	return 0;
-}
-
 /*
  * mel_window = mel[:, seek : seek + size] normalised; with zero_pad the
  * rest of the 3000 frames is 0 (pad_or_trim of the slice), otherwise the
@@ -70,9 +53,11 @@ window_mel(struct sotto_state *st, struct run *r, size_t seek, size_t size,
 {
 	int n_mels = st->model->hp.n_mels, rc, i;
 	size_t cols = zero_pad ? size : WHISPER_N_FRAMES;
+	struct mel_span sp;
 
-	if ((rc = mel_log(st->mel, r->pcm, r->n, WHISPER_N_SAMPLES, seek,
-	    cols, st->mel_window, WHISPER_N_FRAMES, NULL, err)) != 0)
+	audio_span(&r->audio, &sp);
+	if ((rc = mel_log_span(st->mel, &sp, seek, cols, st->mel_window,
+	    WHISPER_N_FRAMES, NULL, err)) != 0)
 		return rc;
 	mel_normalize(st->mel_window, n_mels, cols, WHISPER_N_FRAMES,
 	    r->mel_max);
@@ -80,6 +65,17 @@ window_mel(struct sotto_state *st, struct run *r, size_t seek, size_t size,
 		memset(st->mel_window + (size_t)i * WHISPER_N_FRAMES + cols, 0,
 		    (WHISPER_N_FRAMES - cols) * sizeof(float));
 	return 0;
+}
+
+/* Have the samples of the window at frame seek (and the STFT's 200). */
+static int
+hold_window(struct run *r, size_t seek, char *err)
+{
+	size_t from = seek * WHISPER_HOP;
+
+	from = from > MEL_N_FFT / 2 ? from - MEL_N_FFT / 2 : 0;
+	return audio_hold(&r->audio, from, seek * WHISPER_HOP +
+	    WHISPER_N_SAMPLES + MEL_N_FFT / 2, err);
 }
 
 static int
@@ -133,7 +129,8 @@ detect_language(struct sotto_state *st, struct run *r, char *err)
 {
 	int rc;
 
-	if ((rc = window_mel(st, r, 0, WHISPER_N_FRAMES, 0, err)) != 0 ||
+	if ((rc = hold_window(r, 0, err)) != 0 ||
+	    (rc = window_mel(st, r, 0, WHISPER_N_FRAMES, 0, err)) != 0 ||
 	    (rc = encoder_forward(st, st->mel_window, err)) != 0)
 		return rc;
 	return decode_detect_language(st, &r->language, &r->language_prob,
@@ -162,6 +159,7 @@ report_progress(const struct run *r, int first, char *err)
 static int
 window_silent(const struct run *r, size_t from, size_t n)
 {
+	const float *x;
 	double sum = 0.0, rms;
 	size_t i;
 
@@ -171,8 +169,9 @@ window_silent(const struct run *r, size_t from, size_t n)
 		return 1;
 	if (n > r->n - from)
 		n = r->n - from;
+	x = r->audio.pcm + (from - r->audio.off);	/* hold_window() */
 	for (i = 0; i < n; i++)
-		sum += (double)r->pcm[from + i] * r->pcm[from + i];
+		sum += (double)x[i] * x[i];
 	rms = n > 0 ? sqrt(sum / n) : 0.0;
 	return rms <= 0.0 || 20.0 * log10(rms) < r->params->silence_threshold_db;
 }
@@ -187,6 +186,8 @@ transcribe_window(struct sotto_state *st, struct run *r, char *err)
 	    r->content - r->seek : WHISPER_N_FRAMES;
 	int rc, skip, first = r->res->n_segments;
 
+	if ((rc = hold_window(r, r->seek, err)) != 0)
+		return rc;
 	if (window_silent(r, r->seek * WHISPER_HOP, size * WHISPER_HOP)) {
 		r->seek += size;
 		return report_progress(r, first, err);
@@ -237,15 +238,12 @@ resolve_language(struct sotto_state *st, struct run *r, char *err)
 }
 
 static int
-run_init(struct run *r, struct sotto_state *st, const float *pcm, size_t n,
+run_init(struct run *r, struct sotto_state *st,
     const struct sotto_transcribe_params *p, char *err)
 {
 	memset(r, 0, sizeof(*r));
 	r->model = st->model;
 	r->params = p;
-	r->pcm = pcm;
-	r->n = n;
-	r->content = mel_total_frames(n, WHISPER_N_SAMPLES) - WHISPER_N_FRAMES;
 	r->temperatures = p->temperatures != NULL ? p->temperatures :
 	    default_temperatures;
 	r->n_temperatures = p->temperatures != NULL ? p->n_temperatures :
@@ -264,6 +262,40 @@ run_init(struct run *r, struct sotto_state *st, const float *pcm, size_t n,
 	return 0;
 }
 
+/* The global maximum (the first pass of a reader), then the seek loop. */
+static int
+run_all(struct sotto_state *st, struct run *r, char *err)
+{
+	int rc;
+
+	if ((rc = audio_global_max(st, &r->audio, &r->mel_max, err)) != 0 ||
+	    (rc = audio_rewind(&r->audio, err)) != 0)
+		return rc;
+	r->n = r->audio.n;
+	r->content = mel_total_frames(r->n, WHISPER_N_SAMPLES) -
+	    WHISPER_N_FRAMES;
+	if ((rc = resolve_language(st, r, err)) != 0 ||
+	    (rc = result_set_language(r, err)) != 0)
+		return rc;
+	while (r->seek < r->content)
+		if ((rc = transcribe_window(st, r, err)) != 0)
+			return rc;
+	return 0;
+}
+
+/* Hand over the result, or free it; the run's own memory goes. */
+static int
+run_end(struct run *r, int rc, struct sotto_result **ret)
+{
+	free(r->tokens);
+	audio_free(&r->audio);
+	if (rc == 0)
+		*ret = r->res;
+	else
+		sotto_result_free(r->res);
+	return rc;
+}
+
 int
 sotto_transcribe(struct sotto_state *st, const float *pcm, size_t n,
     const struct sotto_transcribe_params *params, struct sotto_result **ret,
@@ -278,20 +310,35 @@ sotto_transcribe(struct sotto_state *st, const float *pcm, size_t n,
 		sotto_transcribe_params_init(&defaults);
 		params = &defaults;
 	}
-	if ((rc = run_init(&r, st, pcm, n, params, err)) != 0 ||
-	    (rc = global_max(st, &r, err)) != 0 ||
-	    (rc = resolve_language(st, &r, err)) != 0)
-		goto fail;
-	if ((rc = result_set_language(&r, err)) != 0)
-		goto fail;
-	while (r.seek < r.content)
-		if ((rc = transcribe_window(st, &r, err)) != 0)
-			goto fail;
-	free(r.tokens);
-	*ret = r.res;
-	return 0;
-fail:
-	free(r.tokens);
-	sotto_result_free(r.res);
-	return rc;
+	if (n > 0 && pcm == NULL)
+		return err_set(err, SOTTO_EINVAL, "no samples");
+	if ((rc = run_init(&r, st, params, err)) == 0) {
+		audio_init_array(&r.audio, pcm, n);
+		rc = run_all(st, &r, err);
+	}
+	return run_end(&r, rc, ret);
+}
+
+int
+sotto_transcribe_reader(struct sotto_state *st, const struct sotto_reader *rd,
+    const struct sotto_transcribe_params *params, struct sotto_result **ret,
+    size_t *ret_n, char *err)
+{
+	struct sotto_transcribe_params defaults;
+	struct run r;
+	int rc;
+
+	*ret = NULL;
+	if (ret_n != NULL)
+		*ret_n = 0;
+	if (params == NULL) {
+		sotto_transcribe_params_init(&defaults);
+		params = &defaults;
+	}
+	if ((rc = run_init(&r, st, params, err)) == 0 &&
+	    (rc = audio_init_reader(&r.audio, rd, err)) == 0)
+		rc = run_all(st, &r, err);
+	if (rc == 0 && ret_n != NULL)
+		*ret_n = r.n;
+	return run_end(&r, rc, ret);
 }

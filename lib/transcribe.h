@@ -10,13 +10,30 @@
 
 #include "decode.h"
 #include "internal.h"
+#include "mel.h"
+
+/*
+ * The samples a run reads (transcribe-audio.c): samples [off, off + len)
+ * of the n, at pcm. From an array, pcm is the caller's whole signal;
+ * from a reader, pcm is buf (owned, cap samples), refilled as the seek
+ * moves forward, never back.
+ */
+struct run_audio {
+	const struct sotto_reader *reader;	/* borrowed; NULL: an array */
+	const float	*pcm;
+	size_t		 off;
+	size_t		 len;
+	size_t		 n;
+	float		*buf;
+	size_t		 cap;
+};
 
 /* One sotto_transcribe() call. Owns tokens; res until it is returned. */
 struct run {
 	const struct sotto_model *model;		/* borrowed */
 	const struct sotto_transcribe_params *params;	/* borrowed */
-	const float *pcm;				/* borrowed */
-	size_t n;
+	struct run_audio audio;
+	size_t n;		/* samples in all (audio.n after pass 1) */
 	size_t content;		/* mel frames of real audio */
 	size_t seek;		/* current window start, in frames */
 	float mel_max;
@@ -30,6 +47,17 @@ struct run {
 	int prompt_from;	/* prompt_reset_since */
 	struct sotto_result *res;
 };
+
+/* transcribe-audio.c */
+void	audio_init_array(struct run_audio *, const float *pcm, size_t n);
+int	audio_init_reader(struct run_audio *, const struct sotto_reader *,
+	    char *err);
+void	audio_free(struct run_audio *);
+int	audio_global_max(struct sotto_state *, struct run_audio *,
+	    float *ret_max, char *err);
+int	audio_rewind(struct run_audio *, char *err);
+int	audio_hold(struct run_audio *, size_t from, size_t to, char *err);
+void	audio_span(const struct run_audio *, struct mel_span *);
 
 /* segments.c */
 int	segments_add(struct run *, const struct decode_result *,

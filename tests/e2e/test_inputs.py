@@ -1,5 +1,5 @@
 """`sotto transcribe` on hostile input files: float samples that are not
-numbers or far out of range.
+numbers or far out of range, files cut short, a pipe, 10 hours.
 
 Files are generated here (numpy, sox) from ../shared/audio/jfk.wav; the real
 binary and tiny.en run on them.
@@ -7,7 +7,13 @@ binary and tiny.en run on them.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import struct
+import subprocess
+import tempfile
+import time
 import wave
 from pathlib import Path
 
@@ -102,3 +108,116 @@ def test_float_samples_sanitised(tiny_model, tmp_path):
             problems.append(f"{name}: text from no audio: {obj['text']!r}")
         report(f"f32 input {name}: {obj['text'].strip()[:60]!r}")
     assert not problems, "float input not sanitised:\n" + "\n".join(problems)
+
+
+# --- files cut short: exit 1, the transcript of what was readable, a message ---
+
+def _sox(*args):
+    if not shutil.which("sox"):
+        pytest.fail("sox is not installed (scripts/setup installs it)")
+    subprocess.run(["sox", *map(str, args)], check=True,
+                   stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def test_truncated_files(tiny_model, tmp_path):
+    """A truncated FLAC used to exit 1 with nothing, a truncated Ogg 0 with a
+    partial transcript: now both (and Opus and MP3, unit-tested) print the
+    transcript of what could be read, say why it stops, and exit 1."""
+    cut = {}
+    for ext in ("flac", "ogg"):
+        full = tmp_path / f"jfk.{ext}"
+        _sox(JFK, full)
+        data = full.read_bytes()
+        cut[ext] = tmp_path / f"jfk-cut.{ext}"
+        cut[ext].write_bytes(data[:len(data) // 2])
+    cp = run_sotto(["-m", tiny_model, "-f", "json", "-q", cut["flac"], JFK,
+                    cut["ogg"]], timeout=300)
+    assert cp.returncode == 1, (cp.returncode, cp.stderr)
+    objs = {Path(o["file"]).name: o for o in parse_json_lines(cp.stdout)}
+    assert "ask not what your country" in normalise(objs["jfk.wav"]["text"])
+    for ext, what in (("flac", "read error after"),
+                      ("ogg", "the Ogg stream ends after")):
+        name = cut[ext].name
+        assert name in objs, f"{name}: no transcript\n{cp.stderr}"
+        obj = objs[name]
+        assert normalise(obj["text"]).startswith("and so my fellow"), obj
+        assert 3 < obj["duration"] < 8, obj["duration"]
+        line = [ln for ln in cp.stderr.splitlines() if name in ln]
+        assert line and what in line[0] and \
+            "the transcript is of the" in line[0], cp.stderr
+        report(f"cut short {ext}: exit 1, {obj['duration']:.2f} s "
+               f"transcribed: {line[0]}")
+
+
+# --- a pipe: read once, kept in memory for the second pass -------------------
+
+def test_pipe_input(sotto_bin, tiny_model, tmp_path):
+    ogg = tmp_path / "jfk.ogg"
+    _sox(JFK, ogg)
+    cp, file_obj = _transcribe(tiny_model, ogg)
+    assert cp.returncode == 0, cp.stderr
+    cmd = [str(sotto_bin), "transcribe", "-m", str(tiny_model), "-f",
+           "json", "-q", "/dev/stdin"]
+    cp = subprocess.run(cmd, input=ogg.read_bytes(), capture_output=True,
+                        timeout=300)
+    assert cp.returncode == 0, cp.stderr.decode(errors="replace")
+    obj = parse_json_lines(cp.stdout.decode())[0]
+    assert obj["text"] == file_obj["text"], (obj["text"], file_obj["text"])
+    assert obj["duration"] == file_obj["duration"]
+
+
+# --- 10 hours: peak memory does not grow with the length ----------------------
+
+def _run_measured(cmd, timeout: float):
+    """Run cmd; (exit code, stdout, stderr, wall seconds, peak RSS in MB)."""
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fo,
+                                stderr=fe)
+        while True:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                pytest.fail(f"{cmd} did not finish in {timeout} s")
+            time.sleep(0.05)
+        wall = time.monotonic() - t0
+        fo.seek(0)
+        fe.seek(0)
+        return (os.waitstatus_to_exitcode(status), fo.read().decode(),
+                fe.read().decode(errors="replace"), wall,
+                ru.ru_maxrss / 1024)
+
+
+@pytest.mark.slow
+def test_ten_hours_bounded_memory(sotto_bin, tiny_model, tmp_path):
+    """jfk, 10 h of silence, jfk (FLAC, 2 MB on disk): the whole file used
+    to be held as 16 kHz floats (2.4 GB peak); it is now read twice and
+    held one 30 s window at a time, so the peak is that of 1 minute."""
+    runs = {}
+    for name, gap in (("1 min", 60 - 22), ("10 h", 36000 - 22)):
+        p = tmp_path / f"jfk-{gap}-jfk.flac"
+        t0 = time.monotonic()
+        _sox("-D", JFK, JFK, p, "pad", f"{gap}@11")
+        made = time.monotonic() - t0
+        cmd = [str(sotto_bin), "transcribe", "-m", str(tiny_model), "-f",
+               "json", "-q", str(p)]
+        rc, out, err, wall, rss = _run_measured(cmd, 600)
+        assert rc == 0, f"{name}: exit {rc}\n{err[-2000:]}"
+        obj = json.loads(out)
+        assert abs(obj["duration"] - (gap + 22)) < 0.01, obj["duration"]
+        text = normalise(obj["text"])
+        assert text.count("ask not what your country can do for you") == 2, \
+            f"{name}: {obj['text']!r}"
+        last = obj["segments"][-1]
+        assert gap + 11 - 1 < last["start"] and last["end"] <= gap + 22.5, \
+            last
+        runs[name] = rss
+        report(f"{name} between two jfk ({p.stat().st_size / 1e6:.1f} MB "
+               f"FLAC, made in {made:.1f} s): peak RSS {rss:.0f} MB, "
+               f"{wall:.1f} s")
+    growth = runs["10 h"] - runs["1 min"]
+    assert growth < 48, f"peak RSS grew by {growth:.0f} MB from 1 min to 10 h"
+    assert runs["10 h"] < 512, f"peak RSS {runs['10 h']:.0f} MB"

@@ -3,6 +3,7 @@
  * at several rates and channel counts, plus files that are not audio.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <math.h>
 #include <setjmp.h>
@@ -252,6 +253,230 @@ test_not_audio(void **state)
 	test_read_fails(test_dir, "directory");
 }
 
+/* Write frames x[frames][channels] in format (FLAC, Ogg Vorbis ...). */
+static const char *
+test_write_format(const char *name, int format, int rate, int channels,
+    const short *x, sf_count_t frames)
+{
+	const char *path = test_path(name);
+	SF_INFO info;
+	SNDFILE *sf;
+
+	memset(&info, 0, sizeof(info));
+	info.samplerate = rate;
+	info.channels = channels;
+	info.format = format;
+	sf = sf_open(path, SFM_WRITE, &info);
+	if (sf == NULL)
+		fail_msg("%s: %s", name, sf_strerror(NULL));
+	assert_int_equal(sf_writef_short(sf, x, frames), frames);
+	assert_int_equal(sf_close(sf), 0);
+	return path;
+}
+
+/* Read all of f in pieces of the sizes in step[] (cycled). */
+static float *
+test_read_pieces(struct audio_file *f, const size_t *step, size_t n_step,
+    size_t *ret_n)
+{
+	char err[TEST_ERR_MAX] = "";
+	size_t n = 0, cap = 1 << 16, i = 0;
+	float *x = malloc(cap * sizeof(*x));
+	long got;
+
+	assert_non_null(x);
+	do {
+		if (cap - n < step[i % n_step]) {
+			cap *= 2;
+			x = realloc(x, cap * sizeof(*x));
+			assert_non_null(x);
+		}
+		got = audio_file_read(f, x + n, step[i++ % n_step], err,
+		    sizeof(err));
+		if (got < 0)
+			fail_msg("%s", err);
+		assert_true((size_t)got <= step[(i - 1) % n_step]);
+		n += (size_t)got;
+	} while (got > 0);
+	*ret_n = n;
+	return x;
+}
+
+/*
+ * The second pass (after a rewind) gives exactly the first pass's
+ * samples, read in other pieces, and audio_read_file()'s.
+ */
+static void
+test_two_passes(const char *path)
+{
+	static const size_t a[] = { 1, 4096, 7, 100000, 333 };
+	static const size_t b[] = { 480400, 5 };
+	char err[TEST_ERR_MAX] = "";
+	struct audio_file *f;
+	float *x, *y, *z;
+	size_t nx, ny, nz;
+
+	if (audio_file_open(path, &f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	x = test_read_pieces(f, a, 5, &nx);
+	if (audio_file_rewind(f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	y = test_read_pieces(f, b, 2, &ny);
+	assert_null(audio_file_problem(f));
+	audio_file_close(f);
+	test_read_ok(path, &z, &nz);
+	assert_int_equal(nx, ny);
+	assert_int_equal(nx, nz);
+	assert_memory_equal(x, y, nx * sizeof(*x));
+	assert_memory_equal(x, z, nx * sizeof(*x));
+	free(x);
+	free(y);
+	free(z);
+}
+
+/* 3 s of a sine, at 16 kHz (copied) and 44.1 kHz stereo (resampled). */
+static void
+test_rewind_same_samples(void **state)
+{
+	short *x = test_sine(44100, 440.0, 0.5, 3 * 44100);
+	short *st = malloc(2 * 3 * 44100 * sizeof(*st));
+	size_t i;
+
+	(void)state;
+	assert_non_null(st);
+	for (i = 0; i < 3 * 44100; i++) {
+		st[2 * i] = x[i];
+		st[2 * i + 1] = (short)(x[i] / 2);
+	}
+	test_two_passes(test_write_wav("16k.wav", 16000, 1, x, 3 * 16000));
+	test_two_passes(test_write_wav("48k.wav", 44100, 2, st, 3 * 44100));
+	test_two_passes(test_write_format("rw.flac", SF_FORMAT_FLAC |
+	    SF_FORMAT_PCM_16, 44100, 2, st, 3 * 44100));
+	test_two_passes(test_write_format("rw.ogg", SF_FORMAT_OGG |
+	    SF_FORMAT_VORBIS, 44100, 2, st, 3 * 44100));
+	free(st);
+	free(x);
+}
+
+/* Cut path to half its size; returns it. */
+static const char *
+test_truncate_half(const char *path)
+{
+	struct stat sb;
+
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, sb.st_size / 2), 0);
+	return path;
+}
+
+/*
+ * A file cut short: the reader gives what could be read and says why it
+ * ended; audio_read_file() fails with that message.
+ */
+static void
+test_cut_short(const char *path, const char *what, size_t full)
+{
+	static const size_t step[] = { 4096 };
+	char err[TEST_ERR_MAX] = "";
+	struct audio_file *f;
+	float *x = (float *)1;
+	size_t n;
+
+	if (audio_file_open(path, &f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	free(test_read_pieces(f, step, 1, &n));
+	if (audio_file_problem(f) == NULL ||
+	    strstr(audio_file_problem(f), what) == NULL)
+		fail_msg("%s: problem \"%s\", want \"%s\"", path,
+		    audio_file_problem(f) ? audio_file_problem(f) : "(none)",
+		    what);
+	if (!(n > full / 4 && n < full * 3 / 4))
+		fail_msg("%s: %zu of %zu samples read", path, n, full);
+	audio_file_close(f);
+	assert_int_equal(audio_read_file(path, &x, &n, err, sizeof(err)), -1);
+	assert_null(x);
+	assert_non_null(strstr(err, what));
+}
+
+static void
+test_truncated(void **state)
+{
+	short *x = test_sine(16000, 440.0, 0.25, 10 * 16000);
+	uint32_t seed = 99;
+	size_t i;
+
+	(void)state;
+	/* noise, so that the audio and not the headers fills the file */
+	for (i = 0; i < 10 * 16000; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		x[i] = (short)(x[i] + (short)(seed >> 20) - 2048);
+	}
+	test_cut_short(test_truncate_half(test_write_format("cut.flac",
+	    SF_FORMAT_FLAC | SF_FORMAT_PCM_16, 16000, 1, x, 10 * 16000)),
+	    "read error after", 10 * 16000);
+	test_cut_short(test_truncate_half(test_write_format("cut.ogg",
+	    SF_FORMAT_OGG | SF_FORMAT_VORBIS, 16000, 1, x, 10 * 16000)),
+	    "Ogg stream ends after", 10 * 16000);
+	test_cut_short(test_truncate_half(test_write_format("cut.opus",
+	    SF_FORMAT_OGG | SF_FORMAT_OPUS, 16000, 1, x, 10 * 16000)),
+	    "Ogg stream ends after", 10 * 16000);
+	free(x);
+}
+
+/*
+ * A pipe cannot be read twice: the first pass is kept and replayed. A
+ * child writes the WAV into the pipe; the reader opens /dev/fd/N.
+ */
+static void
+test_pipe(void **state)
+{
+	static const size_t step[] = { 1000 };
+	short *x = test_sine(22050, 300.0, 0.5, 2 * 22050);
+	const char *wav = test_write_wav("48k.wav", 22050, 1, x, 2 * 22050);
+	char err[TEST_ERR_MAX] = "", dev[64], buf[4096];
+	struct audio_file *f;
+	float *a, *b, *c;
+	size_t na, nb, nc;
+	int fds[2], status;
+	ssize_t k;
+	FILE *in;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	if ((pid = fork()) == 0) {
+		close(fds[0]);
+		if ((in = fopen(wav, "rb")) == NULL)
+			_exit(1);
+		while ((k = (ssize_t)fread(buf, 1, sizeof(buf), in)) > 0)
+			if (write(fds[1], buf, (size_t)k) != k)
+				_exit(1);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	close(fds[1]);
+	snprintf(dev, sizeof(dev), "/dev/fd/%d", fds[0]);
+	if (audio_file_open(dev, &f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	a = test_read_pieces(f, step, 1, &na);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (audio_file_rewind(f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	b = test_read_pieces(f, step, 1, &nb);
+	audio_file_close(f);
+	close(fds[0]);
+	test_read_ok(wav, &c, &nc);
+	assert_int_equal(na, nc);
+	assert_int_equal(nb, nc);
+	assert_memory_equal(a, c, na * sizeof(*a));
+	assert_memory_equal(b, c, na * sizeof(*a));
+	free(a);
+	free(b);
+	free(c);
+	free(x);
+}
+
 static int
 test_setup(void **state)
 {
@@ -267,7 +492,8 @@ static int
 test_teardown(void **state)
 {
 	static const char *names[] = { "16k.wav", "48k.wav", "8k-same.wav",
-	    "8k-opposite.wav", "empty.wav", "zero-bytes.wav", "random.wav" };
+	    "8k-opposite.wav", "empty.wav", "zero-bytes.wav", "random.wav",
+	    "rw.flac", "rw.ogg", "cut.flac", "cut.ogg", "cut.opus" };
 	size_t i;
 
 	(void)state;
@@ -285,6 +511,9 @@ main(void)
 		cmocka_unit_test(test_8k_stereo),
 		cmocka_unit_test(test_empty_wav),
 		cmocka_unit_test(test_not_audio),
+		cmocka_unit_test(test_rewind_same_samples),
+		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_pipe),
 	};
 
 	return cmocka_run_group_tests(tests, test_setup, test_teardown);

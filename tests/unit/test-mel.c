@@ -261,6 +261,64 @@ test_windows(void **state)
 	free(f);
 }
 
+/*
+ * mel_log_span over a copy of only the samples the frames read gives the
+ * full signal's columns, at the start (reflection), inside and at the
+ * end (zero padding); one sample fewer is refused, not read.
+ */
+static void
+test_span(void **state)
+{
+	static const size_t firsts[] = { 0, 1, 2, 40, 250, 290, 300 };
+	const size_t n = 3 * TEST_RATE + 77, pad = 480, k = 12;
+	const size_t total = mel_total_frames(n, pad);
+	float *f = test_identity_filters(), *x = test_noise(n, 11);
+	float *full, *win, max, wmax, wmax2;
+	size_t i, c, r, first, last, lo, hi;
+	struct mel *m = test_mel_new(MEL_N_BINS, f);
+	struct mel_span sp;
+	char err[SOTTO_ERR_MAX];
+
+	(void)state;
+	full = malloc(total * MEL_N_BINS * sizeof(*full));
+	win = malloc(k * MEL_N_BINS * sizeof(*win));
+	assert_non_null(full);
+	assert_non_null(win);
+	assert_int_equal(mel_log(m, x, n, pad, 0, total, full, total, &max,
+	    NULL), 0);
+	for (i = 0; i < sizeof(firsts) / sizeof(firsts[0]); i++) {
+		first = firsts[i];
+		last = first + k - 1 < total ? first + k - 1 : total - 1;
+		lo = first * MEL_HOP > 200 ? first * MEL_HOP - 200 : 0;
+		hi = last * MEL_HOP + 200 > 201 ? last * MEL_HOP + 200 : 201;
+		hi = hi < n ? hi : n;
+		lo = lo < hi ? lo : hi;
+		sp = (struct mel_span){ x + lo, lo, hi - lo, n, pad };
+		assert_int_equal(mel_log_span(m, &sp, first, last - first + 1,
+		    win, k, &wmax, err), 0);
+		for (r = 0; r < MEL_N_BINS; r++)
+			for (c = 0; c + first <= last; c++)
+				assert_true(win[r * k + c] ==
+				    full[r * total + first + c]);
+		if (hi == lo)
+			continue;
+		/* the span one sample short at either end */
+		sp = (struct mel_span){ x + lo + 1, lo + 1, hi - lo - 1, n,
+		    pad };
+		assert_int_equal(mel_log_span(m, &sp, first, last - first + 1,
+		    win, k, &wmax2, err), SOTTO_EINVAL);
+		sp = (struct mel_span){ x + lo, lo, hi - lo - 1, n, pad };
+		assert_int_equal(mel_log_span(m, &sp, first, last - first + 1,
+		    win, k, &wmax2, err), SOTTO_EINVAL);
+		assert_non_null(strstr(err, "outside"));
+	}
+	mel_free(m);
+	free(win);
+	free(full);
+	free(x);
+	free(f);
+}
+
 /* pad zeros behave exactly like zeros present in pcm. */
 static void
 test_pad_equals_zeros(void **state)
@@ -395,6 +453,7 @@ main(void)
 		cmocka_unit_test(test_sine_bins),
 		cmocka_unit_test(test_sine_bands),
 		cmocka_unit_test(test_windows),
+		cmocka_unit_test(test_span),
 		cmocka_unit_test(test_pad_equals_zeros),
 		cmocka_unit_test(test_reflect_edges),
 		cmocka_unit_test(test_short),
