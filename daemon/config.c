@@ -441,6 +441,14 @@ config_handler(void *user, const char *section, const char *key,
 		return config_error(ctx, "%s: given twice in [%s] (first on "
 		    "line %d)", key, section, ctx->seen[i]);
 	ctx->seen[i] = ctx->line;
+	/*
+	 * inih keeps ";x" in "key =;x" (no blank before the ';') but reads
+	 * "key = ;x" as a comment, so such a value would not survive
+	 * --check-config's "key = value" (found by tests/fuzz/fuzz-config).
+	 */
+	if (*value == ';')
+		return config_error(ctx, "%s: a value cannot start with ';' "
+		    "(\" ;\" starts a comment)", key);
 	if (k->parse(k, (char *)ctx->cfg + k->offset, value, msg,
 	    sizeof(msg)) == -1)
 		return config_error(ctx, "%s", msg);

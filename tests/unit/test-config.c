@@ -325,6 +325,7 @@ test_bad_sizes(void **state)
 static void
 test_bad_strings(void **state)
 {
+	struct config cfg;
 	char text[400];
 
 	test_load_bad("[mic]\nenabled = maybe\n", 2,
@@ -348,6 +349,13 @@ test_bad_strings(void **state)
 	test_load_bad("[server]\nsocket_mode = 66\n", 2,
 	    "socket_mode: \"66\" is not an octal mode such as 0660 (at "
 	    "most 0777)");
+	/* tests/fuzz/corpus/config/crash-value-semicolon: "socket =;=" */
+	test_load_bad("[server]\nsocket =;=\n", 2, "socket: a value cannot "
+	    "start with ';' (\" ;\" starts a comment)");
+	test_load_bad("[engine]\nmodel =;x ; y\n", 2, "model: a value cannot "
+	    "start with ';' (\" ;\" starts a comment)");
+	test_load_ok("[engine]\nmodel = a;b ; comment\n", &cfg);
+	assert_string_equal(cfg.model, "a;b");
 	snprintf(text, sizeof(text), "[server]\nsocket = /%0120d\n", 0);
 	test_load_bad(text, 2, "socket: value too long (121 bytes, at most "
 	    "107)");
