@@ -4,6 +4,8 @@
     bench/daemon                         all three, tiny.en and base (~40 min)
     bench/daemon --quick                 a short pass to check the harness (~5 min)
     bench/daemon --only rss --minutes 60 --fast
+    bench/daemon --only bursts           5 bursts of 50 short sessions, idle memory
+    bench/daemon --only soak             the one-hour soak (--soak-minutes)
 
 1. streams: for each model, one sottod; N = 1, 2, 3, ... concurrent
    `sotto stream --format jsonl` clients, each sending --stream-seconds of
@@ -21,6 +23,7 @@
    fast as sottod takes it); VmRSS and RssAnon of sottod from
    /proc/PID/status every --rss-interval seconds; start, end, max and the
    least-squares slope per 10 minutes of audio.
+4. bursts, 5. soak: bench/daemon_service.py (not part of the default run).
 
 Latency is computed as in tests/daemon (test_daemon.latencies): the arrival
 time of an event minus the arrival of `opened` minus the stream time the
@@ -275,7 +278,7 @@ class Bench:
     def __init__(self, a):
         self.a = a
         self.tmp = Path(tempfile.mkdtemp(prefix="sotto-daemon-bench-"))
-        self.results: dict = {"streams": {}, "idle": {}, "rss": None}
+        self.results: dict = {"streams": {}, "idle": {}, "rss": None, "bursts": None, "soak": None}
         self.notes: list[str] = []
 
     # -- setup --
@@ -298,6 +301,7 @@ class Bench:
         env.setdefault("SOTTO_PYTHON", sys.executable)
         self.models = {}
         want = a.models + a.idle_models + ([a.rss_model] if "rss" in a.only else [])
+        want += ["tiny.en"] if {"bursts", "soak"} & set(a.only) else []
         for name in dict.fromkeys(want):
             out = subprocess.run([str(REPO / "scripts" / "fetch-model"), name], cwd=REPO, env=env, check=True,
                                  capture_output=True, text=True).stdout.split()
@@ -633,6 +637,8 @@ class Bench:
             L.append(("Samples" if step == 1 else f"One sample in {step}") + ": " + ", ".join(
                 f"{s['audio_min']:.1f} min {s['VmRSS']:.1f}" for s in series) + " (audio minutes, VmRSS MB).")
             L.append("")
+        L += service.bursts_report(self, sys.modules[__name__])
+        L += service.soak_report(self, sys.modules[__name__])
         return "\n".join(L)
 
 
@@ -668,7 +674,8 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true",
                     help="check the harness: tiny.en, 20 s streams, N <= 2, 15 s idle, 2 min --fast rss, no docs")
-    ap.add_argument("--only", help="comma-separated subset of streams,idle,rss [all]")
+    ap.add_argument("--only", help="comma-separated subset of streams,idle,rss,bursts,soak "
+                    "[streams,idle,rss]")
     ap.add_argument("--models", help="models of the stream sweep [tiny.en,base]")
     ap.add_argument("--stream-seconds", type=float, help="audio per stream in each run [60]")
     ap.add_argument("--max-streams", type=int, help="stop the sweep here [12]")
@@ -702,11 +709,25 @@ def main() -> int:
     ap.add_argument("--docs", action=argparse.BooleanOptionalAction,
                     help="insert the report into docs/benchmarks.md [yes, except with --quick]")
     ap.add_argument("--json", metavar="FILE", help="also write every result here")
+    ap.add_argument("--bursts", type=int, default=5, help="bursts of sessions [5]")
+    ap.add_argument("--burst-sessions", type=int, default=50, help="sessions at once in a burst [50]")
+    ap.add_argument("--burst-idle", type=float, default=8.0,
+                    help="seconds the idle memory is sampled after a burst [8]")
+    ap.add_argument("--soak-minutes", type=float, default=60.0, help="length of the soak [60]")
+    ap.add_argument("--soak-streams", type=int, default=16, help="live streams of the soak [16]")
+    ap.add_argument("--soak-pollers", type=int, default=16, help="status pollers of the soak [16]")
+    ap.add_argument("--soak-session-minutes", type=float, default=5.0,
+                    help="length of a soak stream's sessions, +-40%% [5]")
+    ap.add_argument("--soak-slot", type=float, help="stretch of the latency series, min [soak/12]")
+    ap.add_argument("--soak-tail", type=float, default=2.0,
+                    help="speech at a session's end a final may leave uncovered, s [2]")
     a = ap.parse_args()
     q = a.quick
     a.only = (a.only or "streams,idle,rss").split(",")
-    if set(a.only) - {"streams", "idle", "rss"}:
-        ap.error(f"--only: unknown {set(a.only) - {'streams', 'idle', 'rss'}}")
+    kinds = {"streams", "idle", "rss", "bursts", "soak"}
+    if set(a.only) - kinds:
+        ap.error(f"--only: unknown {set(a.only) - kinds}")
+    a.soak_slot = a.soak_slot or max(1.0, a.soak_minutes / 12)
     a.models = (a.models or ("tiny.en" if q else "tiny.en,base")).split(",")
     a.idle_models = a.idle_models.split(",") if a.idle_models else a.models[:1]
     a.stream_seconds = a.stream_seconds or (20 if q else 60)
@@ -730,8 +751,9 @@ def main() -> int:
     # tests/daemon's daemon and clients, on this build.
     os.environ["SOTTO_BUILD_DIR"] = a.build_dir
     sys.path.insert(0, str(REPO / "tests" / "daemon"))
-    global conftest, latencies, Listen
+    global conftest, latencies, Listen, service
     import conftest  # noqa: E402
+    import daemon_service as service  # noqa: E402
     from test_daemon import latencies  # noqa: E402
     from test_mic import Listen  # noqa: E402
 
@@ -748,6 +770,10 @@ def main() -> int:
             b.idle(model)
         if "rss" in a.only:
             b.rss()
+        if "bursts" in a.only:
+            service.bursts(b, sys.modules[__name__])
+        if "soak" in a.only:
+            service.soak(b, sys.modules[__name__])
     except BaseException as e:  # pytest.fail() from conftest raises a BaseException
         if type(e).__name__ in ("Failed", "AssertionError"):
             raise SystemExit(f"bench/daemon: {e}")

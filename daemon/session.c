@@ -565,6 +565,17 @@ session_partial(struct session *s, const struct worker_result *r)
 	free(ev);
 }
 
+/*
+ * A done session keeps only its finals: its engine stream (tens of MB)
+ * goes now, not when the session expires.
+ */
+static void
+session_release_engine(struct session *s)
+{
+	if (s->ws != NULL && worker_queue(s->ws, WORKER_FREE) == 0)
+		s->ws = NULL;
+}
+
 /* The stream is over: "end" to everyone, then keep finals a while. */
 static void
 session_done_now(struct session *s)
@@ -573,6 +584,7 @@ session_done_now(struct session *s)
 	char *ev;
 
 	s->flags |= SESSION_DONE;
+	session_release_engine(s);
 	ev = proto_event_end(s->name, session_last_final(s));
 	session_broadcast(s, PEER_EVENT_CONTROL, ev);
 	free(ev);
@@ -593,6 +605,7 @@ session_failed(struct session *s, const struct worker_result *r)
 
 	log_warnx("session %s: engine: %s", s->name, r->err);
 	s->flags |= SESSION_DONE;
+	session_release_engine(s);
 	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
 		peer_fail(p, PROTO_E_INTERNAL, "engine: %s", r->err);
 	if (!(s->flags & SESSION_SHARED))

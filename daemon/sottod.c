@@ -385,6 +385,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	mem_init();
 	sottod.started = sottod_now();
 	if ((sottod.listen_fd = systemd_listen_fd(err, sizeof(err))) == -2)
 		fatalx("%s", err);

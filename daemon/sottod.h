@@ -51,6 +51,10 @@ extern struct sottod sottod;
 double	sottod_now(void);
 void	sottod_reload(void);
 
+/* mem.c */
+void	mem_init(void);
+void	mem_idle(void);		/* any thread */
+
 /* server.c */
 int	server_start(int listen_fd, char *err, size_t errlen);
 void	server_stop(void);

@@ -66,6 +66,7 @@ static struct {
 	const struct sotto_model *model;
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
+	int			 n_streams;	/* alive */
 } worker = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -97,6 +98,9 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 		    p->language);
 		ws->params.language = ws->language;
 	}
+	pthread_mutex_lock(&worker.lock);
+	worker.n_streams++;
+	pthread_mutex_unlock(&worker.lock);
 	return ws;
 }
 
@@ -277,13 +281,24 @@ worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
 	return worker_copy(r, &u) != 0 ? SOTTO_ENOMEM : 0;
 }
 
+/*
+ * Free ws; when it was the last stream and nothing is queued, give the
+ * free memory back (mem.c): a burst of sessions has just ended.
+ */
 static void
 worker_stream_free(struct worker_stream *ws)
 {
+	int idle;
+
 	sotto_stream_free(ws->stream);
 	pthread_mutex_destroy(&ws->lock);
 	free(ws->pending);
 	free(ws);
+	pthread_mutex_lock(&worker.lock);
+	idle = --worker.n_streams == 0 && TAILQ_EMPTY(&worker.jobs);
+	pthread_mutex_unlock(&worker.lock);
+	if (idle)
+		mem_idle();
 }
 
 /*

@@ -31,6 +31,7 @@
 
 #include "amx.h"
 #include "attn-win.h"
+#include "bigmem.h"
 #include "err.h"
 
 #define NA	WHISPER_N_AUDIO_CTX
@@ -58,10 +59,10 @@ attn_win_new(int d, int n_head, int n_slots, int max_q, int amx,
 	a->amx = amx;
 	a->q_rows = (max_q + QB - 1) / QB * QB;
 	a->n_threads = omp_get_max_threads();
-	a->q = aligned_alloc(64, (size_t)a->q_rows * d * 2);
-	a->k = aligned_alloc(64, kv);
-	a->v = aligned_alloc(64, kv);
-	a->t = aligned_alloc(64, sizeof(*a->t) * a->n_threads);
+	a->q = bigmem_alloc((size_t)a->q_rows * d * 2);
+	a->k = bigmem_alloc(kv);
+	a->v = bigmem_alloc(kv);
+	a->t = bigmem_alloc(sizeof(*a->t) * a->n_threads);
 	if (a->q == NULL || a->k == NULL || a->v == NULL || a->t == NULL) {
 		attn_win_free(a);
 		return err_set(err, SOTTO_ENOMEM, "out of memory for "
@@ -81,10 +82,10 @@ attn_win_free(struct attn_win *a)
 {
 	if (a == NULL)
 		return;
-	free(a->q);
-	free(a->k);
-	free(a->v);
-	free(a->t);
+	bigmem_free(a->q);
+	bigmem_free(a->k);
+	bigmem_free(a->v);
+	bigmem_free(a->t);
 	free(a);
 }
 

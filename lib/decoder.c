@@ -24,6 +24,7 @@
 
 #include "amx.h"
 #include "attn-win.h"
+#include "bigmem.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
@@ -142,18 +143,18 @@ decoder_reserve(struct sotto_state *st, int n_beams, char *err)
 
 	if (n_beams <= st->kv_beams)
 		return 0;
-	kv = aligned_alloc(64, n);
-	spare = aligned_alloc(64, n);
+	kv = bigmem_alloc(n);
+	spare = bigmem_alloc(n);
 	if (kv == NULL || spare == NULL) {
-		free(kv);
-		free(spare);
+		bigmem_free(kv);
+		bigmem_free(spare);
 		return err_set(err, SOTTO_ENOMEM, "out of memory for %d "
 		    "decoder caches", n_beams);
 	}
 	if (st->kv != NULL)
 		memcpy(kv, st->kv, kv_beam_bytes(st->model) * st->kv_beams);
-	free(st->kv);
-	free(st->kv_spare);
+	bigmem_free(st->kv);
+	bigmem_free(st->kv_spare);
 	st->kv = kv;
 	st->kv_spare = spare;
 	st->kv_beams = n_beams;

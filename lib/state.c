@@ -1,11 +1,13 @@
 /*
- * Per-stream state: every buffer a window needs, allocated once.
+ * Per-stream state: every buffer a window needs, allocated once, each its
+ * own mapping (bigmem.h), so the memory goes back when the state does.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "attn-win.h"
+#include "bigmem.h"
 #include "gemm.h"
 #include "internal.h"
 #include "logits.h"
@@ -14,7 +16,7 @@
 static float *
 buf(size_t n, int *failed)
 {
-	float *p = aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+	float *p = bigmem_alloc(n * sizeof(float));
 
 	if (p == NULL)
 		*failed = 1;
@@ -95,31 +97,31 @@ sotto_state_free(struct sotto_state *st)
 	if (st == NULL)
 		return;
 	mel_free(st->mel);
-	free(st->conv_in);
-	free(st->x);
-	free(st->h);
-	free(st->qkv);
-	free(st->attn);
-	free(st->ffn);
-	free(st->scores);
-	free(st->enc_out);
-	free(st->qkv16);
-	free(st->p16);
+	bigmem_free(st->conv_in);
+	bigmem_free(st->x);
+	bigmem_free(st->h);
+	bigmem_free(st->qkv);
+	bigmem_free(st->attn);
+	bigmem_free(st->ffn);
+	bigmem_free(st->scores);
+	bigmem_free(st->enc_out);
+	bigmem_free(st->qkv16);
+	bigmem_free(st->p16);
 	attn_win_free(st->attn_win);
 	attn_win_free(st->cross_win);
-	free(st->cross_kv);
-	free(st->kv);
-	free(st->kv_spare);
-	free(st->dx);
-	free(st->dh);
-	free(st->dqkv);
-	free(st->dattn);
-	free(st->dffn);
-	free(st->dscores);
-	free(st->logits);
-	free(st->logprobs);
-	free(st->head_x);
-	free(st->mel_window);
+	bigmem_free(st->cross_kv);
+	bigmem_free(st->kv);
+	bigmem_free(st->kv_spare);
+	bigmem_free(st->dx);
+	bigmem_free(st->dh);
+	bigmem_free(st->dqkv);
+	bigmem_free(st->dattn);
+	bigmem_free(st->dffn);
+	bigmem_free(st->dscores);
+	bigmem_free(st->logits);
+	bigmem_free(st->logprobs);
+	bigmem_free(st->head_x);
+	bigmem_free(st->mel_window);
 	free(st);
 }
 

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bigmem.h"
 #include "err.h"
 #include "mel.h"
 #include "stream.h"
@@ -136,7 +137,7 @@ sotto_stream_new(const struct sotto_model *m,
 		return rc;
 	}
 	s->cap_pcm = 2 * WHISPER_N_SAMPLES;
-	if ((s->pcm = malloc(s->cap_pcm * sizeof(float))) == NULL ||
+	if ((s->pcm = bigmem_alloc(s->cap_pcm * sizeof(float))) == NULL ||
 	    (s->st = sotto_state_new(m)) == NULL) {
 		sotto_stream_free(s);
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
@@ -152,7 +153,7 @@ sotto_stream_free(struct sotto_stream *s)
 		return;
 	stream_commit_reset(s);
 	free(s->finals);
-	free(s->pcm);
+	bigmem_free(s->pcm);
 	sotto_state_free(s->st);
 	free(s);
 }
@@ -171,7 +172,7 @@ sotto_stream_push(struct sotto_stream *s, const float *pcm, size_t n,
 	if (s->n_pcm + n > s->cap_pcm) {
 		for (cap = s->cap_pcm; cap < s->n_pcm + n; cap *= 2)
 			;
-		if ((p = realloc(s->pcm, cap * sizeof(float))) == NULL)
+		if ((p = bigmem_realloc(s->pcm, cap * sizeof(float))) == NULL)
 			return err_set(err, SOTTO_ENOMEM, "out of memory");
 		s->pcm = p;
 		s->cap_pcm = cap;
