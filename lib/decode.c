@@ -69,18 +69,32 @@ build_initial(struct task *t)
 			t->initial[n++] = o->prompt[i];
 	}
 	t->sot_index = n;
-	t->initial[n++] = t->sp->sot;
-	if (t->st->model->multilingual) {
-		t->initial[n++] = t->sp->sot + 1 + (o->language < 0 ? 0 :
-		    o->language);
-		t->initial[n++] = o->task == SOTTO_TASK_TRANSLATE ?
-		    t->sp->translate : t->sp->transcribe;
-	}
-	if (o->without_timestamps)
-		t->initial[n++] = t->sp->no_timestamps;
+	n += decode_sot_sequence(t->st->model, o->language, o->task,
+	    o->without_timestamps, t->initial + n);
 	for (i = 0; i < t->n_prefix; i++)
 		t->initial[n++] = o->prefix[i];
 	t->n_initial = n;
+}
+
+int
+decode_sot_sequence(const struct sotto_model *m, int language,
+    enum sotto_task task, int without_timestamps,
+    int32_t out[DECODE_SOT_MAX])
+{
+	const struct tok_specials *sp = tok_specials(m->tok);
+	int n = 0;
+
+	out[n++] = sp->sot;
+	if (m->multilingual) {
+		/* language i is sot + 1 + i (large-v3 has 100 of them, so
+		   every id from <|translate|> on is one higher) */
+		out[n++] = sp->sot + 1 + (language < 0 ? 0 : language);
+		out[n++] = task == SOTTO_TASK_TRANSLATE ? sp->translate :
+		    sp->transcribe;
+	}
+	if (without_timestamps)
+		out[n++] = sp->no_timestamps;
+	return n;
 }
 
 /* Greedy or sampling: each member picks its own next token. */
@@ -497,11 +511,11 @@ decode_result_clear(struct decode_result *r)
 
 int
 decode_detect_language(struct sotto_state *st, int *ret_index,
-    float *ret_prob, char *err)
+    float *ret_prob, float *probs, char *err)
 {
 	const struct sotto_model *m = st->model;
 	const struct tok_specials *sp = tok_specials(m->tok);
-	int n_lang = tok_n_languages(m->tok), row = 0, best, rc;
+	int n_lang = tok_n_languages(m->tok), row = 0, best, rc, i;
 	float *lang_logits = st->logits + sp->sot + 1;
 
 	if (n_lang == 0)
@@ -510,9 +524,14 @@ decode_detect_language(struct sotto_state *st, int *ret_index,
 	if ((rc = decoder_prefill(st, &sp->sot, 1, &row, 1, st->logits,
 	    err)) != 0)
 		return rc;
+	/* every language's logit, not only those in the head's exact top */
+	decoder_logits_exact(st, sp->sot + 1, sp->sot + 1 + n_lang,
+	    st->logits);
 	best = sampler_argmax(lang_logits, n_lang);
 	sampler_log_softmax(lang_logits, n_lang, st->logprobs);
 	*ret_index = best;
 	*ret_prob = expf(st->logprobs[best]);
+	for (i = 0; probs != NULL && i < n_lang; i++)
+		probs[i] = expf(st->logprobs[i]);
 	return 0;
 }

@@ -53,8 +53,21 @@ int	decode_windows(struct sotto_state *const *st,
 	    char *err);
 void	decode_result_clear(struct decode_result *);
 
-/* Most likely language of the encoded window (multilingual models). */
+/*
+ * openai's SOT sequence: <|startoftranscript|>, for a multilingual model
+ * the language (index; -1 means 0, "en") and task tokens, then
+ * <|notimestamps|> when without_timestamps. Returns its length.
+ */
+#define DECODE_SOT_MAX	4
+int	decode_sot_sequence(const struct sotto_model *, int language,
+	    enum sotto_task, int without_timestamps,
+	    int32_t out[DECODE_SOT_MAX]);
+
+/*
+ * Most likely language of the encoded window (multilingual models), its
+ * probability, and if probs is not NULL every language's [n_languages].
+ */
 int	decode_detect_language(struct sotto_state *, int *ret_index,
-	    float *ret_prob, char *err);
+	    float *ret_prob, float *probs, char *err);
 
 #endif

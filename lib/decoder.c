@@ -437,6 +437,15 @@ decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
 	    m->hp.n_vocab, err);
 }
 
+void
+decoder_logits_exact(const struct sotto_state *st, int v0, int v1,
+    float *logits)
+{
+	/* decoder_logits() left the normalised column in dattn */
+	if (st->model->head != NULL)
+		logits_head_exact(st->model->head, st->dattn, v0, v1, logits);
+}
+
 int
 decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
     const int *logit_rows, int n_logit_rows, float *logits, char *err)

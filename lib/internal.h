@@ -192,6 +192,12 @@ int	decoder_prefill(struct sotto_state *, const int32_t *tokens, int n,
 int	decoder_step(struct sotto_state *, const int32_t *tokens, int n_beams,
 	    float *logits, char *err);
 /*
+ * Logits [v0, v1) computed exactly for the one column the last prefill
+ * or step scored (a bf16 model's head estimates all but its top 64).
+ */
+void	decoder_logits_exact(const struct sotto_state *, int v0, int v1,
+	    float *logits);
+/*
  * One cached step of beam 0 of each of n states of one model (n at most
  * WHISPER_MAX_BEAMS), as one batch; st[0]'s buffers hold the activations
  * and logits is [n][n_vocab]. The same logits as n decoder_step calls.

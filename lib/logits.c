@@ -543,6 +543,16 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 	return 0;
 }
 
+void
+logits_head_exact(const struct logits_head *lh, const float *x, int v0,
+    int v1, float *out)
+{
+	int v;
+
+	for (v = v0; v < v1; v++)
+		out[v] = exact_dot(lh, v, x, 1, 0);
+}
+
 int
 logits_head_vnni(void)
 {

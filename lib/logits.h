@@ -33,4 +33,12 @@ void	logits_head_free(struct logits_head *);
 int	logits_head_run(const struct logits_head *, const float *x, int ldx,
 	    int n, float *out, int8_t *scratch, char *err);
 
+/*
+ * out[v] = W[v] . x exactly (the f16 rows, in f32) for v in [v0, v1), x
+ * one column [d]: for logits a caller needs beyond the top 64 (the
+ * language tokens when detecting the language).
+ */
+void	logits_head_exact(const struct logits_head *, const float *x, int v0,
+	    int v1, float *out);
+
 #endif

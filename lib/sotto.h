@@ -258,6 +258,36 @@ SOTTO_API int	sotto_log_mel(const struct sotto_model *, const float *pcm, size_t
 SOTTO_API int	sotto_encode(struct sotto_state *, const float *mel, float *out,
 	    char *err);
 
+/*
+ * The SOT sequence windows are decoded after, as openai's
+ * sot_sequence(_including_notimestamps): <|startoftranscript|>, for a
+ * multilingual model the language (a code; NULL means "en") and task
+ * tokens, then <|notimestamps|> if without_timestamps. out has room for
+ * 4 tokens. Returns how many it wrote, or SOTTO_EINVAL for a language
+ * the model does not have.
+ */
+SOTTO_API int	sotto_sot_sequence(const struct sotto_model *,
+	    const char *language, enum sotto_task, int without_timestamps,
+	    int32_t *out, char *err);
+
+/*
+ * Language of the window sotto_encode() left in the state (multilingual
+ * models): probs[sotto_language_count()] receives every language's
+ * probability (NULL: not wanted). Returns the most likely one's index.
+ */
+SOTTO_API int	sotto_detect_language(struct sotto_state *, float *probs,
+	    char *err);
+
+/*
+ * Teacher-forced decoding of the window sotto_encode() left in the state:
+ * the first-token path over tokens[0, n_prompt), then one cached-token
+ * step per token of tokens[n_prompt, n). logits [n - n_prompt + 1]
+ * [n_vocab] receives the raw logits (no suppression, no timestamp rules)
+ * after the prompt and after each forced token.
+ */
+SOTTO_API int	sotto_decode_logits(struct sotto_state *, const int32_t *tokens,
+	    int n, int n_prompt, float *logits, char *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "err.h"
 #include "attn-win.h"
 #include "bigmem.h"
@@ -12,6 +13,7 @@
 #include "internal.h"
 #include "logits.h"
 #include "mel.h"
+#include "tokenizer.h"
 
 static float *
 buf(size_t n, int *failed)
@@ -158,4 +160,59 @@ sotto_log_mel(const struct sotto_model *m, const float *pcm, size_t n,
 	if (rc == 0)
 		mel_normalize(out, m->hp.n_mels, n_frames, n_frames, max);
 	return rc;
+}
+
+int
+sotto_sot_sequence(const struct sotto_model *m, const char *language,
+    enum sotto_task task, int without_timestamps, int32_t *out, char *err)
+{
+	int lang = 0;
+
+	if (language != NULL && strcmp(language, "en") != 0) {
+		if (!m->multilingual)
+			return err_set(err, SOTTO_EINVAL, "%s is an "
+			    "English-only model", m->name);
+		if ((lang = tok_language_index(m->tok, language)) < 0)
+			return err_set(err, SOTTO_EINVAL, "%s has no language "
+			    "\"%s\"", m->name, language);
+	}
+	return decode_sot_sequence(m, lang, task, without_timestamps, out);
+}
+
+int
+sotto_decode_logits(struct sotto_state *st, const int32_t *tokens, int n,
+    int n_prompt, float *logits, char *err)
+{
+	const struct hparams *hp = &st->model->hp;
+	size_t nv = hp->n_vocab;
+	int row, i, rc;
+
+	if (n_prompt < 1 || n < n_prompt || n > hp->n_text_ctx)
+		return err_set(err, SOTTO_EINVAL, "%d tokens with a prompt of "
+		    "%d: need 1 <= prompt <= tokens <= %d", n, n_prompt,
+		    hp->n_text_ctx);
+	for (i = 0; i < n; i++)
+		if (tokens[i] < 0 || tokens[i] >= hp->n_vocab)
+			return err_set(err, SOTTO_EINVAL, "token %d is not "
+			    "below n_vocab %d", tokens[i], hp->n_vocab);
+	row = n_prompt - 1;
+	if ((rc = decoder_prefill(st, tokens, n_prompt, &row, 1, logits,
+	    err)) != 0)
+		return rc;
+	for (i = n_prompt; i < n; i++)
+		if ((rc = decoder_step(st, tokens + i, 1, logits +
+		    (size_t)(i - n_prompt + 1) * nv, err)) != 0)
+			return rc;
+	return 0;
+}
+
+int
+sotto_detect_language(struct sotto_state *st, float *probs, char *err)
+{
+	float prob;
+	int best, rc;
+
+	if ((rc = decode_detect_language(st, &best, &prob, probs, err)) != 0)
+		return rc;
+	return best;
 }

@@ -234,7 +234,7 @@ detect(struct sotto_stream *s, size_t n, int final, char *err)
 
 	if (!s->detect)
 		return 0;
-	if ((rc = decode_detect_language(s->st, &s->language, &prob,
+	if ((rc = decode_detect_language(s->st, &s->language, &prob, NULL,
 	    err)) != 0)
 		return rc;
 	if (final || n >= MS(STREAM_DETECT_MS))

@@ -134,7 +134,7 @@ detect_language(struct sotto_state *st, struct run *r, char *err)
 	    (rc = encoder_forward(st, st->mel_window, err)) != 0)
 		return rc;
 	return decode_detect_language(st, &r->language, &r->language_prob,
-	    err);
+	    NULL, err);
 }
 
 /* Tell the caller how far we are and which segments are new. */
