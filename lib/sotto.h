@@ -140,8 +140,9 @@ struct sotto_result {
 };
 
 /*
- * Transcribe 16 kHz mono audio (float, [-1, 1]) of any length, seeking
- * through it in 30 s windows as openai/whisper transcribe() does.
+ * Transcribe 16 kHz mono audio (float, [-1, 1]: sotto_pcm_mix() makes
+ * outside samples so) of any length, seeking through it in 30 s windows
+ * as openai/whisper transcribe() does.
  */
 SOTTO_API int	sotto_transcribe(struct sotto_state *, const float *pcm, size_t n,
 	    const struct sotto_transcribe_params *, struct sotto_result **ret,
