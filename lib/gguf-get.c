@@ -258,6 +258,9 @@ gguf_expect_tensor(const struct gguf *g, const char *name,
 		return err_set(err, SOTTO_EFORMAT, "%s: tensor %s: expected %s,"
 		    " found %s", g->path, name, want, have);
 	}
+	if (t->data == NULL)
+		return err_set(err, SOTTO_EINVAL, "%s: tensor %s: its memory "
+		    "was given back after the model was loaded", g->path, name);
 	if (ret != NULL)
 		*ret = t;
 	return 0;

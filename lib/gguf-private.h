@@ -23,6 +23,11 @@
 #define GGUF_PR(s)	(int)((s).len < 64 ? (s).len : 64), \
 	((s).ptr != NULL ? (s).ptr : "")
 
+/* A byte range of a GGUF's memory: [start, end). */
+struct gguf_span {
+	size_t	start, end;
+};
+
 struct gguf_kv {
 	struct gguf_str	 key;
 	enum gguf_type	 type;
@@ -35,7 +40,12 @@ struct gguf {
 	char		*path;		/* for messages, owned */
 	const unsigned char *base;	/* the mapping, or a borrowed buffer */
 	size_t		 size;
-	int		 mapped;
+	int		 mapped;	/* base is ours: unmapped on close */
+	size_t		 data_start;	/* tensor data starts here */
+	unsigned char	*retained;	/* [n_tensors]: gguf_retain()ed */
+	int		 released;	/* gguf_release() done */
+	struct gguf_span *kept;		/* then: the pages still mapped */
+	size_t		 n_kept;
 	size_t		 alignment;
 	struct gguf_kv	*kv;		/* sorted by key, owned */
 	size_t		 n_kv;
@@ -49,6 +59,12 @@ extern const char *const gguf_type_names[];
 
 /* gguf.c */
 uint64_t	gguf_le(const unsigned char *p, size_t n);
+/* gguf-load.c: give back the memory of a mapped gguf (on close). */
+void	gguf_unmap(struct gguf *);
+
+/* Parse base[size] (taking it over when mapped) into *ret. */
+int	gguf_load(const char *path, const void *base, size_t size,
+	    int mapped, struct gguf **ret, char *err);
 int	gguf_kv_cmp(const void *a, const void *b);
 int	gguf_tensor_name_cmp(const void *a, const void *b);
 

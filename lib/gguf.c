@@ -15,7 +15,11 @@
  * or a huge allocation. Values are decoded with memcpy, never through
  * unaligned pointers.
  *
- * The index points into the mapping: key/values sorted by key, tensors
+ * The file is read into memory of our own (gguf-load.c), never mapped:
+ * a file replaced or truncated while a program uses it cannot change
+ * what the program computes or kill it with SIGBUS.
+ *
+ * The index points into that memory: key/values sorted by key, tensors
  * in file order plus an array of pointers sorted by name, both searched
  * with bsearch().
  */
@@ -443,6 +447,7 @@ gguf_read_tensors(struct gguf_rd *rd, struct gguf *g, uint64_t n)
 	}
 	start = rd->pos + (g->alignment - rd->pos % g->alignment) %
 	    g->alignment;
+	g->data_start = start;
 	if (rv == 0 && n > 0 && start > g->size)
 		rv = err_set(rd->err, SOTTO_EFORMAT, "%s: truncated: tensor "
 		    "data would start at byte %zu (file is %zu bytes)",
@@ -471,7 +476,7 @@ gguf_parse(struct gguf *g, char *err)
 }
 
 /* Take ownership of base (unmapped on close when mapped) and parse. */
-static int
+int
 gguf_load(const char *path, const void *base, size_t size, int mapped,
     struct gguf **ret, char *err)
 {
@@ -497,33 +502,6 @@ gguf_load(const char *path, const void *base, size_t size, int mapped,
 }
 
 int
-gguf_open(const char *path, struct gguf **ret, char *err)
-{
-	struct stat st;
-	void *p;
-	int fd;
-
-	*ret = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return err_set(err, SOTTO_EIO, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return err_set(err, SOTTO_EIO, "%s: not a regular file", path);
-	}
-	if (st.st_size == 0 || (uint64_t)st.st_size > SIZE_MAX) {
-		close(fd);
-		return err_set(err, SOTTO_EFORMAT, "%s: %s", path,
-		    st.st_size == 0 ? "empty file" : "file too large");
-	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return err_set(err, SOTTO_EIO, "%s: mmap: %s", path,
-		    strerror(errno));
-	return gguf_load(path, p, (size_t)st.st_size, 1, ret, err);
-}
-
-int
 gguf_open_memory(const void *buf, size_t len, struct gguf **ret, char *err)
 {
 	*ret = NULL;
@@ -537,9 +515,9 @@ gguf_close(struct gguf *g)
 {
 	if (g == NULL)
 		return;
-	if (g->mapped)
-		munmap((void *)g->base, g->size);
+	gguf_unmap(g);
 	free(g->kv);
+	free(g->retained);
 	free(g->tensors);
 	free(g->by_name);
 	free(g->path);

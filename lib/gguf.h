@@ -1,9 +1,12 @@
 /*
- * GGUF reader (lib/gguf.c): a hardened, read-only view of a GGUF v2/v3
- * file. See docs/model-format.md for the keys and tensors sotto uses.
+ * GGUF reader (lib/gguf.c, gguf-get.c, gguf-load.c): a hardened,
+ * read-only view of a GGUF v2/v3 file. See docs/model-format.md for the
+ * keys and tensors sotto uses.
  *
- * Everything returned (strings, tensor data) points into the mapping and
- * lives as long as the struct gguf. Strings are NOT NUL-terminated.
+ * Everything returned (strings, tensor data) points into the struct
+ * gguf's copy of the file and lives as long as it does, except the data
+ * of tensors that gguf_release() gave back. Strings are NOT
+ * NUL-terminated.
  */
 #ifndef SOTTO_GGUF_H
 #define SOTTO_GGUF_H
@@ -56,7 +59,10 @@ struct gguf_tensor {
 /* Owns the mapping (or borrows a memory buffer) and the index. */
 struct gguf;
 
-/* Map path read-only and validate it; messages name the file. */
+/*
+ * Read path into memory of our own and validate it; messages name the
+ * file. What the struct gguf holds never depends on the file again.
+ */
 int	gguf_open(const char *path, struct gguf **ret, char *err);
 
 /*
@@ -66,6 +72,16 @@ int	gguf_open(const char *path, struct gguf **ret, char *err);
 int	gguf_open_memory(const void *buf, size_t len, struct gguf **ret,
 	    char *err);
 void	gguf_close(struct gguf *);
+
+/*
+ * After a load: gguf_retain() each tensor whose data is still read (data
+ * points anywhere into it; 0, or SOTTO_ENOMEM, or SOTTO_EINVAL when no
+ * tensor holds it), then gguf_release() gives back the memory of the
+ * others (their data becomes NULL; gguf_expect_tensor() refuses them).
+ * Both do nothing to a gguf_open_memory() buffer but keep it all.
+ */
+int	gguf_retain(struct gguf *, const void *data);
+void	gguf_release(struct gguf *);
 
 /* The path given to gguf_open(), or "<memory>". */
 const char *gguf_path(const struct gguf *);

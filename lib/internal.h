@@ -5,9 +5,10 @@
  * [C][S] with the sequence contiguous; every linear layer is a 1x1
  * convolution y[Cout][S] = W[Cout][Cin] x[Cin][S] + b.
  *
- * Ownership: struct sotto_model owns the GGUF mapping, the tokenizer and
+ * Ownership: struct sotto_model owns the GGUF (its own copy of the file,
+ * of which only what is read after the load is kept), the tokenizer and
  * every converted weight buffer; vectors (biases, norms, tables) point into
- * the mapping. struct sotto_state owns every activation and cache buffer;
+ * the GGUF's copy. struct sotto_state owns every activation and cache buffer;
  * they are allocated once in sotto_state_new() and never during a window.
  */
 #ifndef SOTTO_INTERNAL_H
@@ -52,10 +53,11 @@ struct mat {
 	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
 				   bf16 (decoder weights) */
 	/* fp32 decoder weights: F16 [rows][cols] for few-column products
-	   (gemv-f16.c), the mapping's own or f16_owned */
+	   (gemv-f16.c), the GGUF's own or f16_owned */
 	const uint16_t *f16;
 	uint16_t *f16_owned;
-	/* the F16 row blocks in the mapping the matrix came from, borrowed */
+	/* the F16 row blocks in the file the matrix came from, borrowed:
+	   read at load only (gguf_release gives them back after it) */
 	const void *src[3];
 	int src_rows[3], n_src;
 };
@@ -96,7 +98,7 @@ struct dec_layer {
 };
 
 struct sotto_model {
-	struct gguf *gguf;		/* owned: the mapping */
+	struct gguf *gguf;		/* owned: the file, kept in part */
 	struct tokenizer *tok;		/* owned */
 	struct gemm *gemm;		/* owned: compute backend */
 	struct hparams hp;
@@ -124,7 +126,7 @@ struct sotto_model {
 	struct mat tok_emb;		/* [n_vocab][d], also the output head
 					   (empty when head is set) */
 	struct logits_head *head;	/* owned; 4-bit output head, or NULL */
-	const void *tok_emb_f16;	/* [n_vocab][d] F16 in the mapping, for
+	const void *tok_emb_f16;	/* [n_vocab][d] F16 in the GGUF, for
 				   exact embedding lookups */
 	const float *dec_pos;		/* [n_text_ctx][d] */
 	struct dec_layer *dec;		/* owned [n_text_layer] */

@@ -69,7 +69,7 @@ struct logits_head {
 	float *mean;		/* [d] channel means, 0 on outlier channels */
 	int n_out, out_c[MAX_OUT];	/* the outlier channels */
 	float *out_w;		/* [n_out][blocks * 16] their weights */
-	const uint16_t *f16;	/* [n_vocab][d] in the mapping, borrowed */
+	const uint16_t *f16;	/* [n_vocab][d] in the GGUF, borrowed */
 };
 
 static int

@@ -1,5 +1,5 @@
 /*
- * Weights at load: F16 tensors from the mapping converted to the model's
+ * Weights at load: F16 tensors from the GGUF converted to the model's
  * precision (struct mat, declared in internal.h and gemm.h), and packed
  * into the layouts the kernels read. The conversion is most of a model
  * load, so it is shared among the threads.
@@ -137,7 +137,7 @@ mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
 }
 
 /*
- * fp32: the F16 rows for gemv_f16, the mapping's own when the matrix is
+ * fp32: the F16 rows for gemv_f16, the GGUF's own when the matrix is
  * one tensor, else a copy of its blocks side by side.
  */
 static int

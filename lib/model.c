@@ -1,7 +1,9 @@
 /*
  * Loading a model: validate the GGUF's hyper-parameters, build the
  * tokenizer, and bind every tensor (docs/model-format.md), converting the
- * F16 matrices once into the precision the compute backend runs in.
+ * F16 matrices once into the precision the compute backend runs in. The
+ * file's memory that nothing reads after the load is then given back
+ * (gguf_release): the model never reads the file itself again.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -31,8 +33,19 @@ lname(struct loader *ld, const char *part, int layer, const char *what)
 	return ld->name;
 }
 
+/* Keep the tensor holding p after the load (gguf_retain). */
+static void
+keep(struct loader *ld, const void *p)
+{
+	if (ld->rc == 0 && p != NULL &&
+	    (ld->rc = gguf_retain(ld->m->gguf, p)) != 0)
+		err_set(ld->err, ld->rc, "%s: out of memory",
+		    gguf_path(ld->m->gguf));
+}
+
+/* A tensor's data, read during the load only (converted). */
 static const void *
-tensor(struct loader *ld, const char *name, enum gguf_dtype type, int n_dims,
+source(struct loader *ld, const char *name, enum gguf_dtype type, int n_dims,
     int64_t d0, int64_t d1, int64_t d2)
 {
 	const struct gguf_tensor *t;
@@ -45,6 +58,17 @@ tensor(struct loader *ld, const char *name, enum gguf_dtype type, int n_dims,
 	return ld->rc == 0 ? t->data : NULL;
 }
 
+/* A tensor's data, read in place after the load too. */
+static const void *
+tensor(struct loader *ld, const char *name, enum gguf_dtype type, int n_dims,
+    int64_t d0, int64_t d1, int64_t d2)
+{
+	const void *p = source(ld, name, type, n_dims, d0, d1, d2);
+
+	keep(ld, p);
+	return p;
+}
+
 static const float *
 vec(struct loader *ld, const char *name, int n)
 {
@@ -54,7 +78,7 @@ vec(struct loader *ld, const char *name, int n)
 static void
 matrix(struct loader *ld, struct mat *out, const char *name, int rows, int cols)
 {
-	const void *p = tensor(ld, name, GGUF_DTYPE_F16, 2, rows, cols, 0);
+	const void *p = source(ld, name, GGUF_DTYPE_F16, 2, rows, cols, 0);
 
 	if (p != NULL)
 		ld->rc = mat_init_f16(out, ld->m->gemm, p, rows, cols, ld->err);
@@ -71,7 +95,7 @@ mat_stack(struct loader *ld, struct mat *out, const char *part, int layer,
 
 	for (i = 0; i < n; i++) {
 		snprintf(what, sizeof(what), "%s.%s.w", attn, names[i]);
-		blocks[i] = tensor(ld, lname(ld, part, layer, what),
+		blocks[i] = source(ld, lname(ld, part, layer, what),
 		    GGUF_DTYPE_F16, 2, d, d, 0);
 		rows[i] = d;
 	}
@@ -116,7 +140,7 @@ conv_weight(struct loader *ld, struct mat *out, const char *name, int d,
 	unsigned char *tmp;
 	int tap, r;
 
-	p = tensor(ld, name, GGUF_DTYPE_F16, 3, 3, d, cin);
+	p = source(ld, name, GGUF_DTYPE_F16, 3, 3, d, cin);
 	if (p == NULL)
 		return;
 	if ((tmp = malloc((size_t)3 * d * cin * 2)) == NULL) {
@@ -230,6 +254,38 @@ pack_weights(struct loader *ld)
 		ld->rc = mat_pack(&m->conv2, m->gemm, 1, ld->err);
 }
 
+/* fp32: the decoder's F16 rows that gemv-f16.c reads in place. */
+static void
+keep_rows(struct loader *ld, const struct mat *w)
+{
+	if (w->f16 != NULL && w->f16_owned == NULL)
+		keep(ld, w->f16);
+}
+
+/*
+ * Give back the file's memory that is not read after the load: all but
+ * the header, the tensors bound in place (vectors, tables, positions,
+ * the F16 token embedding) and the F16 rows of an fp32 decoder.
+ */
+static void
+release_file(struct loader *ld)
+{
+	struct sotto_model *m = ld->m;
+	int i, j;
+
+	for (i = 0; i < m->hp.n_text_layer; i++) {
+		const struct dec_layer *l = &m->dec[i];
+		const struct mat *mats[] = { &l->qkv, &l->o, &l->cq, &l->ckv,
+		    &l->co, &l->fc1, &l->fc2 };
+
+		for (j = 0; j < 7; j++)
+			keep_rows(ld, mats[j]);
+	}
+	keep_rows(ld, &m->tok_emb);
+	if (ld->rc == 0)
+		gguf_release(m->gguf);
+}
+
 static void
 bind_tensors(struct loader *ld)
 {
@@ -315,6 +371,7 @@ sotto_model_load(const char *path, const struct sotto_model_params *params,
 	ld.m = m;
 	ld.err = err;
 	bind_tensors(&ld);
+	release_file(&ld);
 	if (ld.rc != 0) {
 		sotto_model_free(m);
 		return ld.rc;
