@@ -590,3 +590,37 @@ def test_fetch_model_unreachable_explains(name, tmp_path):
     assert f"{name} is not available" in cp.stderr
     assert cp.stderr.rstrip().splitlines()[-1].strip() == f"scripts/fetch-model PATH --name {name}"
     assert not list(tmp_path.iterdir())
+
+
+def test_fetch_model_replaces_by_rename(tiny_ct2, tiny_gguf, tmp_path):
+    """A model is never written in place (a running sottod or any reader
+    keeps the file it opened, whole): fetch-model's conversion writes a
+    temporary file in the output directory and renames it over the old
+    one; a failed conversion leaves the old file as it was; no temporary
+    file is left either way."""
+    models = tmp_path / "models"
+    models.mkdir()
+    out = models / "tiny.en.gguf"
+    old = b"an older model file, held open by a reader\n" * 1000
+    out.write_bytes(old)
+    src = tmp_path / "faster-whisper-tiny.en"
+    shutil.copytree(tiny_ct2, src)
+    # The source is newer than out, so fetch-model converts again.
+    os.utime(out, (1, 1))
+    with open(out, "rb") as reader:
+        ino = os.fstat(reader.fileno()).st_ino
+        cp = run([REPO / "scripts" / "fetch-model", src, "-o", models])
+        assert cp.returncode == 0, cp.stderr
+        assert Path(cp.stdout.strip()) == out
+        assert out.stat().st_ino != ino, "written in place"
+        assert reader.read() == old, "the open file changed"
+    assert out.read_bytes() == tiny_gguf.read_bytes()
+    assert sorted(p.name for p in models.iterdir()) == ["tiny.en.gguf"]
+
+    # A conversion that fails leaves the model there untouched.
+    (src / "model.bin").write_bytes((tiny_ct2 / "model.bin").read_bytes()[:1 << 20])
+    ino = out.stat().st_ino
+    cp = run([REPO / "scripts" / "fetch-model", src, "-o", models])
+    assert cp.returncode == 1 and "truncated" in cp.stderr, cp.stderr
+    assert out.stat().st_ino == ino and out.read_bytes() == tiny_gguf.read_bytes()
+    assert sorted(p.name for p in models.iterdir()) == ["tiny.en.gguf"]

@@ -128,15 +128,41 @@ def filters_for(model: WhisperModel) -> np.ndarray:
     return f
 
 
+def _sync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_dir(path: Path) -> None:
+    """The rename itself on disk (best effort: not every filesystem lets a
+    directory be fsynced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_gguf(model: WhisperModel, out: Path, name: str) -> None:
-    """Validate and write; the file appears atomically (temp + rename) so a
-    failed conversion never leaves a half-written model behind."""
+    """Validate and write. The model is written to a temporary file in the
+    output's directory, flushed to disk, then renamed over `out`: whoever
+    has the old file (a running sottod, a reader) keeps it whole, a new
+    reader gets the whole new one, and a failed or interrupted conversion
+    leaves `out` as it was."""
     model.hparams.validate()
     check_tensors(model)
     md = metadata(model, name)
     tensors = to_sotto_tensors(model, filters_for(model))
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     progress(f"writing {out} ({len(tensors)} tensors, alignment {ALIGNMENT})")
     try:
         w = _Writer(tmp)
@@ -150,7 +176,9 @@ def write_gguf(model: WhisperModel, out: Path, name: str) -> None:
         for tname, a in tensors.items():
             w.tensor(tname, a)
         w.finish()
+        _sync_file(tmp)
         os.replace(tmp, out)
+        _sync_dir(out.parent)
     except OSError as e:
         raise ConvertError(f"cannot write {out}: {e.strerror or e}") from None
     finally:
