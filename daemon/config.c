@@ -9,8 +9,9 @@
  * inih finish the file.
  *
  * Each key is marked live when the running daemon can apply a new value
- * (SIGHUP: config_diff, config_keep_restart_keys); the others (the model,
- * the socket, the threads, the microphone) take effect at the next start.
+ * (SIGHUP: config_diff, config_keep_restart_keys; a new model is loaded
+ * by daemon/reload.c); the others (the socket, the threads, the
+ * precision, the microphone) take effect at the next start.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -104,7 +105,7 @@ static config_parse_fn config_parse_mode;
 static const struct config_key config_keys[] = {
 	I("engine", "beam_size", beam_size, 1, 16, LIVE),
 	S("engine", "language", config_parse_language, language, LIVE),
-	S("engine", "model", config_parse_string, model, RESTART),
+	S("engine", "model", config_parse_string, model, LIVE),
 	S("engine", "precision", config_parse_precision, precision, RESTART),
 	I("engine", "step_ms", step_ms, 100, 30000, LIVE),
 	I("engine", "threads", threads, 0, 1024, RESTART),

@@ -273,7 +273,7 @@ server_start(int listen_fd, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (worker_start(sottod.model, server.wake, err, errlen) != 0)
+	if (worker_start(server.wake, err, errlen) != 0)
 		return -1;
 	if (server_timers(err, errlen) != 0)
 		return -1;

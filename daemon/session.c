@@ -343,6 +343,7 @@ session_shared_new(const char *name, int rate, int channels,
 		return NULL;
 	}
 	s->flags |= SESSION_SHARED;
+	worker_stream_follow(s->ws);	/* it never ends: moves on a reload */
 	return s;
 }
 

@@ -57,8 +57,12 @@ static const char usage_text[] =
 "get their last finals), then exits. SIGHUP reads the config file again\n"
 "and applies the limits, log level, socket mode and engine settings of\n"
 "new sessions; a file with an error is refused (the log names its line)\n"
-"and changes to socket, model, threads, precision or [mic] are logged as\n"
-"needing a restart.\n";
+"and changes to socket, threads, precision or [mic] are logged as\n"
+"needing a restart. SIGHUP also loads the model again when the config\n"
+"names another one or its file was replaced, without dropping clients:\n"
+"open sessions finish on the old model, new ones use the new one, and\n"
+"the microphone moves to it at a pause. The model file is read into\n"
+"memory at load: replacing or truncating it changes nothing until then.\n";
 
 enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION };
 
@@ -199,35 +203,6 @@ sottod_set_log_level(void)
 	log_setlevel((enum log_level)level);
 }
 
-static void
-sottod_load_model(void)
-{
-	struct sotto_model_params mp;
-	struct sotto_model_info info;
-	char path[PATH_MAX], err[SOTTO_ERR_MAX];
-	double t0 = sottod_now();
-
-	sotto_model_params_init(&mp);
-	mp.threads = sottod.cfg.threads;
-	if (strcmp(sottod.cfg.precision, "fp32") == 0)
-		mp.precision = SOTTO_PRECISION_FP32;
-	else if (strcmp(sottod.cfg.precision, "bf16") == 0)
-		mp.precision = SOTTO_PRECISION_BF16;
-	if (model_path_resolve(sottod.cfg.model, path, sizeof(path), err,
-	    sizeof(err)) != 0 || sotto_model_load(path, &mp, &sottod.model,
-	    err) != 0)
-		fatalx("%s", err);
-	sotto_model_info(sottod.model, &info);
-	snprintf(sottod.model_name, sizeof(sottod.model_name), "%.*s",
-	    (int)sizeof(sottod.model_name) - 1, info.name ? info.name :
-	    sottod.cfg.model);
-	sottod.multilingual = info.multilingual;
-	log_info("model %s loaded from %s in %.1f s (%s, %d threads)",
-	    sottod.model_name, path, sottod_now() - t0,
-	    info.precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
-	    info.threads);
-}
-
 /*
  * Remove a stale socket at path: only a socket, and only when nobody
  * answers on it. Returns 0, or -1 with err.
@@ -358,7 +333,8 @@ sottod_reload(void)
 	log_info("reload: %s: %d change(s) applied, %d need a restart",
 	    path != NULL ? path : "no config file (defaults)", n - restart,
 	    restart);
-	systemd_notify_ready(NULL);
+	if (!reload_model())
+		systemd_notify_ready(NULL);
 }
 
 /* libevent's own messages, into our log. */
@@ -392,7 +368,8 @@ main(int argc, char **argv)
 	sottod_load_model();
 	event_set_log_callback(sottod_event_log);
 	if (evthread_use_pthreads() != 0 ||
-	    (sottod.base = event_base_new()) == NULL)
+	    (sottod.base = event_base_new()) == NULL ||
+	    reload_init(err, sizeof(err)) != 0)
 		fatalx("cannot set up the event loop");
 	if (sottod.listen_fd == -1) {
 		sottod.listen_fd = sottod_listen(sottod.cfg.socket_path, err,
@@ -414,7 +391,8 @@ main(int argc, char **argv)
 	event_base_loop(sottod.base, EVLOOP_NONBLOCK);
 	if (sottod.own_socket)
 		unlink(sottod.cfg.socket_path);
-	sotto_model_free(sottod.model);
+	reload_stop();
+	models_free_all();
 	event_base_free(sottod.base);
 	return 0;
 }

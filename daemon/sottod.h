@@ -38,7 +38,7 @@ struct worker_result;
 struct sottod {
 	struct config		 cfg;
 	struct event_base	*base;
-	struct sotto_model	*model;		/* read-only, shared */
+	struct sotto_model	*model;		/* current (models.c owns it) */
 	char			 model_name[PROTO_NAME_MAX];
 	int			 multilingual;
 	double			 started;	/* monotonic seconds */
@@ -50,6 +50,21 @@ extern struct sottod sottod;
 
 double	sottod_now(void);
 void	sottod_reload(void);
+void	sottod_load_model(void);	/* reload.c: at start, or exit */
+
+/* models.c: the current model and those older sessions still use */
+struct model_ref;
+int	models_set_current(struct sotto_model *);
+struct model_ref *models_take(void);
+const struct sotto_model *models_model(const struct model_ref *);
+int	models_is_current(const struct model_ref *);
+void	models_drop(struct model_ref *);
+void	models_free_all(void);
+
+/* reload.c: SIGHUP loads a replaced or renamed model on a thread */
+int	reload_init(char *err, size_t errlen);
+int	reload_model(void);
+void	reload_stop(void);
 
 /* mem.c */
 void	mem_init(void);
@@ -185,17 +200,21 @@ struct worker_result {
 };
 
 struct worker_stream;
-/* live: catch up in larger steps when behind (worker.c) */
+/*
+ * live: catch up in larger steps when behind (worker.c). NULL when out
+ * of memory.
+ */
 struct worker_stream *worker_stream_new(uint64_t id,
 	    const struct sotto_stream_params *, int live);
+/* Before its first job: move to the new model after a reload. */
+void	worker_stream_follow(struct worker_stream *);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
 size_t	worker_stream_pending(struct worker_stream *);
 int	worker_queue(struct worker_stream *, enum worker_kind);
 struct worker_result *worker_next_result(void);
 void	worker_result_free(struct worker_result *);
 double	worker_step_seconds(void);
-int	worker_start(const struct sotto_model *, struct event *wake,
-	    char *err, size_t errlen);
+int	worker_start(struct event *wake, char *err, size_t errlen);
 void	worker_stop(void);
 
 #endif

@@ -24,6 +24,14 @@
  * due ones together (sotto_stream_step_many), so their decoders read the
  * weights once per token for all of them. A stream's jobs keep their
  * order: one with an earlier job waiting is left in the queue.
+ *
+ * Models: a stream runs on the model that was current when its session
+ * opened (models.c holds a reference for it), so a reload never changes
+ * a session's model halfway. A following stream (the microphone, which
+ * never ends) moves to the current model at its first pause after a
+ * reload (worker_may_move): its engine stream is finished (the finals of
+ * everything it holds are sent) and a new one takes the audio that
+ * follows, its times continuing from the old one's (t_offset).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -34,21 +42,9 @@
 
 #include "log.h"
 #include "sottod.h"
-
-struct worker_stream {
-	uint64_t		 id;
-	pthread_mutex_t		 lock;		/* guards pending */
-	float			*pending;
-	size_t			 n_pending, cap_pending;
-	struct sotto_stream_params params;
-	char			 language[PROTO_LANGUAGE_MAX];
-	int			 live;		/* catch up when behind */
-	struct sotto_stream	*stream;	/* worker thread only */
-	int			 failed;	/* worker thread only */
-};
+#include "worker.h"
 
 #define WORKER_BATCH	16	/* streams stepped together, at most */
-#define WORKER_CATCHUP_S 8	/* audio fed at once when behind, at most */
 
 struct worker_job {
 	struct worker_stream	*ws;
@@ -63,7 +59,6 @@ static struct {
 	TAILQ_HEAD(, worker_job) jobs;
 	TAILQ_HEAD(, worker_result) done;
 	int			 stop, running;
-	const struct sotto_model *model;
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
 	int			 n_streams;	/* alive */
@@ -72,7 +67,7 @@ static struct {
 	.cond = PTHREAD_COND_INITIALIZER,
 };
 
-static double
+double
 worker_now(void)
 {
 	struct timespec ts;
@@ -91,6 +86,10 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 		return NULL;
 	ws->id = id;
 	ws->live = live;
+	if ((ws->model = models_take()) == NULL) {
+		free(ws);
+		return NULL;
+	}
 	pthread_mutex_init(&ws->lock, NULL);
 	ws->params = *p;
 	if (p->language != NULL) {
@@ -105,42 +104,6 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 }
 
 /* Append n samples; returns 0 or -1 when out of memory. */
-int
-worker_stream_push(struct worker_stream *ws, const float *pcm, size_t n)
-{
-	size_t cap;
-	float *p;
-	int rc = 0;
-
-	pthread_mutex_lock(&ws->lock);
-	if (ws->n_pending + n > ws->cap_pending) {
-		cap = (ws->n_pending + n) * 3 / 2 + 4096;
-		if ((p = realloc(ws->pending, cap * sizeof(*p))) == NULL)
-			rc = -1;
-		else {
-			ws->pending = p;
-			ws->cap_pending = cap;
-		}
-	}
-	if (rc == 0) {
-		memcpy(ws->pending + ws->n_pending, pcm, n * sizeof(*pcm));
-		ws->n_pending += n;
-	}
-	pthread_mutex_unlock(&ws->lock);
-	return rc;
-}
-
-size_t
-worker_stream_pending(struct worker_stream *ws)
-{
-	size_t n;
-
-	pthread_mutex_lock(&ws->lock);
-	n = ws->n_pending;
-	pthread_mutex_unlock(&ws->lock);
-	return n;
-}
-
 /* Queue a job; after WORKER_FREE the caller must forget ws. */
 int
 worker_queue(struct worker_stream *ws, enum worker_kind kind)
@@ -172,115 +135,8 @@ worker_result_free(struct worker_result *r)
 	free(r);
 }
 
-/* Append copies of an update's finals and take its partial. */
-static int
-worker_copy(struct worker_result *r, const struct sotto_stream_update *u)
-{
-	struct worker_segment *f;
-	int i;
-
-	if (u->n_finals > 0) {
-		f = realloc(r->finals, (r->n_finals + u->n_finals) *
-		    sizeof(*f));
-		if (f == NULL)
-			return -1;
-		r->finals = f;
-		for (i = 0; i < u->n_finals; i++) {
-			f = &r->finals[r->n_finals];
-			f->start = u->finals[i].start;
-			f->end = u->finals[i].end;
-			if ((f->text = strdup(u->finals[i].text ?
-			    u->finals[i].text : "")) == NULL)
-				return -1;
-			r->n_finals++;
-		}
-	}
-	free(r->partial);
-	r->partial = strdup(u->partial ? u->partial : "");
-	r->partial_start = u->partial_start;
-	r->partial_end = u->partial_end;
-	r->audio_time = u->audio_time;
-	return r->partial == NULL ? -1 : 0;
-}
-
+/* Every 100 ms block of the last 0.5 s of p[n] is under the gate. */
 /* Move up to max pending samples into the engine. */
-static int
-worker_feed(struct worker_stream *ws, size_t max, char *err)
-{
-	size_t n;
-	int rc;
-
-	pthread_mutex_lock(&ws->lock);
-	n = ws->n_pending < max ? ws->n_pending : max;
-	rc = n ? sotto_stream_push(ws->stream, ws->pending, n, err) : 0;
-	if (rc == 0) {
-		memmove(ws->pending, ws->pending + n,
-		    (ws->n_pending - n) * sizeof(float));
-		ws->n_pending -= n;
-	}
-	pthread_mutex_unlock(&ws->lock);
-	return rc;
-}
-
-/*
- * The audio to feed ws for its next step: one step; or, for a live
- * stream that has fallen behind (two steps or more pending: the compute
- * thread has more streams than it can step in time), every whole step
- * pending, up to WORKER_CATCHUP_S seconds. A step costs about the same
- * whatever audio it adds (the window is encoded whole), so one step at
- * a time would fall further behind, and a live source cannot wait; in
- * larger steps the stream keeps up, with fewer partials. Whole steps,
- * so a stream that keeps up is stepped as before. Other streams are
- * stepped one step at a time whatever the load, so their transcript
- * does not depend on it.
- */
-static size_t
-worker_feed_size(struct worker_stream *ws)
-{
-	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
-	size_t most = (size_t)WORKER_CATCHUP_S * SOTTO_SAMPLE_RATE / step;
-	size_t k = 1;
-
-	if (ws->live) {
-		k = worker_stream_pending(ws) / step;
-		k = k > most ? most : k;
-		k = k < 1 ? 1 : k;
-	}
-	return k * step;
-}
-
-/*
- * Everything pending, fed as worker_run_steps feeds it (so the result
- * does not depend on when END arrived), every due step, then the end of
- * the stream.
- */
-static int
-worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
-{
-	struct sotto_stream_update u;
-	int rc;
-
-	for (;;) {
-		if (!sotto_stream_due(ws->stream)) {
-			if (worker_stream_pending(ws) == 0)
-				break;
-			if ((rc = worker_feed(ws, worker_feed_size(ws),
-			    err)) != 0)
-				return rc;
-		}
-		if (!sotto_stream_due(ws->stream))
-			continue;
-		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
-			return rc;
-		if (worker_copy(r, &u) != 0)
-			return SOTTO_ENOMEM;
-	}
-	if ((rc = sotto_stream_finish(ws->stream, &u, err)) != 0)
-		return rc;
-	r->stepped = 1;
-	return worker_copy(r, &u) != 0 ? SOTTO_ENOMEM : 0;
-}
-
 /*
  * Free ws; when it was the last stream and nothing is queued, give the
  * free memory back (mem.c): a burst of sessions has just ended.
@@ -291,6 +147,7 @@ worker_stream_free(struct worker_stream *ws)
 	int idle;
 
 	sotto_stream_free(ws->stream);
+	models_drop(ws->model);
 	pthread_mutex_destroy(&ws->lock);
 	free(ws->pending);
 	free(ws);
@@ -315,9 +172,12 @@ worker_prepare(struct worker_stream *ws, enum worker_kind kind)
 		return NULL;
 	r->id = ws->id;
 	r->kind = kind;
-	if (ws->stream == NULL && !ws->failed)
-		rc = sotto_stream_new(worker.model, &ws->params, &ws->stream,
-		    r->err);
+	if (ws->follow && ws->stream != NULL && !ws->failed &&
+	    !models_is_current(ws->model) && worker_may_move(ws))
+		rc = worker_switch(ws, r);
+	if (ws->stream == NULL && !ws->failed && rc == 0)
+		rc = sotto_stream_new(models_model(ws->model), &ws->params,
+		    &ws->stream, r->err);
 	if (ws->failed || rc != 0) {
 		ws->failed = 1;
 		r->error = 1;
@@ -393,7 +253,7 @@ worker_run_steps(struct worker_stream **ws, int n, struct worker_result **out)
 		if (rc[j] != 0) {
 			snprintf(r->err, sizeof(r->err), "%s", err[j]);
 			worker_fail(ws[at[j]], r);
-		} else if (worker_copy(r, &u[j]) != 0) {
+		} else if (worker_copy(ws[at[j]], r, &u[j]) != 0) {
 			snprintf(r->err, sizeof(r->err), "out of memory");
 			worker_fail(ws[at[j]], r);
 		} else
@@ -514,14 +374,12 @@ worker_step_seconds(void)
  * active whenever results are ready. Returns 0 or -1 with err.
  */
 int
-worker_start(const struct sotto_model *model, struct event *wake, char *err,
-    size_t errlen)
+worker_start(struct event *wake, char *err, size_t errlen)
 {
 	int rc;
 
 	TAILQ_INIT(&worker.jobs);
 	TAILQ_INIT(&worker.done);
-	worker.model = model;
 	worker.wake = wake;
 	if ((rc = pthread_create(&worker.thread, NULL, worker_main,
 	    NULL)) != 0) {

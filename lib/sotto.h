@@ -229,11 +229,12 @@ SOTTO_API int	sotto_stream_due(const struct sotto_stream *);
 SOTTO_API int	sotto_stream_step(struct sotto_stream *,
 	    struct sotto_stream_update *ret, char *err);
 /*
- * sotto_stream_step() for n streams of one model (each due, as a server
- * steps the streams due at one time): the decoders of the greedy ones
- * (beam_size 1) run as one batch, a column per stream, so each token
- * reads the weights once for all of them. The results are those of n
- * sotto_stream_step() calls. Per stream: ret[i], rc[i] (0 or SOTTO_E*)
+ * sotto_stream_step() for n streams (each due, as a server steps the
+ * streams due at one time): the decoders of the greedy ones (beam_size 1)
+ * of one model run as one batch, a column per stream, so each token
+ * reads the weights once for all of them; consecutive streams of one
+ * model form a batch. The results are those of n sotto_stream_step()
+ * calls. Per stream: ret[i], rc[i] (0 or SOTTO_E*)
  * and err[i]. Returns how many failed.
  */
 SOTTO_API int	sotto_stream_step_many(struct sotto_stream *const *s, int n,

@@ -543,8 +543,11 @@ sotto_stream_step_many(struct sotto_stream *const *s, int n,
 {
 	int i, m, failed = 0;
 
+	/* a batch shares one model's weights (a server may hold two) */
 	for (i = 0; i < n; i += m) {
-		m = n - i < WHISPER_MAX_BEAMS ? n - i : WHISPER_MAX_BEAMS;
+		for (m = 1; i + m < n && m < WHISPER_MAX_BEAMS &&
+		    s[i + m]->model == s[i]->model; m++)
+			;
 		failed += step_group(s + i, m, ret + i, rc + i, err + i);
 	}
 	return failed;

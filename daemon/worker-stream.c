@@ -1,0 +1,238 @@
+/*
+ * A stream on the compute thread (see worker.c's design note): its pending
+ * audio, how much of it a step takes, the results it leaves, and which
+ * model it runs on. The loop calls the public worker_stream_* functions;
+ * the rest runs on the compute thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "sottod.h"
+#include "worker.h"
+
+#define WORKER_CATCHUP_S 8	/* audio fed at once when behind, at most */
+#define WORKER_MOVE_WAIT_S 30	/* a following stream waits for a pause */
+#define WORKER_PAUSE	(SOTTO_SAMPLE_RATE / 2)	/* a pause: 0.5 s */
+#define WORKER_PAUSE_BLOCK (SOTTO_SAMPLE_RATE / 10) /* in 100 ms blocks */
+#define WORKER_PAUSE_POWER 1e-5	/* each under -50 dBFS (the gate) */
+
+void
+worker_stream_follow(struct worker_stream *ws)
+{
+	ws->follow = 1;
+}
+
+int
+worker_stream_push(struct worker_stream *ws, const float *pcm, size_t n)
+{
+	size_t cap;
+	float *p;
+	int rc = 0;
+
+	pthread_mutex_lock(&ws->lock);
+	if (ws->n_pending + n > ws->cap_pending) {
+		cap = (ws->n_pending + n) * 3 / 2 + 4096;
+		if ((p = realloc(ws->pending, cap * sizeof(*p))) == NULL)
+			rc = -1;
+		else {
+			ws->pending = p;
+			ws->cap_pending = cap;
+		}
+	}
+	if (rc == 0) {
+		memcpy(ws->pending + ws->n_pending, pcm, n * sizeof(*pcm));
+		ws->n_pending += n;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return rc;
+}
+
+size_t
+worker_stream_pending(struct worker_stream *ws)
+{
+	size_t n;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->n_pending;
+	pthread_mutex_unlock(&ws->lock);
+	return n;
+}
+
+/*
+ * Append copies of an update's finals and take its partial; times move
+ * by the stream's offset (a following stream's earlier engine streams).
+ */
+int
+worker_copy(struct worker_stream *ws, struct worker_result *r,
+    const struct sotto_stream_update *u)
+{
+	struct worker_segment *f;
+	double t0 = ws->t_offset;
+	int i;
+
+	if (u->n_finals > 0) {
+		f = realloc(r->finals, (r->n_finals + u->n_finals) *
+		    sizeof(*f));
+		if (f == NULL)
+			return -1;
+		r->finals = f;
+		for (i = 0; i < u->n_finals; i++) {
+			f = &r->finals[r->n_finals];
+			f->start = u->finals[i].start + t0;
+			f->end = u->finals[i].end + t0;
+			if ((f->text = strdup(u->finals[i].text ?
+			    u->finals[i].text : "")) == NULL)
+				return -1;
+			r->n_finals++;
+		}
+	}
+	free(r->partial);
+	r->partial = strdup(u->partial ? u->partial : "");
+	r->partial_start = u->partial_start + t0;
+	r->partial_end = u->partial_end + t0;
+	r->audio_time = u->audio_time + t0;
+	return r->partial == NULL ? -1 : 0;
+}
+
+static int
+worker_pause(const float *p, size_t n)
+{
+	size_t at = n > WORKER_PAUSE ? n - WORKER_PAUSE : 0, i, len;
+	double sum;
+
+	for (; at < n; at += len) {
+		len = n - at < WORKER_PAUSE_BLOCK ? n - at : WORKER_PAUSE_BLOCK;
+		for (i = 0, sum = 0; i < len; i++)
+			sum += (double)p[at + i] * p[at + i];
+		if (sum / len > WORKER_PAUSE_POWER)
+			return 0;
+	}
+	return 1;
+}
+
+int
+worker_feed(struct worker_stream *ws, size_t max, char *err)
+{
+	size_t n;
+	int rc;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->n_pending < max ? ws->n_pending : max;
+	rc = n ? sotto_stream_push(ws->stream, ws->pending, n, err) : 0;
+	if (rc == 0 && n > 0)
+		ws->quiet = worker_pause(ws->pending, n);
+	if (rc == 0) {
+		memmove(ws->pending, ws->pending + n,
+		    (ws->n_pending - n) * sizeof(float));
+		ws->n_pending -= n;
+	}
+	pthread_mutex_unlock(&ws->lock);
+	return rc;
+}
+
+/*
+ * The audio to feed ws for its next step: one step; or, for a live
+ * stream that has fallen behind (two steps or more pending: the compute
+ * thread has more streams than it can step in time), every whole step
+ * pending, up to WORKER_CATCHUP_S seconds. A step costs about the same
+ * whatever audio it adds (the window is encoded whole), so one step at
+ * a time would fall further behind, and a live source cannot wait; in
+ * larger steps the stream keeps up, with fewer partials. Whole steps,
+ * so a stream that keeps up is stepped as before. Other streams are
+ * stepped one step at a time whatever the load, so their transcript
+ * does not depend on it.
+ */
+size_t
+worker_feed_size(struct worker_stream *ws)
+{
+	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
+	size_t most = (size_t)WORKER_CATCHUP_S * SOTTO_SAMPLE_RATE / step;
+	size_t k = 1;
+
+	if (ws->live) {
+		k = worker_stream_pending(ws) / step;
+		k = k > most ? most : k;
+		k = k < 1 ? 1 : k;
+	}
+	return k * step;
+}
+
+/*
+ * Everything pending, fed as worker_run_steps feeds it (so the result
+ * does not depend on when END arrived), every due step, then the end of
+ * the stream.
+ */
+int
+worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
+{
+	struct sotto_stream_update u;
+	int rc;
+
+	for (;;) {
+		if (!sotto_stream_due(ws->stream)) {
+			if (worker_stream_pending(ws) == 0)
+				break;
+			if ((rc = worker_feed(ws, worker_feed_size(ws),
+			    err)) != 0)
+				return rc;
+		}
+		if (!sotto_stream_due(ws->stream))
+			continue;
+		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
+			return rc;
+		if (worker_copy(ws, r, &u) != 0)
+			return SOTTO_ENOMEM;
+	}
+	if ((rc = sotto_stream_finish(ws->stream, &u, err)) != 0)
+		return rc;
+	r->stepped = 1;
+	return worker_copy(ws, r, &u) != 0 ? SOTTO_ENOMEM : 0;
+}
+
+/*
+ * A following stream whose model was replaced moves at a pause (the
+ * audio fed so far ends in half a second under the engine's gate), so
+ * that no word is cut in two between the models; after
+ * WORKER_MOVE_WAIT_S without one, it moves anyway.
+ */
+int
+worker_may_move(struct worker_stream *ws)
+{
+	double now = worker_now();
+
+	if (ws->stale_since == 0)
+		ws->stale_since = now;
+	return ws->quiet || now - ws->stale_since >= WORKER_MOVE_WAIT_S;
+}
+
+/*
+ * A following stream after a reload: finish its engine stream into r
+ * (its last finals), then put it on the current model; the next engine
+ * stream starts where this one ended.
+ */
+int
+worker_switch(struct worker_stream *ws, struct worker_result *r)
+{
+	struct sotto_stream_update u;
+	struct sotto_model_info info;
+	struct model_ref *cur;
+	int rc;
+
+	if ((rc = sotto_stream_finish(ws->stream, &u, r->err)) != 0)
+		return rc;
+	if (worker_copy(ws, r, &u) != 0)
+		return SOTTO_ENOMEM;
+	ws->t_offset += u.audio_time;
+	ws->stale_since = 0;
+	sotto_stream_free(ws->stream);
+	ws->stream = NULL;
+	if ((cur = models_take()) != NULL) {
+		models_drop(ws->model);
+		ws->model = cur;
+	}
+	sotto_model_info(models_model(ws->model), &info);
+	log_info("stream %llu: moved to model %s at %.1f s", (unsigned long
+	    long)ws->id, info.name != NULL ? info.name : "?", ws->t_offset);
+	return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * The compute thread's private parts, shared by worker.c (the thread, its
+ * queue and batches) and worker-stream.c (a stream's audio, results and
+ * model). The rest of the daemon sees only sottod.h's worker_* calls.
+ */
+#ifndef SOTTOD_WORKER_H
+#define SOTTOD_WORKER_H
+
+#include <pthread.h>
+
+#include "sottod.h"
+
+/*
+ * A session's side of the compute thread: pending audio (under lock, the
+ * loop appends), and the engine stream the compute thread alone uses.
+ */
+struct worker_stream {
+	uint64_t	 id;
+	pthread_mutex_t	 lock;		/* guards pending */
+	float		*pending;
+	size_t		 n_pending, cap_pending;
+	struct sotto_stream_params params;
+	char		 language[PROTO_LANGUAGE_MAX];
+	int		 live;		/* catch up when behind */
+	int		 follow;	/* moves to a reloaded model */
+	struct model_ref *model;	/* the model it runs on */
+	/* compute thread only: */
+	struct sotto_stream *stream;
+	int		 failed;
+	double		 t_offset;	/* audio of earlier streams */
+	int		 quiet;		/* fed audio ends quietly */
+	double		 stale_since;	/* its model was replaced */
+};
+
+double	worker_now(void);
+
+/* worker-stream.c, compute thread */
+int	worker_copy(struct worker_stream *, struct worker_result *,
+	    const struct sotto_stream_update *);
+int	worker_feed(struct worker_stream *, size_t max, char *err);
+size_t	worker_feed_size(struct worker_stream *);
+int	worker_finish(struct worker_stream *, struct worker_result *,
+	    char *err);
+int	worker_may_move(struct worker_stream *);
+int	worker_switch(struct worker_stream *, struct worker_result *);
+
+#endif
