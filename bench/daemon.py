@@ -719,8 +719,7 @@ def main() -> int:
     ap.add_argument("--soak-session-minutes", type=float, default=5.0,
                     help="length of a soak stream's sessions, +-40%% [5]")
     ap.add_argument("--soak-slot", type=float, help="stretch of the latency series, min [soak/12]")
-    ap.add_argument("--soak-tail", type=float, default=2.0,
-                    help="speech at a session's end a final may leave uncovered, s [2]")
+
     a = ap.parse_args()
     q = a.quick
     a.only = (a.only or "streams,idle,rss").split(",")
