@@ -251,6 +251,14 @@ def soak(b, h) -> None:
                                      other0, waited)
 
 
+def slope_10(rows: list[tuple]) -> float:
+    """Least squares slope of VmRSS over minutes, per 10 minutes."""
+    mt = sum(r[2] for r in rows) / len(rows)
+    my = sum(r[3] for r in rows) / len(rows)
+    sxx = sum((r[2] - mt) ** 2 for r in rows)
+    return 10 * sum((r[2] - mt) * (r[3] - my) for r in rows) / sxx if sxx else float("nan")
+
+
 def fit_rss(samples: list[dict]) -> tuple[float, float]:
     """Least squares VmRSS = a + b * sessions + c * minutes: (10 c, b), the
     growth per 10 minutes with the sessions open at each sample accounted
@@ -258,6 +266,8 @@ def fit_rss(samples: list[dict]) -> tuple[float, float]:
     rows = [(1.0, float(x["sessions"]), x["min"], x["VmRSS"]) for x in samples]
     if len(rows) < 4:
         return float("nan"), float("nan")
+    if len({r[1] for r in rows}) < 2:  # the same sessions throughout: time alone
+        return slope_10(rows), float("nan")
     m = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
     v = [sum(r[i] * r[3] for r in rows) for i in range(3)]
     for i in range(3):  # Gauss-Jordan on the 3x3 normal equations
@@ -382,7 +392,8 @@ def soak_report(b, h) -> list[str]:
          f"| VmRSS slope after {min(a.warmup, a.soak_minutes / 4):g} min, MB per 10 min | "
          f"{h.f2(x['slope'])} (RssAnon {h.f2(x['slope_anon'])}) |",
          f"| the same with the sessions open accounted for (VmRSS = a + b sessions + c t), "
-         f"MB per 10 min; b | {h.f2(x['fit'][0])}; {h.f2(x['fit'][1], 1)} MB per session |", ""]
+         f"MB per 10 min; b | {h.f2(x['fit'][0])}; "
+         f"{h.f2(x['fit'][1], 1) or 'n/a (the same number throughout)'} MB per session |", ""]
     L.append(f"Over time, per {a.soak_slot:g} min: partials with text (latency = arrival - "
              "arrival of `opened` - the partial's end) and the largest status `lag_s`.")
     L.append("")
