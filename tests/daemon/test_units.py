@@ -3,6 +3,8 @@
 Works on the units meson configured into the build directory (build/systemd,
 or $SOTTO_BUILD_DIR/systemd), without a running systemd and without sottod:
 verify needs ExecStart= to exist, so a copy points it at /bin/true.
+test_configured checks that ExecStart= names the sottod meson installs;
+test_install.py runs it as written from an installed tree.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from test_install import meson_dirs
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SOTTO_BUILD_DIR", REPO / "build"))
@@ -65,7 +69,9 @@ def test_configured():
     assert not left, f"unsubstituted {left} in sottod.service"
     k = keys(service)
     assert k["Type"] == ["notify"]
-    assert k["ExecStart"][0].split()[0].endswith("/bin/sottod")
+    dirs = meson_dirs()
+    assert k["ExecStart"][0].split()[0] == f"{dirs['sbindir']}/sottod", \
+        f"ExecStart={k['ExecStart'][0]}, but sottod installs in {dirs['sbindir']}"
     assert k["WatchdogSec"] == ["30"]
     assert k["Restart"] == ["on-failure"]
     assert k["RuntimeDirectory"] == ["sotto"]
