@@ -175,6 +175,63 @@ SOTTO_API int	sotto_transcribe_reader(struct sotto_state *,
 SOTTO_API void	sotto_result_free(struct sotto_result *);
 
 /*
+ * Voice activity detection with Silero VAD (v5/v6, 16 kHz), the network
+ * faster-whisper and whisper.cpp use, from its own GGUF (scripts/
+ * fetch-model silero-vad). A struct sotto_vad is read-only once loaded
+ * and may be shared; a struct sotto_vad_state is one audio stream's
+ * recurrent state. Plain C on the calling thread (no oneDNN): ~0.1 ms per
+ * 32 ms chunk.
+ */
+#define SOTTO_VAD_CHUNK		512	/* samples per probability */
+
+struct sotto_vad;
+struct sotto_vad_state;
+
+SOTTO_API int	sotto_vad_load(const char *path, struct sotto_vad **ret,
+	    char *err);
+SOTTO_API void	sotto_vad_free(struct sotto_vad *);
+/* NULL on OOM; starts reset. Free before the sotto_vad. */
+SOTTO_API struct sotto_vad_state *sotto_vad_state_new(const struct sotto_vad *);
+SOTTO_API void	sotto_vad_state_free(struct sotto_vad_state *);
+/* Forget the audio so far (a new stream). */
+SOTTO_API void	sotto_vad_reset(struct sotto_vad_state *);
+/* Speech probability of the next SOTTO_VAD_CHUNK samples of the stream. */
+SOTTO_API float	sotto_vad_chunk(struct sotto_vad_state *, const float *pcm);
+/*
+ * Probabilities of pcm[n], chunk after chunk, into probs[(n + 511) / 512]
+ * (a last partial chunk is padded with zeros); returns how many.
+ */
+SOTTO_API size_t sotto_vad_probs(struct sotto_vad_state *, const float *pcm,
+	    size_t n, float *probs);
+
+/* Speech regions from probabilities: faster-whisper's VadOptions. */
+struct sotto_vad_params {
+	float threshold;		/* speech at or above; 0.5 */
+	float neg_threshold;		/* silence below; < 0 (default):
+					   threshold - 0.15, at least 0.01 */
+	int min_speech_ms;		/* shorter regions dropped; 0 */
+	float max_speech_s;		/* longer ones split; INFINITY */
+	int min_silence_ms;		/* silence that ends a region; 2000 */
+	int speech_pad_ms;		/* added on each side; 400 */
+};
+
+SOTTO_API void	sotto_vad_params_init(struct sotto_vad_params *);
+
+struct sotto_vad_span {
+	size_t start, end;		/* samples, [start, end) */
+};
+
+/*
+ * The speech regions of audio of n_samples whose probabilities (one per
+ * SOTTO_VAD_CHUNK, as sotto_vad_probs() gives them) are probs[n_probs],
+ * as faster-whisper's get_speech_timestamps() finds them. *ret is a
+ * malloc'd array (NULL when none) the caller frees with free().
+ */
+SOTTO_API int	sotto_vad_speech(const float *probs, size_t n_probs,
+	    size_t n_samples, const struct sotto_vad_params *,
+	    struct sotto_vad_span **ret, size_t *ret_n, char *err);
+
+/*
  * Mix frames of interleaved samples (channels per frame) to mono in out,
  * as every input should be before it is resampled or transcribed: a
  * sample that is not a number (NaN, infinite) counts as 0 and the mix is

