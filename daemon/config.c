@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "config-file.h"
+#include "listen-addr.h"
 
 #define CONFIG_MSG_MAX		256
 #define CONFIG_KIB		((size_t)1024)
@@ -79,6 +80,7 @@ static config_parse_fn config_parse_precision;
 static config_parse_fn config_parse_language;
 static config_parse_fn config_parse_log_level;
 static config_parse_fn config_parse_mode;
+static config_parse_fn config_parse_listen;
 
 #define LIVE	1
 #define RESTART	0
@@ -109,6 +111,7 @@ static const struct config_key config_keys[] = {
 	S("engine", "precision", config_parse_precision, precision, RESTART),
 	I("engine", "step_ms", step_ms, 100, 30000, LIVE),
 	I("engine", "threads", threads, 0, 1024, RESTART),
+	S("http", "listen", config_parse_listen, http_listen, RESTART),
 	I("mic", "channels", mic_channels, 1, 32, RESTART),
 	S("mic", "device", config_parse_string, mic_device, RESTART),
 	B("mic", "enabled", mic_enabled, RESTART),
@@ -131,7 +134,8 @@ static const struct config_key config_keys[] = {
 _Static_assert(CONFIG_NKEYS <= 32, "struct config_ctx seen[] too small");
 
 /* Sections in the order config_dump prints them. */
-static const char *const config_sections[] = { "server", "engine", "mic" };
+static const char *const config_sections[] = { "server", "engine", "mic",
+    "http" };
 
 void
 config_defaults(struct config *cfg)
@@ -223,6 +227,28 @@ config_parse_log_level(const struct config_key *k, void *field,
 		return -1;
 	}
 	return config_parse_string(k, field, value, msg, msglen);
+}
+
+/* ADDRESS:PORT (listen-addr.c), or empty: off. */
+static int
+config_parse_listen(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char m[CONFIG_MSG_MAX];
+
+	if (*value != '\0' && listen_addr_parse(value, &ss, &len, m,
+	    sizeof(m)) != 0) {
+		snprintf(msg, msglen, "%s: %s", k->key, m);
+		return -1;
+	}
+	if (strlen(value) >= k->size) {
+		snprintf(msg, msglen, "%s: value too long", k->key);
+		return -1;
+	}
+	memcpy(field, value, strlen(value) + 1);
+	return 0;
 }
 
 /* File permission bits in octal: 0660, 666 (at most 0777). */

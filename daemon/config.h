@@ -39,6 +39,9 @@ struct config {
 	int	mic_rate;		/* rate = 16000 */
 	int	mic_channels;		/* channels = 1 */
 	char	mic_language[16];	/* language = [engine] language */
+
+	/* [http] (daemon/http.c) */
+	char	http_listen[64];	/* listen = ADDR:PORT; "" off */
 };
 
 /* Fill every field with its default. */

@@ -27,6 +27,7 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include "http.h"
 #include "log.h"
 #include "systemd.h"
 #include "sottod.h"
@@ -195,6 +196,7 @@ server_drain(void)
 	systemd_notify_stopping();
 	if (server.listener != NULL)
 		evconnlistener_disable(server.listener);
+	http_drain();
 	session_mic_stop();
 	TAILQ_FOREACH_SAFE(p, &peers, entry, next) {
 		if (p->session == NULL)

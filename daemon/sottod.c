@@ -26,6 +26,8 @@
 #include <event2/thread.h>
 
 #include "client.h"
+#include "http.h"
+#include "listen-addr.h"
 #include "log.h"
 #include "omp-env.h"
 #include "systemd.h"
@@ -47,6 +49,8 @@ static const char usage_text[] =
 "  -m, --model NAME|PATH     model name (see scripts/fetch-model) or\n"
 "                            .gguf path\n"
 "  -t, --threads N           compute threads (0: all cores)\n"
+"      --http ADDR:PORT      serve the OpenAI-compatible HTTP API there\n"
+"                            (127.0.0.1:8000; docs/http.md)\n"
 "      --precision auto|fp32|bf16\n"
 "  -d, --debug               debug logging\n"
 "      --check-config        print the configuration and exit\n"
@@ -64,7 +68,7 @@ static const char usage_text[] =
 "the microphone moves to it at a pause. The model file is read into\n"
 "memory at load: replacing or truncating it changes nothing until then.\n";
 
-enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION };
+enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION, OPT_HTTP };
 
 static const struct option long_options[] = {
 	{ "config", required_argument, NULL, 'f' },
@@ -72,6 +76,7 @@ static const struct option long_options[] = {
 	{ "model", required_argument, NULL, 'm' },
 	{ "threads", required_argument, NULL, 't' },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
+	{ "http", required_argument, NULL, OPT_HTTP },
 	{ "debug", no_argument, NULL, 'd' },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
 	{ "help", no_argument, NULL, 'h' },
@@ -81,7 +86,7 @@ static const struct option long_options[] = {
 
 /* Command-line flags, checked once; they override every config read. */
 struct sottod_flags {
-	const char *config, *socket, *model, *precision;
+	const char *config, *socket, *model, *precision, *http;
 	int threads;		/* -1: not given */
 	int debug, check;
 };
@@ -107,7 +112,9 @@ sottod_usage(const char *msg)
 static void
 sottod_check_args(struct sottod_flags *f, const char *threads)
 {
-	char *end;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char msg[256], usage_msg[300], *end;
 	long v;
 
 	if (threads != NULL) {
@@ -125,6 +132,14 @@ sottod_check_args(struct sottod_flags *f, const char *threads)
 		sottod_usage("--socket: path too long");
 	if (f->model != NULL && strlen(f->model) >= sizeof(sottod.cfg.model))
 		sottod_usage("--model: name too long");
+	if (f->http != NULL &&
+	    strlen(f->http) >= sizeof(sottod.cfg.http_listen))
+		sottod_usage("--http: address too long");
+	if (f->http != NULL &&
+	    listen_addr_parse(f->http, &ss, &len, msg, sizeof(msg)) != 0) {
+		snprintf(usage_msg, sizeof(usage_msg), "--http: %s", msg);
+		sottod_usage(usage_msg);
+	}
 }
 
 static void
@@ -144,6 +159,7 @@ sottod_parse_args(int argc, char **argv, struct sottod_flags *f)
 		case 't': threads = optarg; break;
 		case 'd': f->debug = 1; break;
 		case OPT_PRECISION: f->precision = optarg; break;
+		case OPT_HTTP: f->http = optarg; break;
 		case OPT_CHECK: f->check = 1; break;
 		case OPT_VERSION:
 			printf("sottod %s (protocol %d)\n", SOTTO_VERSION,
@@ -185,6 +201,9 @@ sottod_read_config(struct config *cfg, char *err, size_t errlen)
 		    flags.socket);
 	if (flags.model != NULL)
 		snprintf(cfg->model, sizeof(cfg->model), "%s", flags.model);
+	if (flags.http != NULL)
+		snprintf(cfg->http_listen, sizeof(cfg->http_listen), "%s",
+		    flags.http);
 	if (flags.threads >= 0)
 		cfg->threads = flags.threads;
 	if (flags.precision != NULL)
@@ -379,7 +398,8 @@ main(int argc, char **argv)
 		sottod.own_socket = 1;
 	}
 	if (server_start(sottod.listen_fd, err, sizeof(err)) != 0 ||
-	    session_mic_start(err, sizeof(err)) != 0)
+	    session_mic_start(err, sizeof(err)) != 0 ||
+	    http_start(err, sizeof(err)) != 0)
 		fatalx("%s", err);
 	log_info("listening on %s%s", sottod.own_socket ?
 	    sottod.cfg.socket_path : "the socket from systemd",
@@ -387,6 +407,7 @@ main(int argc, char **argv)
 	systemd_notify_ready("ready");
 	event_base_dispatch(sottod.base);
 	log_info("stopping");
+	http_stop();
 	server_stop();
 	event_base_loop(sottod.base, EVLOOP_NONBLOCK);
 	if (sottod.own_socket)

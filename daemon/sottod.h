@@ -216,5 +216,6 @@ void	worker_result_free(struct worker_result *);
 double	worker_step_seconds(void);
 int	worker_start(struct event *wake, char *err, size_t errlen);
 void	worker_stop(void);
+int	worker_alive(void);
 
 #endif

@@ -391,6 +391,18 @@ worker_start(struct event *wake, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether the compute thread runs (GET /health). */
+int
+worker_alive(void)
+{
+	int alive;
+
+	pthread_mutex_lock(&worker.lock);
+	alive = worker.running && !worker.stop;
+	pthread_mutex_unlock(&worker.lock);
+	return alive;
+}
+
 /* Finish the queued jobs and join the thread; drops unread results. */
 void
 worker_stop(void)

@@ -157,7 +157,9 @@ static const char test_every_key[] =
     "device = hw:1,0\n"
     "rate = 48000\n"
     "channels = 2\n"
-    "language = de\n";
+    "language = de\n"
+    "[http]\n"
+    "listen = [::1]:8000\n";
 
 static void
 test_every_key_set(void **state)
@@ -184,6 +186,7 @@ test_every_key_set(void **state)
 	assert_int_equal(cfg.mic_rate, 48000);
 	assert_int_equal(cfg.mic_channels, 2);
 	assert_string_equal(cfg.mic_language, "de");
+	assert_string_equal(cfg.http_listen, "[::1]:8000");
 }
 
 /* [mic] language follows [engine] language unless set. */
@@ -299,6 +302,12 @@ test_bad_numbers(void **state)
 	    "channels: 0 is out of range (1 to 32)");
 	test_load_bad("[server]\nmax_connections_per_uid = 0\n", 2,
 	    "max_connections_per_uid: 0 is out of range (1 to 4096)");
+	test_load_bad("[http]\nlisten = 8000\n", 2,
+	    "listen: \"8000\" is not ADDRESS:PORT (such as 127.0.0.1:8000 "
+	    "or [::1]:8000; port 0 to 65535)");
+	test_load_bad("[http]\nlisten = example.com:80\n", 2,
+	    "listen: \"example.com:80\": the address is not a numeric "
+	    "IPv4 address, [IPv6] address or localhost");
 }
 
 static void

@@ -1,0 +1,34 @@
+/*
+ * The HTTP front door (daemon/http.c, docs/http.md): evhttp on the loop
+ * thread. Loop thread only.
+ */
+#ifndef SOTTOD_HTTP_H
+#define SOTTOD_HTTP_H
+
+#include <stddef.h>
+
+struct evhttp;
+struct evhttp_request;
+
+/* Listen on [http] listen (no-op when empty). 0, or -1 with err. */
+int	http_start(char *err, size_t errlen);
+/* SIGTERM: stop accepting; requests in progress go on. */
+void	http_drain(void);
+void	http_stop(void);
+
+/*
+ * The server, for other endpoints on the same listener (evhttp_set_cb),
+ * or NULL when HTTP is off.
+ */
+struct evhttp *http_server(void);
+
+/* Replies: a JSON object's text; an OpenAI-style JSON error. */
+void	http_reply_json(struct evhttp_request *, int code, const char *json);
+void	http_reply_error(struct evhttp_request *, int status,
+	    const char *type, const char *code, const char *fmt, ...)
+	    __attribute__((format(printf, 5, 6)));
+const char *http_method_name(struct evhttp_request *);
+/* 1 for GET or HEAD; otherwise a 405 was sent and 0 is returned. */
+int	http_want_get(struct evhttp_request *);
+
+#endif
