@@ -1,10 +1,13 @@
 /*
  * sotto-bench: time the engine's parts on one model, for bench/run.
  *
- *   sotto-bench MODEL [--precision auto|fp32|bf16] [--threads N] [--runs N]
+ *   sotto-bench MODEL [--load-only] [--precision auto|fp32|bf16]
+ *               [--threads N] [--runs N]
  *
  * Prints one JSON object: load time, encoder time per 30 s window, and
- * the time of one cached-token decoder step for 1 and 5 beams (medians).
+ * the time of one cached-token decoder step for 1 and 5 beams (medians);
+ * the resident memory after the load, its peak during the load and the
+ * peak of the whole run (VmRSS, VmHWM). --load-only: the load alone.
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,6 +73,23 @@ bench_encoder(struct sotto_state *st, int runs, double *ret)
 	free(mel);
 	*ret = median(t, runs);
 	return 0;
+}
+
+/* VmRSS or VmHWM ("VmRSS:", "VmHWM:") of this process in MB, or -1. */
+static double
+status_mb(const char *key)
+{
+	char line[256];
+	double kb = -1.0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (f == NULL)
+		return -1.0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, strlen(key)) == 0)
+			kb = atof(line + strlen(key));
+	fclose(f);
+	return kb < 0 ? -1.0 : kb / 1024.0;
 }
 
 /* FLOPs of one encoder pass (multiply-adds count 2). */
@@ -191,17 +211,20 @@ main(int argc, char **argv)
 	struct sotto_model *m;
 	struct sotto_state *st;
 	char err[SOTTO_ERR_MAX];
-	double t0, load, enc, step1, step5, onednn = 0.0, win = 0.0;
-	int i, runs = 5;
+	double t0, load, load_rss, load_hwm, enc, step1, step5;
+	double onednn = 0.0, win = 0.0;
+	int i, runs = 5, load_only = 0;
 
 	omp_env_reexec(argv, OMP_WAIT_SPIN);	/* as sotto transcribe */
 	sotto_model_params_init(&mp);
 	if (argc < 2) {
-		fprintf(stderr, "usage: sotto-bench MODEL [--precision P] "
-		    "[--threads N] [--runs N]\n");
+		fprintf(stderr, "usage: sotto-bench MODEL [--load-only] "
+		    "[--precision P] [--threads N] [--runs N]\n");
 		return 2;
 	}
-	for (i = 2; i + 1 < argc; i += 2) {
+	for (i = 2; i < argc && strcmp(argv[i], "--load-only") == 0; i++)
+		load_only = 1;
+	for (; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--threads") == 0)
 			mp.threads = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--runs") == 0)
@@ -220,6 +243,15 @@ main(int argc, char **argv)
 		return 3;
 	}
 	load = now() - t0;
+	load_rss = status_mb("VmRSS:");
+	load_hwm = status_mb("VmHWM:");
+	if (load_only) {
+		printf("{\"model\":\"%s\",\"load_s\":%.4f,"
+		    "\"load_rss_mb\":%.1f,\"load_peak_rss_mb\":%.1f}\n",
+		    m->name, load, load_rss, load_hwm);
+		sotto_model_free(m);
+		return 0;
+	}
 	if ((st = sotto_state_new(m)) == NULL ||
 	    bench_encoder(st, runs, &enc) != 0 ||
 	    bench_steps(st, 1, 100, &step1) != 0 ||
@@ -232,12 +264,14 @@ main(int argc, char **argv)
 	    "\"step5_ms\":%.3f,\"encoder_gflop\":%.2f,"
 	    "\"encoder_tflops\":%.3f,\"matmul_ceiling_tflops\":%.3f,"
 	    "\"matmul_onednn_tflops\":%.3f,\"matmul_kernel_tflops\":%.3f,"
-	    "\"kernel\":\"%s\"}\n",
+	    "\"kernel\":\"%s\",\"load_rss_mb\":%.1f,"
+	    "\"load_peak_rss_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
 	    m->name, m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
 	    m->threads, load, enc, step1 * 1e3, step5 * 1e3,
 	    encoder_flops(&m->hp) / 1e9, encoder_flops(&m->hp) / enc / 1e12,
 	    onednn > win ? onednn : win, onednn, win,
-	    gemm_has_amx(m->gemm) ? "amx" : "avx512-bf16");
+	    gemm_has_amx(m->gemm) ? "amx" : "avx512-bf16", load_rss, load_hwm,
+	    status_mb("VmHWM:"));
 	sotto_state_free(st);
 	sotto_model_free(m);
 	return 0;

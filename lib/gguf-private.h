@@ -23,6 +23,10 @@
 #define GGUF_PR(s)	(int)((s).len < 64 ? (s).len : 64), \
 	((s).ptr != NULL ? (s).ptr : "")
 
+/* What the loader said of a tensor (struct gguf's retained[]). */
+#define GGUF_RETAINED	1
+#define GGUF_DROPPED	2
+
 /* A byte range of a GGUF's memory: [start, end). */
 struct gguf_span {
 	size_t	start, end;
@@ -42,7 +46,7 @@ struct gguf {
 	size_t		 size;
 	int		 mapped;	/* base is ours: unmapped on close */
 	size_t		 data_start;	/* tensor data starts here */
-	unsigned char	*retained;	/* [n_tensors]: gguf_retain()ed */
+	unsigned char	*retained;	/* [n_tensors]: GGUF_RETAINED, _DROPPED */
 	int		 released;	/* gguf_release() done */
 	struct gguf_span *kept;		/* then: the pages still mapped */
 	size_t		 n_kept;

@@ -83,6 +83,16 @@ void	gguf_close(struct gguf *);
 int	gguf_retain(struct gguf *, const void *data);
 void	gguf_release(struct gguf *);
 
+/*
+ * During a load: the tensor whose data holds data is not read again
+ * (converted); the pages wholly inside it are given back now, not at
+ * gguf_release(), so that a load never holds the whole file and what it
+ * was converted into at once. Reading it afterwards gives zeros. 0, or
+ * SOTTO_EINVAL when no tensor holds data or it was retained (and a
+ * later gguf_retain() of it is SOTTO_EINVAL too), or SOTTO_ENOMEM.
+ */
+int	gguf_drop(struct gguf *, const void *data);
+
 /* The path given to gguf_open(), or "<memory>". */
 const char *gguf_path(const struct gguf *);
 /* "F32", "F16". */

@@ -39,8 +39,24 @@ keep(struct loader *ld, const void *p)
 {
 	if (ld->rc == 0 && p != NULL &&
 	    (ld->rc = gguf_retain(ld->m->gguf, p)) != 0)
-		err_set(ld->err, ld->rc, "%s: out of memory",
-		    gguf_path(ld->m->gguf));
+		err_set(ld->err, ld->rc, "%s: %s", gguf_path(ld->m->gguf),
+		    ld->rc == SOTTO_ENOMEM ? "out of memory" :
+		    "a tensor kept after it was given back (a bug)");
+}
+
+/*
+ * The tensor holding p is converted and not read again: its memory goes
+ * back now (gguf_drop), so a load holds about one copy of the model, not
+ * the file and its conversion (3.2 GB at its peak for large-v3-turbo).
+ */
+static void
+done(struct loader *ld, const void *p)
+{
+	if (ld->rc == 0 && p != NULL &&
+	    (ld->rc = gguf_drop(ld->m->gguf, p)) != 0)
+		err_set(ld->err, ld->rc, "%s: %s", gguf_path(ld->m->gguf),
+		    ld->rc == SOTTO_ENOMEM ? "out of memory" :
+		    "a kept tensor given back (a bug)");
 }
 
 /* A tensor's data, read during the load only (converted). */
@@ -75,19 +91,30 @@ vec(struct loader *ld, const char *name, int n)
 	return tensor(ld, name, GGUF_DTYPE_F32, 1, n, 0, 0);
 }
 
+/*
+ * A matrix converted from its F16 tensor; the tensor is given back at
+ * once unless rows_kept (an fp32 decoder's steps read its F16 rows).
+ */
 static void
-matrix(struct loader *ld, struct mat *out, const char *name, int rows, int cols)
+matrix(struct loader *ld, struct mat *out, const char *name, int rows, int cols,
+    int rows_kept)
 {
 	const void *p = source(ld, name, GGUF_DTYPE_F16, 2, rows, cols, 0);
 
 	if (p != NULL)
 		ld->rc = mat_init_f16(out, ld->m->gemm, p, rows, cols, ld->err);
+	if (!rows_kept)
+		done(ld, p);
 }
 
-/* Stack the F16 matrices part.N.attn.{names[i]}.w into one [n*d][d]. */
+/*
+ * Stack the F16 matrices part.N.attn.{names[i]}.w into one [n*d][d];
+ * given back at once unless rows_kept (an fp32 decoder's F16 rows are
+ * copied from them when its weights are packed).
+ */
 static void
 mat_stack(struct loader *ld, struct mat *out, const char *part, int layer,
-    const char *attn, const char *const *names, int n, int d)
+    const char *attn, const char *const *names, int n, int d, int rows_kept)
 {
 	const void *blocks[3];
 	int rows[3], i;
@@ -102,6 +129,8 @@ mat_stack(struct loader *ld, struct mat *out, const char *part, int layer,
 	if (ld->rc == 0)
 		ld->rc = mat_init_f16_stack(out, ld->m->gemm, blocks, rows, n,
 		    d, ld->err);
+	for (i = 0; i < n && !rows_kept; i++)
+		done(ld, blocks[i]);
 }
 
 /* Bias of a stacked projection; a NULL name is a block of zeros (key). */
@@ -152,7 +181,10 @@ conv_weight(struct loader *ld, struct mat *out, const char *name, int d,
 			memcpy(tmp + ((size_t)r * 3 * cin + (size_t)tap * cin) * 2,
 			    p + (((size_t)tap * d + r) * cin) * 2,
 			    (size_t)cin * 2);
-	ld->rc = mat_init_f16(out, ld->m->gemm, tmp, d, 3 * cin, ld->err);
+	done(ld, p);
+	if (ld->rc == 0)
+		ld->rc = mat_init_f16(out, ld->m->gemm, tmp, d, 3 * cin,
+		    ld->err);
 	free(tmp);
 }
 
@@ -168,15 +200,15 @@ bind_encoder_layer(struct loader *ld, int i, struct enc_layer *l)
 
 	l->attn_ln_w = vec(ld, lname(ld, "enc", i, "attn_ln.w"), d);
 	l->attn_ln_b = vec(ld, lname(ld, "enc", i, "attn_ln.b"), d);
-	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d);
+	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d, 0);
 	l->qkv_b = bias_stack(ld, "enc", i, "attn", qkv_bias, 3, d);
-	matrix(ld, &l->o, lname(ld, "enc", i, "attn.o.w"), d, d);
+	matrix(ld, &l->o, lname(ld, "enc", i, "attn.o.w"), d, d, 0);
 	l->o_b = vec(ld, lname(ld, "enc", i, "attn.o.b"), d);
 	l->mlp_ln_w = vec(ld, lname(ld, "enc", i, "mlp_ln.w"), d);
 	l->mlp_ln_b = vec(ld, lname(ld, "enc", i, "mlp_ln.b"), d);
-	matrix(ld, &l->fc1, lname(ld, "enc", i, "mlp.fc1.w"), 4 * d, d);
+	matrix(ld, &l->fc1, lname(ld, "enc", i, "mlp.fc1.w"), 4 * d, d, 0);
 	l->fc1_b = vec(ld, lname(ld, "enc", i, "mlp.fc1.b"), 4 * d);
-	matrix(ld, &l->fc2, lname(ld, "enc", i, "mlp.fc2.w"), d, 4 * d);
+	matrix(ld, &l->fc2, lname(ld, "enc", i, "mlp.fc2.w"), d, 4 * d, 0);
 	l->fc2_b = vec(ld, lname(ld, "enc", i, "mlp.fc2.b"), d);
 }
 
@@ -184,26 +216,27 @@ static void
 bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 {
 	int d = ld->m->hp.n_text_state;
+	int kept = ld->m->precision != SOTTO_PRECISION_BF16;	/* keep_rows */
 
 	l->attn_ln_w = vec(ld, lname(ld, "dec", i, "attn_ln.w"), d);
 	l->attn_ln_b = vec(ld, lname(ld, "dec", i, "attn_ln.b"), d);
-	mat_stack(ld, &l->qkv, "dec", i, "attn", qkv_names, 3, d);
+	mat_stack(ld, &l->qkv, "dec", i, "attn", qkv_names, 3, d, kept);
 	l->qkv_b = bias_stack(ld, "dec", i, "attn", qkv_bias, 3, d);
-	matrix(ld, &l->o, lname(ld, "dec", i, "attn.o.w"), d, d);
+	matrix(ld, &l->o, lname(ld, "dec", i, "attn.o.w"), d, d, kept);
 	l->o_b = vec(ld, lname(ld, "dec", i, "attn.o.b"), d);
 	l->cross_ln_w = vec(ld, lname(ld, "dec", i, "cross_ln.w"), d);
 	l->cross_ln_b = vec(ld, lname(ld, "dec", i, "cross_ln.b"), d);
-	matrix(ld, &l->cq, lname(ld, "dec", i, "cross.q.w"), d, d);
+	matrix(ld, &l->cq, lname(ld, "dec", i, "cross.q.w"), d, d, kept);
 	l->cq_b = vec(ld, lname(ld, "dec", i, "cross.q.b"), d);
-	mat_stack(ld, &l->ckv, "dec", i, "cross", kv_names, 2, d);
+	mat_stack(ld, &l->ckv, "dec", i, "cross", kv_names, 2, d, 0);
 	l->ckv_b = bias_stack(ld, "dec", i, "cross", kv_bias, 2, d);
-	matrix(ld, &l->co, lname(ld, "dec", i, "cross.o.w"), d, d);
+	matrix(ld, &l->co, lname(ld, "dec", i, "cross.o.w"), d, d, kept);
 	l->co_b = vec(ld, lname(ld, "dec", i, "cross.o.b"), d);
 	l->mlp_ln_w = vec(ld, lname(ld, "dec", i, "mlp_ln.w"), d);
 	l->mlp_ln_b = vec(ld, lname(ld, "dec", i, "mlp_ln.b"), d);
-	matrix(ld, &l->fc1, lname(ld, "dec", i, "mlp.fc1.w"), 4 * d, d);
+	matrix(ld, &l->fc1, lname(ld, "dec", i, "mlp.fc1.w"), 4 * d, d, kept);
 	l->fc1_b = vec(ld, lname(ld, "dec", i, "mlp.fc1.b"), 4 * d);
-	matrix(ld, &l->fc2, lname(ld, "dec", i, "mlp.fc2.w"), d, 4 * d);
+	matrix(ld, &l->fc2, lname(ld, "dec", i, "mlp.fc2.w"), d, 4 * d, kept);
 	l->fc2_b = vec(ld, lname(ld, "dec", i, "mlp.fc2.b"), d);
 }
 
