@@ -1,6 +1,7 @@
 /*
- * Finding a model by name: the same names scripts/fetch-model writes
- * (models/NAME.gguf), looked up where a user or the install put them.
+ * Finding a model by name: the same names sotto-fetch-model and
+ * scripts/fetch-model write (NAME.gguf), looked up where a user, the
+ * source tree or the install put them.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -56,11 +57,14 @@ model_path_resolve(const char *arg, char *buf, size_t len, char *err,
 	if (exe_dir(exe, sizeof(exe)) == 0 &&
 	    try_path(buf, len, exe, "/../../models", arg))
 		return 0;
+	if (try_path(buf, len, SOTTO_MODELDIR, "", arg))
+		return 0;
 	if (try_path(buf, len, SOTTO_DATADIR, "/sotto/models", arg))
 		return 0;
 	snprintf(err, errlen, "model '%s' not found in $SOTTO_MODEL_DIR, "
-	    "./models, the build tree or %s/sotto/models; run "
-	    "'scripts/fetch-model %s' or pass a .gguf path", arg,
-	    SOTTO_DATADIR, arg);
+	    "./models, the build tree, %s or %s/sotto/models; run "
+	    "'sotto-fetch-model %s' (scripts/fetch-model in the source "
+	    "tree) or pass a .gguf path", arg, SOTTO_MODELDIR, SOTTO_DATADIR,
+	    arg);
 	return -1;
 }

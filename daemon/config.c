@@ -132,6 +132,8 @@ static const struct config_key config_keys[] = {
 };
 #define CONFIG_NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
 _Static_assert(CONFIG_NKEYS <= 32, "struct config_ctx seen[] too small");
+_Static_assert(CONFIG_NKEYS <= sizeof(((struct config_lines *)0)->line) /
+    sizeof(int), "struct config_lines line[] too small");
 
 /* Sections in the order config_dump prints them. */
 static const char *const config_sections[] = { "server", "engine", "mic",
@@ -412,6 +414,15 @@ config_find(const char *section, const char *key)
 	    config_key_cmp);
 }
 
+int
+config_line(const struct config_lines *lines, const char *section,
+    const char *key)
+{
+	const struct config_key *k = config_find(section, key);
+
+	return k == NULL ? 0 : lines->line[k - config_keys];
+}
+
 static int
 config_section_known(const char *section)
 {
@@ -499,6 +510,13 @@ config_reader(char *buf, int size, void *user)
 int
 config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 {
+	return config_load_lines(cfg, path, NULL, err, errlen);
+}
+
+int
+config_load_lines(struct config *cfg, const char *path,
+    struct config_lines *lines, char *err, size_t errlen)
+{
 	struct config_ctx ctx;
 	int line, mic_language_set;
 
@@ -520,6 +538,8 @@ config_load(struct config *cfg, const char *path, char *err, size_t errlen)
 		    line < 0 ? "out of memory" : ctx.err);
 		return -1;
 	}
+	if (lines != NULL)
+		memcpy(lines->line, ctx.seen, sizeof(lines->line));
 	mic_language_set = ctx.seen[config_find("mic", "language") -
 	    config_keys] != 0;
 	if (!mic_language_set)

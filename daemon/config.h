@@ -58,6 +58,18 @@ void	config_defaults(struct config *);
 int	config_load(struct config *, const char *path, char *err,
 	    size_t errlen);
 
+/* The line of each key in a file, for messages about its values. */
+struct config_lines {
+	int	line[32];		/* config.c's key order; 0: not given */
+};
+
+/* config_load(), also telling where each key given was (lines). */
+int	config_load_lines(struct config *, const char *path,
+	    struct config_lines *lines, char *err, size_t errlen);
+/* Line of [section] key in the file, 0 when the file does not give it. */
+int	config_line(const struct config_lines *, const char *section,
+	    const char *key);
+
 /* Print every key with its value as an ini file (sottod --check-config). */
 void	config_dump(const struct config *, FILE *);
 

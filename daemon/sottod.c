@@ -46,14 +46,17 @@ static const char usage_text[] =
 "  -f, --config PATH         config file [" CONFIG_PATH_DEFAULT "]\n"
 "  -s, --socket PATH         listen on PATH (ignored when systemd passes\n"
 "                            a socket)\n"
-"  -m, --model NAME|PATH     model name (see scripts/fetch-model) or\n"
-"                            .gguf path\n"
+"  -m, --model NAME|PATH     model name (NAME.gguf in $SOTTO_MODEL_DIR,\n"
+"                            ./models or " SOTTO_MODELDIR ";\n"
+"                            see sotto-fetch-model) or .gguf path\n"
 "  -t, --threads N           compute threads (0: all cores)\n"
 "      --http ADDR:PORT      serve the OpenAI-compatible HTTP API there\n"
 "                            (127.0.0.1:8000; docs/http.md)\n"
 "      --precision auto|fp32|bf16\n"
 "  -d, --debug               debug logging\n"
-"      --check-config        print the configuration and exit\n"
+"      --check-config        check the configuration and its model (a\n"
+"                            readable GGUF with the languages asked for),\n"
+"                            print the configuration and exit\n"
 "  -h, --help                show this help\n"
 "      --version             print the version\n"
 "\n"
@@ -356,6 +359,29 @@ sottod_reload(void)
 		systemd_notify_ready(NULL);
 }
 
+/*
+ * --check-config: the configuration read (flags over the file), then its
+ * model; exits 1 with "file:line: key: message" when it would fail.
+ */
+static void
+sottod_check_config(void)
+{
+	const char *path = sottod_config_path();
+	struct config_lines lines;
+	struct config file;
+	char err[2048];
+
+	/* Where each key is, for messages: the file read once more. */
+	config_defaults(&file);
+	if (path != NULL && config_load_lines(&file, path, &lines, err,
+	    sizeof(err)) != 0)
+		fatalx("%s", err);
+	if (check_engine(&sottod.cfg, path, path != NULL ? &lines : NULL,
+	    flags.model != NULL, err, sizeof(err)) != 0)
+		fatalx("%s", err);
+	config_dump(&sottod.cfg, stdout);
+}
+
 /* libevent's own messages, into our log. */
 static void
 sottod_event_log(int severity, const char *msg)
@@ -376,7 +402,7 @@ main(int argc, char **argv)
 		fatalx("%s", err);
 	sottod_set_log_level();
 	if (flags.check) {
-		config_dump(&sottod.cfg, stdout);
+		sottod_check_config();
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -52,6 +52,15 @@ double	sottod_now(void);
 void	sottod_reload(void);
 void	sottod_load_model(void);	/* reload.c: at start, or exit */
 
+/*
+ * check.c: --check-config's model checks. cfg as read from path, where
+ * lines says each key was (both NULL: no file); model_flag: the model
+ * came from --model. 0, or -1 with err.
+ */
+int	check_engine(const struct config *cfg, const char *path,
+	    const struct config_lines *lines, int model_flag, char *err,
+	    size_t errlen);
+
 /* models.c: the current model and those older sessions still use */
 struct model_ref;
 int	models_set_current(struct sotto_model *);

@@ -413,6 +413,45 @@ sotto_model_load(const char *path, const struct sotto_model_params *params,
 	return 0;
 }
 
+/* Whether m can transcribe language (a code, or NULL/"auto") for task. */
+static int
+check_language(const struct sotto_model *m, const char *language,
+    enum sotto_task task, char *err)
+{
+	int auto_lang = language == NULL || strcmp(language, "auto") == 0;
+
+	if (!m->multilingual) {
+		if (!auto_lang && strcmp(language, "en") != 0)
+			return err_set(err, SOTTO_EINVAL, "model %s is "
+			    "English-only; it cannot transcribe \"%s\"",
+			    m->name, language);
+		if (task == SOTTO_TASK_TRANSLATE)
+			return err_set(err, SOTTO_EINVAL, "model %s is "
+			    "English-only; it cannot translate", m->name);
+		return 0;
+	}
+	if (!auto_lang && tok_language_index(m->tok, language) < 0)
+		return err_set(err, SOTTO_EINVAL, "model %s has no language "
+		    "\"%s\"", m->name, language);
+	return 0;
+}
+
+int
+sotto_model_check(const char *path, const char *language,
+    enum sotto_task task, char *err)
+{
+	struct sotto_model *m;
+	int rc;
+
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	if ((rc = gguf_open(path, &m->gguf, err)) == 0 &&
+	    (rc = model_read_meta(m, err)) == 0)
+		rc = check_language(m, language, task, err);
+	sotto_model_free(m);
+	return rc;
+}
+
 static void
 free_layers(struct sotto_model *m)
 {

