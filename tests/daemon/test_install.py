@@ -174,8 +174,9 @@ def test_installed_files(installed):
             f"{d['datadir']}/sotto/tools/convert.py",
             f"{d['datadir']}/sotto/tools/families.json",
             f"{d['datadir']}/sotto/tools/requirements-convert.txt"]
-    want += [f"{d['datadir']}/sotto/tools/sotto_gguf/{p.name}"
-             for p in sorted((REPO / "tools" / "sotto_gguf").glob("*.py"))]
+    want += [f"{d['datadir']}/sotto/tools/{p.relative_to(REPO / 'tools')}"
+             for p in [*sorted((REPO / "tools").glob("convert*.py")),
+                       *sorted((REPO / "tools" / "sotto_gguf").glob("*.py"))]]
     missing = [p for p in want if not f(p).is_file()]
     assert not missing, f"not installed: {missing}"
     for exe in ("sotto", "sotto-fetch-model"):
@@ -246,7 +247,7 @@ def test_man_pages(installed):
     documented("man1/sotto-fetch-model.1",
                help_options("python3", str(BUILD / "tools" / "sotto-fetch-model"), "--help"))
     conf = (REPO / "conf" / "sottod.conf").read_text()
-    keys = set(re.findall(r"^#?([a-z_]+) = ", conf, re.M))
+    keys = set(re.findall(r"^#?([a-z_]+) =", conf, re.M))
     assert len(keys) >= 15, keys
     text = (man / "man5/sottod.conf.5").read_text()
     missing = sorted(k for k in keys if f".It Ic {k} Ns" not in text)
