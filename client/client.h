@@ -17,6 +17,39 @@
 int	args_int(const char *s, int lo, int hi, int *ret);
 int	args_float(const char *s, float lo, float hi, float *ret);
 
+/* vad-opts.c: sotto transcribe --vad and its options */
+enum {
+	OPT_VAD = 512, OPT_VAD_MODEL, OPT_VAD_THRESHOLD, OPT_VAD_NEG,
+	OPT_VAD_MIN_SPEECH, OPT_VAD_MAX_SPEECH, OPT_VAD_MIN_SILENCE,
+	OPT_VAD_PAD,
+};
+
+#define VAD_LONG_OPTIONS \
+	{ "vad", no_argument, NULL, OPT_VAD }, \
+	{ "vad-model", required_argument, NULL, OPT_VAD_MODEL }, \
+	{ "vad-threshold", required_argument, NULL, OPT_VAD_THRESHOLD }, \
+	{ "vad-neg-threshold", required_argument, NULL, OPT_VAD_NEG }, \
+	{ "vad-min-speech-ms", required_argument, NULL, OPT_VAD_MIN_SPEECH }, \
+	{ "vad-max-speech-s", required_argument, NULL, OPT_VAD_MAX_SPEECH }, \
+	{ "vad-min-silence-ms", required_argument, NULL, OPT_VAD_MIN_SILENCE }, \
+	{ "vad-speech-pad-ms", required_argument, NULL, OPT_VAD_PAD }
+
+/* The options and, once loaded, the model (owned). */
+struct vad_opts {
+	int on;
+	const char *model;		/* name or path */
+	struct sotto_vad_params p;
+	struct sotto_vad *vad;
+};
+
+extern const char vad_opts_usage[];
+void	vad_opts_init(struct vad_opts *);
+/* An OPT_VAD_* option: 0, or -1 for a bad value. */
+int	vad_opts_parse(struct vad_opts *, int c, const char *arg);
+/* Load the model if --vad was given: 0, or -1 with a message in err. */
+int	vad_opts_load(struct vad_opts *, char *err, size_t len);
+void	vad_opts_free(struct vad_opts *);
+
 /* cmd-transcribe.c */
 int	cmd_transcribe(int argc, char **argv);
 

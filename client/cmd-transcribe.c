@@ -22,6 +22,7 @@ struct options {
 	struct sotto_model_params mp;
 	struct sotto_transcribe_params tp;
 	float temperatures[MAX_TEMPERATURES];
+	struct vad_opts vad;
 };
 
 static const char usage_text[] =
@@ -50,7 +51,9 @@ static const char usage_text[] =
 "      --no-timestamps       decode without timestamp tokens\n"
 "      --silence-threshold DB  skip 30 s windows whose RMS level is below\n"
 "                            DB dBFS without decoding them (Whisper invents\n"
-"                            text on digital silence); -200 = off [-60]\n"
+"                            text on digital silence); -200 = off [-60]\n";
+
+static const char usage_tail[] =
 "      --precision auto|fp32|bf16    compute precision [auto: bf16 on\n"
 "                            CPUs with AMX or AVX512-BF16, else fp32]\n"
 "  -t, --threads N           compute threads [all cores]; running several\n"
@@ -91,6 +94,7 @@ static const struct option long_options[] = {
 	{ "no-timestamps", no_argument, NULL, OPT_NO_TS },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "silence-threshold", required_argument, NULL, OPT_SILENCE },
+	VAD_LONG_OPTIONS,
 	{ "threads", required_argument, NULL, 't' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -185,6 +189,13 @@ parse_option(struct options *o, int c, const char *arg)
 	case OPT_BEAM: case OPT_BEST_OF: case OPT_PATIENCE: case OPT_TEMP:
 	case OPT_INC: case 't': case OPT_SILENCE:
 		return parse_number(o, c, arg);
+	case OPT_VAD: case OPT_VAD_MODEL: case OPT_VAD_THRESHOLD:
+	case OPT_VAD_NEG: case OPT_VAD_MIN_SPEECH: case OPT_VAD_MAX_SPEECH:
+	case OPT_VAD_MIN_SILENCE: case OPT_VAD_PAD:
+		if (vad_opts_parse(&o->vad, c, arg) != 0)
+			return bad_usage("bad VAD option value '%s' (see "
+			    "--help for ranges)", arg);
+		return 0;
 	default:
 		return bad_usage("%s", "unknown option");
 	}
@@ -217,11 +228,14 @@ parse_args(struct options *o, int argc, char **argv)
 	sotto_model_params_init(&o->mp);
 	sotto_transcribe_params_init(&o->tp);
 	o->tp.beam_size = 5;
+	vad_opts_init(&o->vad);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "m:l:f:o:t:qh", long_options,
 	    NULL)) != -1) {
 		if (c == 'h') {
 			fputs(usage_text, stdout);
+			fputs(vad_opts_usage, stdout);
+			fputs(usage_tail, stdout);
 			exit(0);
 		}
 		if (c == '?')
@@ -325,7 +339,11 @@ transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
 		o->tp.progress = progress_cb;
 		o->tp.progress_user = &prog;
 	}
-	rc = sotto_transcribe_reader(st, &rd, &o->tp, &res, &n, err);
+	if (o->vad.vad != NULL)
+		rc = sotto_transcribe_vad(st, o->vad.vad, &o->vad.p, &rd,
+		    &o->tp, &res, &n, err);
+	else
+		rc = sotto_transcribe_reader(st, &rd, &o->tp, &res, &n, err);
 	if (prog.shown)
 		fprintf(stderr, "\r\033[K");
 	if (rc != 0)
@@ -362,6 +380,12 @@ load_model(struct options *o, struct sotto_model **ret)
 		fprintf(stderr, "sotto transcribe: %s\n", err);
 		return -1;
 	}
+	if (vad_opts_load(&o->vad, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s\n", err);
+		sotto_model_free(*ret);
+		*ret = NULL;
+		return -1;
+	}
 	return 0;
 }
 
@@ -381,6 +405,7 @@ cmd_transcribe(int argc, char **argv)
 	if ((st = sotto_state_new(model)) == NULL) {
 		fprintf(stderr, "sotto transcribe: out of memory\n");
 		sotto_model_free(model);
+		vad_opts_free(&o.vad);
 		return EXIT_MODEL;
 	}
 	if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
@@ -396,5 +421,6 @@ cmd_transcribe(int argc, char **argv)
 	}
 	sotto_state_free(st);
 	sotto_model_free(model);
+	vad_opts_free(&o.vad);
 	return failed ? EXIT_INPUT : 0;
 }

@@ -242,6 +242,18 @@ SOTTO_API int	sotto_vad_speech(const float *probs, size_t n_probs,
 	    struct sotto_vad_span **ret, size_t *ret_n, char *err);
 
 /*
+ * sotto_transcribe_reader() of the speech only, as faster-whisper's
+ * vad_filter: the audio is read once more first for the probabilities,
+ * the speech regions (vp, NULL = defaults) are transcribed as one audio,
+ * and every time in the result (and in the progress callback) is mapped
+ * back to the original audio. *ret_n is the original length.
+ */
+SOTTO_API int	sotto_transcribe_vad(struct sotto_state *,
+	    const struct sotto_vad *, const struct sotto_vad_params *vp,
+	    const struct sotto_reader *, const struct sotto_transcribe_params *,
+	    struct sotto_result **ret, size_t *ret_n, char *err);
+
+/*
  * Mix frames of interleaved samples (channels per frame) to mono in out,
  * as every input should be before it is resampled or transcribed: a
  * sample that is not a number (NaN, infinite) counts as 0 and the mix is
@@ -266,6 +278,11 @@ struct sotto_stream_params {
 	enum sotto_task task;
 	int step_ms;			/* new audio per step, default 1000 */
 	int beam_size;			/* default 1 */
+	const struct sotto_vad *vad;	/* NULL (default): no VAD; else a
+					   window without speech is not
+					   decoded (borrowed: outlive the
+					   stream) */
+	float vad_threshold;		/* speech probability, 0.5 */
 };
 
 SOTTO_API void	sotto_stream_params_init(struct sotto_stream_params *);
@@ -291,7 +308,8 @@ SOTTO_API int	sotto_stream_push(struct sotto_stream *, const float *pcm,
 SOTTO_API int	sotto_stream_due(const struct sotto_stream *);
 /*
  * Decode the window once and report finals and the partial. An energy
- * gate (every 100 ms block under -50 dBFS) skips silent windows.
+ * gate (every 100 ms block under -50 dBFS) skips silent windows, and
+ * with a VAD so do windows where no 32 ms chunk is speech.
  */
 SOTTO_API int	sotto_stream_step(struct sotto_stream *,
 	    struct sotto_stream_update *ret, char *err);

@@ -20,7 +20,8 @@
  *
  * Silence costs little: a window where no 100 ms block reaches
  * STREAM_GATE_DBFS (RMS, -50 dBFS: well under speech at -40..-10 and
- * over a quiet microphone's floor) skips the encoder; a window Whisper
+ * over a quiet microphone's floor), or with a VAD where no chunk is
+ * speech (stream-vad.c), skips the encoder; a window Whisper
  * calls no-speech (see no_speech()) yields no text. Either way, with
  * nothing committed in the window it slides forward keeping the last
  * STREAM_KEEP_MS of audio.
@@ -64,6 +65,7 @@ sotto_stream_params_init(struct sotto_stream_params *p)
 	p->task = SOTTO_TASK_TRANSCRIBE;
 	p->step_ms = STREAM_STEP_MS;
 	p->beam_size = 1;
+	p->vad_threshold = 0.5f;
 }
 
 static int
@@ -142,6 +144,10 @@ sotto_stream_new(const struct sotto_model *m,
 		sotto_stream_free(s);
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	}
+	if ((rc = stream_vad_init(s, err)) != 0) {
+		sotto_stream_free(s);
+		return rc;
+	}
 	*ret = s;
 	return 0;
 }
@@ -152,6 +158,7 @@ sotto_stream_free(struct sotto_stream *s)
 	if (s == NULL)
 		return;
 	stream_commit_reset(s);
+	stream_vad_free(s);
 	free(s->finals);
 	bigmem_free(s->pcm);
 	sotto_state_free(s->st);
@@ -398,13 +405,15 @@ static int
 window_begin(struct sotto_stream *s, int final, int *need, char *err)
 {
 	size_t n = s->n_pcm < WHISPER_N_SAMPLES ? s->n_pcm : WHISPER_N_SAMPLES;
-	int rc;
+	int rc, no_speech;
 
 	*need = 0;
 	s->n_win = n;
 	if (n == 0)
 		return 0;
-	if (silent(s->pcm, n)) {
+	if ((rc = stream_vad_silent(s, n, final, &no_speech, err)) != 0)
+		return rc;
+	if (no_speech || silent(s->pcm, n)) {
 		skip_silence(s, n);
 		if (final)
 			stream_drop(s, n);

@@ -15,6 +15,19 @@
 #define STREAM_TS_SAMPLES	320	/* samples per timestamp step (20 ms) */
 #define STREAM_TS_SECONDS	0.02
 
+/* Speech the VAD found, in stream samples [start, end). */
+struct stream_vad_span {
+	uint64_t start, end;
+};
+
+/* A stream's VAD (stream-vad.c); st is NULL without one. */
+struct stream_vad {
+	struct sotto_vad_state *st;	/* owned */
+	uint64_t pos;			/* stream sample it has reached */
+	struct stream_vad_span *speech;	/* merged, in order; owned */
+	size_t n, cap;
+};
+
 /*
  * One live stream. Owns the state, the audio from window_start on, the
  * token arrays and the results of the last call.
@@ -57,6 +70,8 @@ struct sotto_stream {
 	uint64_t first_id;
 	char *partial;
 	double partial_start, partial_end;
+
+	struct stream_vad vad;
 };
 
 static inline int
@@ -78,6 +93,13 @@ double	stream_estimate(const struct sotto_stream *, const int32_t *seq,
 /* stream-match.c */
 int	stream_match(const struct sotto_stream *, const int32_t *hyp, int n);
 int	stream_repeat(const struct sotto_stream *, const int32_t *hyp, int n);
+
+/* stream-vad.c */
+int	stream_vad_init(struct sotto_stream *, char *err);
+void	stream_vad_free(struct sotto_stream *);
+/* *ret: the first n samples of the window hold no speech (0 without VAD). */
+int	stream_vad_silent(struct sotto_stream *, size_t n, int final,
+	    int *ret, char *err);
 
 /* stream-slide.c */
 int	stream_slide(struct sotto_stream *);

@@ -54,6 +54,29 @@ def test_asan_bad_inputs(tiny_model, tmp_path):
         assert name in cp.stderr
 
 
+def test_asan_vad(tiny_model, tmp_path):
+    """--vad: speech, a file with a pause cut out, one with no speech, an
+    empty one and a junk VAD model."""
+    vad = REPO / "models" / "silero-vad.gguf"
+    if not vad.is_file():
+        pytest.fail(f"{vad} is missing: scripts/fetch-model silero-vad")
+    quiet = tmp_path / "quiet.wav"
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", quiet, "trim", "0", "3"], check=True)
+    paused = tmp_path / "paused.wav"
+    subprocess.run(["sox", AUDIO_DIR / "goforward.wav", quiet, AUDIO_DIR / "jfk.wav", paused], check=True)
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--vad", "--vad-min-silence-ms", "500",
+                   paused, quiet, empty])
+    assert cp.returncode == 1, cp.stderr[-3000:]
+    assert "forward" in cp.stdout.lower() and "your country" in cp.stdout.lower()
+    assert "empty.wav" in cp.stderr
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(Path(vad).read_bytes()[:5000])
+    cp = run_asan(["-m", tiny_model, "-q", "--vad-model", junk, quiet])
+    assert cp.returncode == 3 and "junk.gguf" in cp.stderr, cp.stderr[-3000:]
+
+
 def test_asan_corrupt_model(tiny_model, tmp_path):
     data = Path(tiny_model).read_bytes()
     cases = {

@@ -3,14 +3,14 @@
  * live source would, and print what the stream reports as JSON lines.
  *
  *	stream-driver [-s step_ms] [-c chunk_ms] [-l lang] [-b beams]
- *	    [-t threads] [-r] MODEL.gguf FILE|-
+ *	    [-t threads] [-v VAD.gguf] [-r] MODEL.gguf FILE|-
  *	stream-driver -B [options] MODEL.gguf FILE...
  *
  * FILE is anything libsndfile reads (resampled to 16 kHz mono), or "-"
  * for raw s16le 16 kHz mono on standard input. Audio goes in chunk_ms
  * pieces (default 100); whenever sotto_stream_due() says so the driver
  * steps, and at the end it finishes. With -r it sleeps to pace the
- * audio as live. Lines:
+ * audio as live; with -v the stream has that Silero VAD. Lines:
  *	{"type":"final","id":N,"start":S,"end":E,"text":T,"audio_time":A}
  *	{"type":"partial","text":T,"start":S,"end":E,"audio_time":A}
  *	{"type":"step","audio_time":A,"compute_ms":M,"finish":0|1}
@@ -41,6 +41,8 @@ struct opts {
 	struct sotto_stream_params sp;
 	struct sotto_model_params mp;
 	int chunk_ms, realtime, many;
+	const char *vad_path;
+	struct sotto_vad *vad;
 };
 
 static double
@@ -242,7 +244,9 @@ parse(int argc, char **argv, struct opts *o)
 	o->chunk_ms = 100;
 	o->realtime = 0;
 	o->many = 0;
-	while ((c = getopt(argc, argv, "s:c:l:b:t:rBS")) != -1) {
+	o->vad_path = NULL;
+	o->vad = NULL;
+	while ((c = getopt(argc, argv, "s:c:l:b:t:v:rBS")) != -1) {
 		switch (c) {
 		case 's': o->sp.step_ms = atoi(optarg); break;
 		case 'c': o->chunk_ms = atoi(optarg); break;
@@ -252,6 +256,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'r': o->realtime = 1; break;
 		case 'B': o->many = MANY_BATCH; break;
 		case 'S': o->many = MANY_SERIAL; break;
+		case 'v': o->vad_path = optarg; break;
 		default: return -1;
 		}
 	}
@@ -261,14 +266,33 @@ parse(int argc, char **argv, struct opts *o)
 	return optind;
 }
 
+/* The -v model into the stream parameters: 0, or 3 after a message. */
 static int
-main_many(int argc, char **argv, int i, const struct opts *o)
+load_vad(struct opts *o)
+{
+	char err[SOTTO_ERR_MAX];
+
+	if (o->vad_path == NULL)
+		return 0;
+	if (sotto_vad_load(o->vad_path, &o->vad, err) != 0) {
+		fprintf(stderr, "stream-driver: %s\n", err);
+		return 3;
+	}
+	o->sp.vad = o->vad;
+	return 0;
+}
+
+static int
+main_many(int argc, char **argv, int i, struct opts *o)
 {
 	struct sotto_model *m;
 	struct many mm = { 0 };
 	char err[SOTTO_ERR_MAX];
 	int f, rc = 1;
 
+	if ((rc = load_vad(o)) != 0)
+		return rc;
+	rc = 1;
 	if (sotto_model_load(argv[i], &o->mp, &m, err) != 0) {
 		fprintf(stderr, "stream-driver: %s\n", err);
 		return 3;
@@ -291,6 +315,7 @@ out:
 		free(mm.pcm[f]);
 	}
 	sotto_model_free(m);
+	sotto_vad_free(o->vad);
 	return rc;
 }
 
@@ -307,7 +332,8 @@ main(int argc, char **argv)
 
 	if ((i = parse(argc, argv, &o)) < 0) {
 		fprintf(stderr, "usage: stream-driver [-s step_ms] [-c chunk_ms]"
-		    " [-l lang] [-b beams] [-t threads] [-r] MODEL FILE|-\n"
+		    " [-l lang] [-b beams] [-t threads] [-v vad] [-r] MODEL "
+		    "FILE|-\n"
 		    "       stream-driver -B|-S [options] MODEL FILE...\n");
 		return 2;
 	}
@@ -319,8 +345,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "stream-driver: %s\n", err);
 		return 1;
 	}
-	if (sotto_model_load(argv[i], &o.mp, &m, err) != 0) {
-		fprintf(stderr, "stream-driver: %s\n", err);
+	if (load_vad(&o) != 0 ||
+	    sotto_model_load(argv[i], &o.mp, &m, err) != 0) {
+		if (o.vad == NULL && o.vad_path != NULL)
+			err[0] = '\0';
+		else
+			fprintf(stderr, "stream-driver: %s\n", err);
+		sotto_vad_free(o.vad);
 		free(pcm);
 		return 3;
 	}
@@ -332,6 +363,7 @@ main(int argc, char **argv)
 		sotto_stream_free(s);
 	}
 	sotto_model_free(m);
+	sotto_vad_free(o.vad);
 	free(pcm);
 	return rc;
 }
