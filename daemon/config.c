@@ -69,7 +69,7 @@ struct config_ctx {
 	int		 line;
 	int		 err_line;
 	char		 err[CONFIG_MSG_MAX];
-	int		 seen[32];	/* line of each key in config_keys */
+	int		 seen[64];	/* line of each key in config_keys */
 };
 
 static config_parse_fn config_parse_string;
@@ -117,9 +117,13 @@ static const struct config_key config_keys[] = {
 	B("mic", "enabled", mic_enabled, RESTART),
 	S("mic", "language", config_parse_language, mic_language, RESTART),
 	I("mic", "rate", mic_rate, 8000, 192000, RESTART),
+	I("server", "handshake_timeout_seconds", handshake_timeout_s, 1, 3600,
+	    LIVE),
+	I("server", "idle_timeout_seconds", idle_timeout_s, 0, 86400, LIVE),
 	S("server", "log_level", config_parse_log_level, log_level, LIVE),
 	Z("server", "max_client_buffer_bytes", max_client_buffer_bytes,
 	    4 * 1024, 1024LL * 1024 * 1024, LIVE),
+	I("server", "max_connections", max_connections, 1, 65536, LIVE),
 	I("server", "max_connections_per_uid", max_connections_per_uid,
 	    1, 4096, LIVE),
 	Z("server", "max_frame_bytes", max_frame_bytes,
@@ -127,11 +131,12 @@ static const struct config_key config_keys[] = {
 	I("server", "max_sessions", max_sessions, 1, 1024, LIVE),
 	I("server", "reconnect_grace_seconds", reconnect_grace_s, 0, 3600,
 	    LIVE),
+	I("server", "shutdown_grace_seconds", shutdown_grace_s, 0, 3600, LIVE),
 	S("server", "socket", config_parse_string, socket_path, RESTART),
 	M("server", "socket_mode", socket_mode, LIVE),
 };
 #define CONFIG_NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
-_Static_assert(CONFIG_NKEYS <= 32, "struct config_ctx seen[] too small");
+_Static_assert(CONFIG_NKEYS <= 64, "struct config_ctx seen[] too small");
 _Static_assert(CONFIG_NKEYS <= sizeof(((struct config_lines *)0)->line) /
     sizeof(int), "struct config_lines line[] too small");
 
@@ -148,7 +153,11 @@ config_defaults(struct config *cfg)
 	cfg->max_frame_bytes = CONFIG_MIB;
 	cfg->max_client_buffer_bytes = 4 * CONFIG_MIB;
 	cfg->reconnect_grace_s = 30;
-	cfg->max_connections_per_uid = 16;
+	cfg->max_connections = 256;
+	cfg->max_connections_per_uid = 32;
+	cfg->handshake_timeout_s = 10;
+	cfg->idle_timeout_s = 120;
+	cfg->shutdown_grace_s = 20;
 	cfg->socket_mode = 0666;
 	CONFIG_SET(cfg->log_level, "info");
 	CONFIG_SET(cfg->model, "tiny.en");

@@ -18,10 +18,14 @@ struct config {
 	/* [server] */
 	char	socket_path[108];	/* socket = /run/sotto/sottod.sock */
 	int	max_sessions;		/* max_sessions = 16 */
+	int	max_connections;	/* max_connections = 256 */
 	size_t	max_frame_bytes;	/* max_frame_bytes = 1M */
 	size_t	max_client_buffer_bytes; /* max_client_buffer_bytes = 4M */
 	int	reconnect_grace_s;	/* reconnect_grace_seconds = 30 */
-	int	max_connections_per_uid; /* max_connections_per_uid = 16 */
+	int	max_connections_per_uid; /* max_connections_per_uid = 32 */
+	int	handshake_timeout_s;	/* handshake_timeout_seconds = 10 */
+	int	idle_timeout_s;		/* idle_timeout_seconds = 120 (0 off) */
+	int	shutdown_grace_s;	/* shutdown_grace_seconds = 20 */
 	int	socket_mode;		/* socket_mode = 0666 */
 	char	log_level[8];		/* log_level = warning|info|debug */
 
@@ -60,7 +64,7 @@ int	config_load(struct config *, const char *path, char *err,
 
 /* The line of each key in a file, for messages about its values. */
 struct config_lines {
-	int	line[32];		/* config.c's key order; 0: not given */
+	int	line[64];		/* config.c's key order; 0: not given */
 };
 
 /* config_load(), also telling where each key given was (lines). */

@@ -13,6 +13,12 @@
  * connection. Finals resent by a resume or a subscription (at most
  * SESSION_HISTORY_MAX) are queued whatever the bound.
  *
+ * Timeouts (peer_timer): a connection that has not sent HELLO within
+ * handshake_timeout_seconds, or that sends no frame for
+ * idle_timeout_seconds while it is expected to (READY, or STREAMING
+ * while we read it), gets a timeout error and is closed, so idle sockets
+ * cannot hold connection slots. Every frame restarts the clock.
+ *
  * Any malformed or out-of-order frame gets an error event, then the
  * connection is closed once that event is written (or after
  * PEER_CLOSE_TIMEOUT_S); other connections never notice.
@@ -47,6 +53,7 @@ static void	peer_read_cb(struct bufferevent *, void *);
 static void	peer_write_cb(struct bufferevent *, void *);
 static void	peer_event_cb(struct bufferevent *, short, void *);
 static void	peer_dispatch(struct peer *, const struct proto_frame *);
+static void	peer_timeout_cb(int, short, void *);
 
 uint64_t
 peer_dropped_partials(void)
@@ -89,9 +96,17 @@ peer_new(int fd, long uid)
 		free(p);
 		return NULL;
 	}
+	if ((p->timer = evtimer_new(sottod.base, peer_timeout_cb, p)) ==
+	    NULL) {
+		log_warnx("accept: out of memory");
+		bufferevent_free(p->bev);
+		free(p);
+		return NULL;
+	}
 	p->id = peer_next_id++;
 	p->uid = uid;
 	p->state = PEER_NEW;
+	peer_timer(p);
 	bufferevent_setcb(p->bev, peer_read_cb, peer_write_cb, peer_event_cb,
 	    p);
 	bufferevent_enable(p->bev, EV_READ | EV_WRITE);
@@ -122,6 +137,8 @@ peer_close(struct peer *p)
 	TAILQ_REMOVE(&peers, p, entry);
 	bufferevent_free(p->bev);
 	p->bev = NULL;
+	event_free(p->timer);
+	p->timer = NULL;
 	log_debug("peer %llu: closed", (unsigned long long)p->id);
 	if (event_base_once(sottod.base, -1, EV_TIMEOUT, peer_free_cb, p,
 	    &zero) != 0)
@@ -138,6 +155,7 @@ peer_close_after_flush(struct peer *p)
 	if (p->flags & (PEER_DEAD | PEER_CLOSING))
 		return;
 	p->flags |= PEER_CLOSING;
+	evtimer_del(p->timer);
 	if (p->session != NULL)
 		session_detach(p->session, p);
 	bufferevent_disable(p->bev, EV_READ);
@@ -233,6 +251,44 @@ peer_fail(struct peer *p, enum proto_error code, const char *fmt, ...)
 	peer_close_after_flush(p);
 }
 
+/*
+ * (Re)start p's clock for its state: the handshake timeout until HELLO,
+ * then the idle timeout while the peer is expected to send (READY, or
+ * STREAMING while we read it). Listening, ending and paused peers have
+ * none: they wait for us, not we for them.
+ */
+void
+peer_timer(struct peer *p)
+{
+	struct timeval tv = { 0, 0 };
+
+	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+		return;
+	if (p->state == PEER_NEW)
+		tv.tv_sec = sottod.cfg.handshake_timeout_s;
+	else if ((p->state == PEER_READY || p->state == PEER_STREAMING) &&
+	    !(p->flags & PEER_PAUSED))
+		tv.tv_sec = sottod.cfg.idle_timeout_s;
+	p->timeout_s = (int)tv.tv_sec;
+	if (tv.tv_sec > 0)
+		evtimer_add(p->timer, &tv);
+	else
+		evtimer_del(p->timer);
+}
+
+static void
+peer_timeout_cb(int fd, short ev, void *arg)
+{
+	struct peer *p = arg;
+
+	if (p->state == PEER_NEW)
+		peer_fail(p, PROTO_E_TIMEOUT, "no HELLO within %d s of "
+		    "connecting (handshake_timeout_seconds)", p->timeout_s);
+	else
+		peer_fail(p, PROTO_E_TIMEOUT, "no frame for %d s "
+		    "(idle_timeout_seconds)", p->timeout_s);
+}
+
 void
 peer_pause(struct peer *p, int on)
 {
@@ -241,10 +297,12 @@ peer_pause(struct peer *p, int on)
 	if (on) {
 		p->flags |= PEER_PAUSED;
 		bufferevent_disable(p->bev, EV_READ);
+		peer_timer(p);
 		return;
 	}
 	p->flags &= ~PEER_PAUSED;
 	bufferevent_enable(p->bev, EV_READ);
+	peer_timer(p);
 	/* Frames already buffered are handled from the loop, not here. */
 	bufferevent_trigger(p->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
 	    BEV_TRIG_DEFER_CALLBACKS);
@@ -260,6 +318,7 @@ peer_session_ended(struct peer *p)
 		peer_close_after_flush(p);
 	else if (p->state != PEER_SUBSCRIBED || p->session == NULL)
 		p->state = PEER_READY;
+	peer_timer(p);
 }
 
 static void
@@ -299,6 +358,7 @@ peer_read_cb(struct bufferevent *bev, void *arg)
 		if (p->flags & PEER_DEAD)
 			break;
 		evbuffer_drain(in, used);
+		peer_timer(p);
 	}
 }
 

@@ -29,6 +29,7 @@ static const char *const proto_error_names[] = {
 	[PROTO_E_INTERNAL] = "internal",
 	[PROTO_E_SHUTDOWN] = "shutdown",
 	[PROTO_E_TOO_MANY] = "too_many_connections",
+	[PROTO_E_TIMEOUT] = "timeout",
 };
 
 static enum proto_error

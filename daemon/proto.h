@@ -52,6 +52,7 @@ enum proto_error {
 	PROTO_E_INTERNAL,	/* the server failed; not the client's fault */
 	PROTO_E_SHUTDOWN,	/* the server is stopping */
 	PROTO_E_TOO_MANY,	/* over max_connections_per_uid */
+	PROTO_E_TIMEOUT,	/* no HELLO, or nothing sent, in time */
 };
 
 enum proto_format {

@@ -7,14 +7,16 @@
  * client is finished, its last finals and "end" are sent, and then its
  * connection is closed; idle connections are closed at once. The loop
  * ends when no session is decoding and no connection is left, or after
- * SERVER_DRAIN_MAX_S. A second signal ends it at once. SIGHUP reloads
+ * shutdown_grace_seconds. A second signal ends it at once. SIGHUP reloads
  * the config (sottod_reload). Signals arrive as libevent events, so all
  * of this runs on the loop, never in a signal handler.
  *
- * Accept: a connection over the total cap (busy) or over its uid's
+ * Accept: a connection over max_connections (busy) or over its uid's
  * max_connections_per_uid (too_many_connections; the uid comes from
  * SO_PEERCRED) gets one error event, written without waiting, and is
- * closed before it costs a peer.
+ * closed before it costs a peer. These limits count connections of any
+ * kind; max_sessions (peer.c) counts streams, so a client can always
+ * ask STATUS while every session is in use.
  */
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -32,9 +34,7 @@
 #include "systemd.h"
 #include "sottod.h"
 
-#define SERVER_DRAIN_MAX_S	60
 #define SERVER_STATUS_S		5
-#define SERVER_CLIENTS_EXTRA	64	/* connections beyond max_sessions */
 
 static struct {
 	struct evconnlistener	*listener;
@@ -119,10 +119,11 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	long uid;
 	int n;
 
-	if (server_clients() >= sottod.cfg.max_sessions * 2 +
-	    SERVER_CLIENTS_EXTRA) {
-		log_warnx("accept: too many connections");
-		server_refuse(fd, PROTO_E_BUSY, "too many connections");
+	if ((n = server_clients()) >= sottod.cfg.max_connections) {
+		snprintf(msg, sizeof(msg), "all %d connections are in use "
+		    "(max_connections = %d)", n, sottod.cfg.max_connections);
+		log_warnx("accept: refused: %s", msg);
+		server_refuse(fd, PROTO_E_BUSY, msg);
 		return;
 	}
 	uid = server_peer_uid(fd);
@@ -172,8 +173,8 @@ server_watchdog_cb(int fd, short ev, void *arg)
 static void
 server_drain_timeout_cb(int fd, short ev, void *arg)
 {
-	log_warnx("drain: still busy after %d s; exiting",
-	    SERVER_DRAIN_MAX_S);
+	log_warnx("drain: still busy after %d s (shutdown_grace_seconds); "
+	    "exiting", sottod.cfg.shutdown_grace_s);
 	event_base_loopexit(sottod.base, NULL);
 }
 
@@ -188,7 +189,7 @@ server_drain_check(void)
 static void
 server_drain(void)
 {
-	struct timeval tv = { SERVER_DRAIN_MAX_S, 0 };
+	struct timeval tv = { sottod.cfg.shutdown_grace_s, 0 };
 	struct peer *p, *next;
 
 	log_info("draining: finishing %d streams", session_busy());

@@ -61,15 +61,20 @@ static const char usage_text[] =
 "      --version             print the version\n"
 "\n"
 "Flags override the config file. SIGTERM finishes every stream (clients\n"
-"get their last finals), then exits. SIGHUP reads the config file again\n"
-"and applies the limits, log level, socket mode and engine settings of\n"
-"new sessions; a file with an error is refused (the log names its line)\n"
-"and changes to socket, threads, precision or [mic] are logged as\n"
-"needing a restart. SIGHUP also loads the model again when the config\n"
-"names another one or its file was replaced, without dropping clients:\n"
-"open sessions finish on the old model, new ones use the new one, and\n"
-"the microphone moves to it at a pause. The model file is read into\n"
-"memory at load: replacing or truncating it changes nothing until then.\n";
+"get their last finals) within shutdown_grace_seconds, then exits.\n"
+"Connections are limited (max_connections, max_connections_per_uid)\n"
+"apart from sessions (max_sessions); one that sends no HELLO within\n"
+"handshake_timeout_seconds, or no frame for idle_timeout_seconds while\n"
+"sottod waits for one, is closed with a timeout error. SIGHUP reads the\n"
+"config file again and applies the limits, timeouts, log level, socket\n"
+"mode and engine settings of new sessions; a file with an error is\n"
+"refused (the log names its line) and changes to socket, threads,\n"
+"precision or [mic] are logged as needing a restart. SIGHUP also loads\n"
+"the model again when the config names another one or its file was\n"
+"replaced, without dropping clients: open sessions finish on the old\n"
+"model, new ones use the new one, and the microphone moves to it at a\n"
+"pause. The model file is read into memory at load: replacing or\n"
+"truncating it changes nothing until then.\n";
 
 enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION, OPT_HTTP };
 

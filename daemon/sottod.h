@@ -111,6 +111,8 @@ struct peer {
 #define PEER_PAUSED	0x4	/* reading stopped: its session lags */
 #define PEER_EOF	0x8	/* half-closed after END */
 	enum peer_state		 state;
+	struct event		*timer;		/* handshake or idle timeout */
+	int			 timeout_s;	/* what timer was set to */
 	struct session		*session;	/* streamed or subscribed */
 	uint64_t		 dropped_partials;
 	TAILQ_ENTRY(peer)	 entry;		/* all peers */
@@ -125,6 +127,7 @@ void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	peer_close(struct peer *);
 void	peer_pause(struct peer *, int);
+void	peer_timer(struct peer *);
 void	peer_session_ended(struct peer *);
 uint64_t peer_dropped_partials(void);
 

@@ -100,7 +100,11 @@ test_defaults(void **state)
 	assert_int_equal(cfg.max_frame_bytes, 1048576);
 	assert_int_equal(cfg.max_client_buffer_bytes, 4 * 1048576);
 	assert_int_equal(cfg.reconnect_grace_s, 30);
-	assert_int_equal(cfg.max_connections_per_uid, 16);
+	assert_int_equal(cfg.max_connections, 256);
+	assert_int_equal(cfg.max_connections_per_uid, 32);
+	assert_int_equal(cfg.handshake_timeout_s, 10);
+	assert_int_equal(cfg.idle_timeout_s, 120);
+	assert_int_equal(cfg.shutdown_grace_s, 20);
 	assert_int_equal(cfg.socket_mode, 0666);
 	assert_string_equal(cfg.log_level, "info");
 	assert_string_equal(cfg.model, "tiny.en");
@@ -142,6 +146,10 @@ static const char test_every_key[] =
     "max_client_buffer_bytes = 2MiB\n"
     "reconnect_grace_seconds = 0\n"
     "max_connections_per_uid = 3\n"
+    "max_connections = 9\n"
+    "handshake_timeout_seconds = 2\n"
+    "idle_timeout_seconds = 0\n"
+    "shutdown_grace_seconds = 5\n"
     "socket_mode = 0660\n"
     "log_level = debug\n"
     "\n"
@@ -173,6 +181,10 @@ test_every_key_set(void **state)
 	assert_int_equal(cfg.max_client_buffer_bytes, 2 * 1048576);
 	assert_int_equal(cfg.reconnect_grace_s, 0);
 	assert_int_equal(cfg.max_connections_per_uid, 3);
+	assert_int_equal(cfg.max_connections, 9);
+	assert_int_equal(cfg.handshake_timeout_s, 2);
+	assert_int_equal(cfg.idle_timeout_s, 0);
+	assert_int_equal(cfg.shutdown_grace_s, 5);
 	assert_int_equal(cfg.socket_mode, 0660);
 	assert_string_equal(cfg.log_level, "debug");
 	assert_string_equal(cfg.model, "/opt/models/base.gguf");
@@ -308,6 +320,18 @@ test_bad_numbers(void **state)
 	test_load_bad("[http]\nlisten = example.com:80\n", 2,
 	    "listen: \"example.com:80\": the address is not a numeric "
 	    "IPv4 address, [IPv6] address or localhost");
+	test_load_bad("[server]\nmax_connections = 0\n", 2,
+	    "max_connections: 0 is out of range (1 to 65536)");
+	test_load_bad("[server]\nmax_connections = 65537\n", 2,
+	    "max_connections: 65537 is out of range (1 to 65536)");
+	test_load_bad("[server]\nhandshake_timeout_seconds = 0\n", 2,
+	    "handshake_timeout_seconds: 0 is out of range (1 to 3600)");
+	test_load_bad("[server]\nidle_timeout_seconds = 86401\n", 2,
+	    "idle_timeout_seconds: 86401 is out of range (0 to 86400)");
+	test_load_bad("[server]\nidle_timeout_seconds = -1\n", 2,
+	    "idle_timeout_seconds: -1 is out of range (0 to 86400)");
+	test_load_bad("[server]\nshutdown_grace_seconds = 3601\n", 2,
+	    "shutdown_grace_seconds: 3601 is out of range (0 to 3600)");
 }
 
 static void
@@ -539,6 +563,32 @@ test_diff_and_keep(void **state)
 	assert_int_equal(d.restart, 0);
 }
 
+/* The limits and timeouts of connections all apply on SIGHUP. */
+static void
+test_limits_live(void **state)
+{
+	struct test_diff d;
+	struct config old, new;
+
+	config_defaults(&old);
+	memset(&d, 0, sizeof(d));
+	test_load_ok("[server]\nmax_connections = 10\n"
+	    "handshake_timeout_seconds = 4\nidle_timeout_seconds = 0\n"
+	    "shutdown_grace_seconds = 3\n", &new);
+	assert_int_equal(config_diff(&old, &new, test_diff_cb, &d), 4);
+	assert_string_equal(d.seen,
+	    "[server] handshake_timeout_seconds 10>4 live\n"
+	    "[server] idle_timeout_seconds 120>0 live\n"
+	    "[server] max_connections 256>10 live\n"
+	    "[server] shutdown_grace_seconds 20>3 live\n");
+	assert_int_equal(d.restart, 0);
+	config_keep_restart_keys(&new, &old);
+	assert_int_equal(new.max_connections, 10);
+	assert_int_equal(new.handshake_timeout_s, 4);
+	assert_int_equal(new.idle_timeout_s, 0);
+	assert_int_equal(new.shutdown_grace_s, 3);
+}
+
 static int
 test_setup(void **state)
 {
@@ -567,6 +617,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_limits_live),
 		cmocka_unit_test(test_empty_and_shipped),
 		cmocka_unit_test(test_every_key_set),
 		cmocka_unit_test(test_mic_language),

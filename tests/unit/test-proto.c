@@ -335,6 +335,9 @@ test_names(void **state)
 {
 	(void)state;
 	assert_string_equal(proto_error_name(PROTO_E_BAD_ORDER), "bad_order");
+	assert_string_equal(proto_error_name(PROTO_E_TOO_MANY),
+	    "too_many_connections");
+	assert_string_equal(proto_error_name(PROTO_E_TIMEOUT), "timeout");
 	assert_string_equal(proto_error_name((enum proto_error)999),
 	    "internal");
 	assert_string_equal(proto_type_name(MSG_SUBSCRIBE), "SUBSCRIBE");
