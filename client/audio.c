@@ -53,6 +53,8 @@
 struct audio_file {
 	const char	*path;
 	int		 fd;		/* libsndfile reads it; we close it */
+	const uint8_t	*mem;		/* or a file in memory (not ours) */
+	sf_count_t	 mem_len, mem_pos;
 	int		 seekable;	/* a regular file: reopened to rewind */
 	int		 keep;		/* not seekable: keep the first pass */
 	SNDFILE		*sf;
@@ -257,7 +259,64 @@ audio_file_read(struct audio_file *f, float *buf, size_t max, char *err,
 	return (long)given;
 }
 
-/* libsndfile on f->fd, from the start; checks the format. */
+/* libsndfile's virtual I/O over a file in memory (audio_mem_open). */
+static sf_count_t
+audio_mem_length(void *user)
+{
+	return ((struct audio_file *)user)->mem_len;
+}
+
+static sf_count_t
+audio_mem_seek(sf_count_t offset, int whence, void *user)
+{
+	struct audio_file *f = user;
+	sf_count_t at = whence == SEEK_SET ? 0 : whence == SEEK_CUR ?
+	    f->mem_pos : f->mem_len;
+
+	if (offset < -at || offset > f->mem_len - at)
+		return -1;
+	f->mem_pos = at + offset;
+	return f->mem_pos;
+}
+
+static sf_count_t
+audio_mem_read(void *ptr, sf_count_t count, void *user)
+{
+	struct audio_file *f = user;
+	sf_count_t n = f->mem_len - f->mem_pos;
+
+	if (count < n)
+		n = count < 0 ? 0 : count;
+	memcpy(ptr, f->mem + f->mem_pos, (size_t)n);
+	f->mem_pos += n;
+	return n;
+}
+
+static sf_count_t
+audio_mem_write(const void *ptr, sf_count_t count, void *user)
+{
+	return 0;
+}
+
+static sf_count_t
+audio_mem_tell(void *user)
+{
+	return ((struct audio_file *)user)->mem_pos;
+}
+
+static SNDFILE *
+audio_sf_open_mem(struct audio_file *f, SF_INFO *info)
+{
+	static SF_VIRTUAL_IO vio = {
+		audio_mem_length, audio_mem_seek, audio_mem_read,
+		audio_mem_write, audio_mem_tell,
+	};
+
+	f->mem_pos = 0;
+	return sf_open_virtual(&vio, SFM_READ, info, f);
+}
+
+/* libsndfile on f->fd (or f->mem), from the start; checks the format. */
 static int
 audio_sf_open(struct audio_file *f, char *err, size_t errlen)
 {
@@ -265,10 +324,12 @@ audio_sf_open(struct audio_file *f, char *err, size_t errlen)
 
 	memset(&info, 0, sizeof(info));
 	/* libsndfile takes the descriptor's position as the file's start */
-	if (f->seekable && lseek(f->fd, 0, SEEK_SET) == -1)
+	if (f->mem == NULL && f->seekable && lseek(f->fd, 0, SEEK_SET) == -1)
 		return audio_error(err, errlen, "%s: %s", f->path,
 		    strerror(errno));
-	if ((f->sf = sf_open_fd(f->fd, SFM_READ, &info, SF_FALSE)) == NULL)
+	f->sf = f->mem != NULL ? audio_sf_open_mem(f, &info) :
+	    sf_open_fd(f->fd, SFM_READ, &info, SF_FALSE);
+	if (f->sf == NULL)
 		return audio_error(err, errlen, "%s: not an audio file "
 		    "libsndfile can read: %s", f->path, sf_strerror(NULL));
 	if (f->pass > 1 && (info.channels != f->channels ||
@@ -348,6 +409,33 @@ audio_file_open(const char *path, struct audio_file **ret, char *err,
 fail:
 	audio_file_close(f);
 	return -1;
+}
+
+int
+audio_mem_open(const void *data, size_t len, const char *name,
+    struct audio_file **ret, char *err, size_t errlen)
+{
+	struct audio_file *f;
+
+	*ret = NULL;
+	if (len == 0)
+		return audio_error(err, errlen, "%s: empty file (0 bytes), "
+		    "not an audio file", name);
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return audio_error(err, errlen, "%s: out of memory", name);
+	f->path = name;
+	f->pass = 1;
+	f->fd = -1;
+	f->mem = data;
+	f->mem_len = (sf_count_t)len;
+	f->seekable = 1;
+	if (audio_sf_open(f, err, errlen) != 0 ||
+	    audio_alloc(f, err, errlen) != 0) {
+		audio_file_close(f);
+		return -1;
+	}
+	*ret = f;
+	return 0;
 }
 
 int

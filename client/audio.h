@@ -27,6 +27,15 @@ int	audio_file_open(const char *path, struct audio_file **ret, char *err,
 	    size_t errlen);
 
 /*
+ * audio_file_open() of a file held in memory: data (len bytes, not
+ * copied; it must outlive the audio_file) is decoded with libsndfile's
+ * virtual I/O, read twice as a regular file is. name (kept, not copied)
+ * stands for the file in messages.
+ */
+int	audio_mem_open(const void *data, size_t len, const char *name,
+	    struct audio_file **ret, char *err, size_t errlen);
+
+/*
  * The next samples into buf, at most max: how many, 0 at the end, -1
  * with err. A file that ends early ends here too: audio_file_problem().
  */

@@ -81,6 +81,7 @@ static config_parse_fn config_parse_language;
 static config_parse_fn config_parse_log_level;
 static config_parse_fn config_parse_mode;
 static config_parse_fn config_parse_listen;
+static config_parse_fn config_parse_token;
 
 #define LIVE	1
 #define RESTART	0
@@ -111,7 +112,13 @@ static const struct config_key config_keys[] = {
 	S("engine", "precision", config_parse_precision, precision, RESTART),
 	I("engine", "step_ms", step_ms, 100, 30000, LIVE),
 	I("engine", "threads", threads, 0, 1024, RESTART),
+	I("http", "beam_size", http_beam_size, 1, 16, LIVE),
 	S("http", "listen", config_parse_listen, http_listen, RESTART),
+	Z("http", "max_request_bytes", http_max_request_bytes,
+	    64 * 1024, 1024LL * 1024 * 1024, RESTART),
+	I("http", "request_timeout_seconds", http_timeout_s, 1, 3600,
+	    RESTART),
+	S("http", "token", config_parse_token, http_token, RESTART),
 	I("mic", "channels", mic_channels, 1, 32, RESTART),
 	S("mic", "device", config_parse_string, mic_device, RESTART),
 	B("mic", "enabled", mic_enabled, RESTART),
@@ -171,6 +178,9 @@ config_defaults(struct config *cfg)
 	cfg->mic_rate = 16000;
 	cfg->mic_channels = 1;
 	CONFIG_SET(cfg->mic_language, cfg->language);
+	cfg->http_beam_size = 5;
+	cfg->http_max_request_bytes = 25 * CONFIG_MIB;
+	cfg->http_timeout_s = 60;
 }
 
 /* A non-empty string that fits its field. */
@@ -259,6 +269,25 @@ config_parse_listen(const struct config_key *k, void *field,
 		return -1;
 	}
 	memcpy(field, value, strlen(value) + 1);
+	return 0;
+}
+
+/* Empty (none), or 16 to 255 printable ASCII characters, no blanks. */
+static int
+config_parse_token(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	size_t i, len = strlen(value);
+
+	for (i = 0; i < len; i++)
+		if (!isgraph((unsigned char)value[i]))
+			break;
+	if (len != 0 && (len < 16 || len >= k->size || i != len)) {
+		snprintf(msg, msglen, "%s: a token is 16 to %zu printable "
+		    "ASCII characters without blanks", k->key, k->size - 1);
+		return -1;
+	}
+	memcpy(field, value, len + 1);
 	return 0;
 }
 

@@ -46,6 +46,10 @@ struct config {
 
 	/* [http] (daemon/http.c) */
 	char	http_listen[64];	/* listen = ADDR:PORT; "" off */
+	char	http_token[256];	/* token = ""; Bearer token */
+	size_t	http_max_request_bytes;	/* max_request_bytes = 25M */
+	int	http_timeout_s;		/* request_timeout_seconds = 60 */
+	int	http_beam_size;		/* beam_size = 5 */
 };
 
 /* Fill every field with its default. */

@@ -6,15 +6,19 @@
 #define SOTTOD_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct evhttp;
 struct evhttp_request;
+struct json_object;
 
 /* Listen on [http] listen (no-op when empty). 0, or -1 with err. */
 int	http_start(char *err, size_t errlen);
 /* SIGTERM: stop accepting; requests in progress go on. */
 void	http_drain(void);
 void	http_stop(void);
+/* Requests being answered: a drain waits for them. */
+int	http_busy(void);
 
 /*
  * The server, for other endpoints on the same listener (evhttp_set_cb),
@@ -27,8 +31,27 @@ void	http_reply_json(struct evhttp_request *, int code, const char *json);
 void	http_reply_error(struct evhttp_request *, int status,
 	    const char *type, const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 5, 6)));
+/* Reply with o (JSON), and put it. */
+void	http_reply_object(struct evhttp_request *, int code,
+	    struct json_object *o);
 const char *http_method_name(struct evhttp_request *);
-/* 1 for GET or HEAD; otherwise a 405 was sent and 0 is returned. */
-int	http_want_get(struct evhttp_request *);
+/*
+ * 1 when req carries "Authorization: Bearer TOKEN" or no [http] token is
+ * set; otherwise a 401 was sent and 0 is returned.
+ */
+int	http_authorized(struct evhttp_request *);
+/* Count a reply (GET /metrics); http_reply_json counts its own. */
+void	http_count_reply(int code);
+void	http_reply_counts(uint64_t counts[3]);	/* 2xx, 4xx, 5xx */
+
+/* http-openai.c */
+void	http_transcriptions(struct evhttp_request *);
+void	http_translations(struct evhttp_request *);
+void	http_models(struct evhttp_request *);
+void	http_model(struct evhttp_request *, const char *id);
+void	http_openai_stop(void);
+
+/* http-metrics.c */
+void	http_metrics(struct evhttp_request *);
 
 #endif

@@ -151,7 +151,10 @@ server_worker_cb(int fd, short ev, void *arg)
 	struct worker_result *r;
 
 	while ((r = worker_next_result()) != NULL) {
-		session_result(r);
+		if (r->kind == WORKER_FILE)
+			worker_file_done(r->file);	/* its owner frees it */
+		else
+			session_result(r);
 		worker_result_free(r);
 	}
 }
@@ -182,7 +185,8 @@ server_drain_timeout_cb(int fd, short ev, void *arg)
 void
 server_drain_check(void)
 {
-	if (sottod.draining && session_busy() == 0 && TAILQ_EMPTY(&peers))
+	if (sottod.draining && session_busy() == 0 && TAILQ_EMPTY(&peers) &&
+	    http_busy() == 0)
 		event_base_loopexit(sottod.base, NULL);
 }
 

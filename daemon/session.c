@@ -57,6 +57,7 @@ struct session {
 };
 
 struct session_list sessions = TAILQ_HEAD_INITIALIZER(sessions);
+struct sottod_stats sottod_stats;
 static uint64_t session_next_id = 1;
 
 static void	session_kick(struct session *);
@@ -114,12 +115,15 @@ session_find_id(uint64_t id)
 	return NULL;
 }
 
-/* Client sessions still streaming (the max_sessions count). */
+/*
+ * Client sessions still streaming, and files being transcribed (the
+ * max_sessions count).
+ */
 int
 session_count(void)
 {
 	struct session *s;
-	int n = 0;
+	int n = worker_file_count();
 
 	TAILQ_FOREACH(s, &sessions, entry)
 		if (!(s->flags & (SESSION_SHARED | SESSION_DONE)))
@@ -127,12 +131,12 @@ session_count(void)
 	return n;
 }
 
-/* Sessions still decoding: what a drain waits for. */
+/* Sessions and files still decoding: what a drain waits for. */
 int
 session_busy(void)
 {
 	struct session *s;
-	int n = 0;
+	int n = worker_file_count();
 
 	TAILQ_FOREACH(s, &sessions, entry)
 		if (!(s->flags & SESSION_DONE))
@@ -256,6 +260,7 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
+	sottod_stats.sessions++;
 	return s;
 }
 
@@ -440,6 +445,7 @@ session_push(struct session *s, const float *pcm, size_t n)
 	if (n > 0 && worker_stream_push(s->ws, pcm, n) != 0)
 		return -1;
 	s->received += n;
+	sottod_stats.audio_in_s += (double)n / SOTTO_SAMPLE_RATE;
 	return 0;
 }
 
@@ -585,6 +591,9 @@ session_done_now(struct session *s)
 	char *ev;
 
 	s->flags |= SESSION_DONE;
+	if ((double)s->received / SOTTO_SAMPLE_RATE > s->audio_time)
+		sottod_stats.audio_done_s += (double)s->received /
+		    SOTTO_SAMPLE_RATE - s->audio_time;
 	session_release_engine(s);
 	ev = proto_event_end(s->name, session_last_final(s));
 	session_broadcast(s, PEER_EVENT_CONTROL, ev);
@@ -627,8 +636,10 @@ session_result(struct worker_result *r)
 		session_failed(s, r);
 		return;
 	}
-	if (r->stepped)
+	if (r->stepped && r->audio_time > s->audio_time) {
+		sottod_stats.audio_done_s += r->audio_time - s->audio_time;
 		s->audio_time = r->audio_time;
+	}
 	s->due = r->due;
 	session_finals(s, r);
 	if (r->kind == WORKER_FINISH) {

@@ -48,6 +48,16 @@ struct sottod {
 };
 extern struct sottod sottod;
 
+/* Totals since the start, for GET /metrics (loop thread). */
+struct sottod_stats {
+	double		 audio_in_s;	/* audio received: streams, files */
+	double		 audio_done_s;	/* audio the engine has decoded */
+	uint64_t	 sessions;	/* streams opened */
+	uint64_t	 files;		/* files transcribed */
+	double		 files_compute_s;	/* compute time they took */
+};
+extern struct sottod_stats sottod_stats;	/* session.c */
+
 double	sottod_now(void);
 void	sottod_reload(void);
 void	sottod_load_model(void);	/* reload.c: at start, or exit */
@@ -191,6 +201,7 @@ enum worker_kind {
 	WORKER_STEP,
 	WORKER_FINISH,
 	WORKER_FREE,
+	WORKER_FILE,		/* a whole file: worker-file.c */
 };
 
 struct worker_segment {
@@ -198,9 +209,11 @@ struct worker_segment {
 	char			*text;
 };
 
+struct worker_file;
 struct worker_result {
 	uint64_t		 id;		/* session */
 	enum worker_kind	 kind;
+	struct worker_file	*file;		/* WORKER_FILE: the job */
 	int			 error, stepped, due;
 	char			 err[SOTTO_ERR_MAX];
 	struct worker_segment	*finals;
@@ -229,5 +242,56 @@ double	worker_step_seconds(void);
 int	worker_start(struct event *wake, char *err, size_t errlen);
 void	worker_stop(void);
 int	worker_alive(void);
+int	worker_queue_depth(void);
+
+/* worker-file.c: whole files transcribed on the compute thread */
+struct worker_file_params {
+	char		 language[PROTO_LANGUAGE_MAX];	/* "": detect */
+	enum sotto_task	 task;
+	int		 beam_size;
+	float		 temperature;	/* the first; fallback by 0.2 to 1 */
+	const char	*prompt;	/* NULL or copied */
+};
+
+enum worker_file_error {
+	WORKER_FILE_OK = 0,
+	WORKER_FILE_BAD_INPUT,	/* not audio, damaged, empty: the client's */
+	WORKER_FILE_FAILED,	/* the engine failed */
+	WORKER_FILE_CANCELED,	/* sottod is stopping */
+};
+
+typedef void worker_file_done_fn(struct worker_file *, void *arg);
+
+struct worker_file {
+	uint64_t		 id;
+	void			*data;		/* the encoded file */
+	size_t			 len;
+	struct worker_file_params params;
+	char			*prompt;
+	struct model_ref	*model;
+	worker_file_done_fn	*done;
+	void			*arg;
+	/* the result, once done */
+	enum worker_file_error	 error;
+	char			 err[SOTTO_ERR_MAX];
+	struct sotto_result	*res;		/* NULL on error */
+	double			 duration;	/* seconds of audio */
+	double			 compute_s;
+};
+
+/*
+ * Queue the transcription of data[len], an audio file in any format
+ * libsndfile reads (the job owns data from the call on, even when this
+ * fails), on the current model. done(f, arg) runs on the loop when it
+ * is over: f->error, f->err, f->res; the callee frees f with
+ * worker_file_free. NULL with msg when out of memory.
+ */
+struct worker_file *worker_file_new(uint64_t id, void *data, size_t len,
+	    const struct worker_file_params *, worker_file_done_fn *done,
+	    void *arg, char *msg);
+void	worker_file_free(struct worker_file *);
+/* Jobs queued or running (they count as sessions). */
+int	worker_file_count(void);
+void	worker_file_done(struct worker_file *);		/* server.c */
 
 #endif

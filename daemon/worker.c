@@ -25,6 +25,11 @@
  * weights once per token for all of them. A stream's jobs keep their
  * order: one with an earlier job waiting is left in the queue.
  *
+ * A FILE job (worker-file.c) transcribes a whole uploaded file as `sotto
+ * transcribe` does. Between two of its 30 s windows it runs the jobs of
+ * other kinds queued meanwhile (worker_yield), so streams wait for one
+ * window of a file, not for all of it; files run one after another.
+ *
  * Models: a stream runs on the model that was current when its session
  * opened (models.c holds a reference for it), so a reload never changes
  * a session's model halfway. A following stream (the microphone, which
@@ -37,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -47,7 +53,8 @@
 #define WORKER_BATCH	16	/* streams stepped together, at most */
 
 struct worker_job {
-	struct worker_stream	*ws;
+	struct worker_stream	*ws;		/* NULL for FILE */
+	struct worker_file	*file;		/* FILE only */
 	enum worker_kind	 kind;
 	TAILQ_ENTRY(worker_job)	 entry;
 };
@@ -114,6 +121,22 @@ worker_queue(struct worker_stream *ws, enum worker_kind kind)
 		return -1;
 	j->ws = ws;
 	j->kind = kind;
+	pthread_mutex_lock(&worker.lock);
+	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
+	pthread_cond_signal(&worker.cond);
+	pthread_mutex_unlock(&worker.lock);
+	return 0;
+}
+
+int
+worker_queue_file(struct worker_file *f)
+{
+	struct worker_job *j;
+
+	if ((j = calloc(1, sizeof(*j))) == NULL)
+		return -1;
+	j->file = f;
+	j->kind = WORKER_FILE;
 	pthread_mutex_lock(&worker.lock);
 	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
 	pthread_cond_signal(&worker.cond);
@@ -310,13 +333,91 @@ worker_done(struct worker_result *r)
 	event_active(worker.wake, EV_READ, 0);
 }
 
-static void *
-worker_main(void *arg)
+/* A FILE job's result: the job itself, back to the loop. */
+static struct worker_result *
+worker_run_file(struct worker_file *f)
+{
+	struct worker_result *r;
+
+	worker_file_run(f);
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		/* the loop must get the job back: keep trying */
+		while ((r = calloc(1, sizeof(*r))) == NULL)
+			sleep(1);
+	}
+	r->id = f->id;
+	r->kind = WORKER_FILE;
+	r->file = f;
+	return r;
+}
+
+/*
+ * Run job j (taken out of the queue, the lock held; held again on
+ * return) and queue its results.
+ */
+static void
+worker_run_job(struct worker_job *j)
 {
 	struct worker_stream *batch[WORKER_BATCH];
 	struct worker_result *r[WORKER_BATCH];
-	struct worker_job *j;
 	int n, i;
+
+	n = j->kind == WORKER_STEP ? worker_take_steps(j, batch) : 0;
+	pthread_mutex_unlock(&worker.lock);
+	if (n > 0)
+		worker_run_steps(batch, n, r);
+	else if (j->kind == WORKER_FILE)
+		r[n++] = worker_run_file(j->file);
+	else
+		r[n++] = worker_run(j->ws, j->kind);
+	free(j);
+	pthread_mutex_lock(&worker.lock);
+	for (i = 0; i < n; i++)
+		worker_done(r[i]);
+}
+
+/*
+ * Between two windows of a FILE job: run the other jobs queued by now
+ * (not other files, which wait their turn), at most as many as there
+ * are, so that the file goes on.
+ */
+void
+worker_yield(void)
+{
+	struct worker_job *j;
+	int budget = 0;
+
+	pthread_mutex_lock(&worker.lock);
+	TAILQ_FOREACH(j, &worker.jobs, entry)
+		budget++;
+	while (budget-- > 0) {
+		TAILQ_FOREACH(j, &worker.jobs, entry)
+			if (j->kind != WORKER_FILE)
+				break;
+		if (j == NULL)
+			break;
+		TAILQ_REMOVE(&worker.jobs, j, entry);
+		worker_run_job(j);
+	}
+	pthread_mutex_unlock(&worker.lock);
+}
+
+/* Whether worker_stop() has been called: files give up. */
+int
+worker_stopping(void)
+{
+	int stop;
+
+	pthread_mutex_lock(&worker.lock);
+	stop = worker.stop;
+	pthread_mutex_unlock(&worker.lock);
+	return stop;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker_job *j;
 
 	(void)arg;
 	pthread_mutex_lock(&worker.lock);
@@ -326,16 +427,7 @@ worker_main(void *arg)
 		if ((j = TAILQ_FIRST(&worker.jobs)) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
-		n = j->kind == WORKER_STEP ? worker_take_steps(j, batch) : 0;
-		pthread_mutex_unlock(&worker.lock);
-		if (n > 0)
-			worker_run_steps(batch, n, r);
-		else
-			r[n++] = worker_run(j->ws, j->kind);
-		free(j);
-		pthread_mutex_lock(&worker.lock);
-		for (i = 0; i < n; i++)
-			worker_done(r[i]);
+		worker_run_job(j);
 	}
 	pthread_mutex_unlock(&worker.lock);
 	return NULL;
@@ -391,6 +483,20 @@ worker_start(struct event *wake, char *err, size_t errlen)
 	return 0;
 }
 
+/* Jobs waiting for the compute thread (GET /metrics). */
+int
+worker_queue_depth(void)
+{
+	struct worker_job *j;
+	int n = 0;
+
+	pthread_mutex_lock(&worker.lock);
+	TAILQ_FOREACH(j, &worker.jobs, entry)
+		n++;
+	pthread_mutex_unlock(&worker.lock);
+	return n;
+}
+
 /* Whether the compute thread runs (GET /health). */
 int
 worker_alive(void)
@@ -417,6 +523,9 @@ worker_stop(void)
 	pthread_mutex_unlock(&worker.lock);
 	pthread_join(worker.thread, NULL);
 	worker.running = 0;
-	while ((r = worker_next_result()) != NULL)
+	while ((r = worker_next_result()) != NULL) {
+		if (r->file != NULL)
+			worker_file_done(r->file);	/* its owner frees it */
 		worker_result_free(r);
+	}
 }

@@ -34,6 +34,12 @@ struct worker_stream {
 
 double	worker_now(void);
 
+/* worker.c, compute thread: files (worker-file.c) */
+int	worker_queue_file(struct worker_file *);	/* loop */
+void	worker_file_run(struct worker_file *);
+void	worker_yield(void);
+int	worker_stopping(void);
+
 /* worker-stream.c, compute thread */
 int	worker_copy(struct worker_stream *, struct worker_result *,
 	    const struct sotto_stream_update *);

@@ -1,15 +1,30 @@
-"""sottod's HTTP front door (daemon/http.c, docs/http.md), driven by curl
-and by the official openai Python SDK against a real sottod with the real
-tiny.en model.
+"""sottod's HTTP front door (daemon/http.c, docs/http.md), driven by the
+official openai Python SDK and by curl against a real sottod with the real
+tiny.en (and base, for translations) model and the files of ../shared/audio.
+
+Every transcript is compared with `sotto transcribe` on the same file and
+model: the HTTP API must give the same text, segments and subtitles.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
+import signal
 import subprocess
+import threading
+import time
+from pathlib import Path
 
+import openai
 import pytest
+
+from conftest import AUDIO_DIR, SOTTO, Daemon, report
+
+JFK = AUDIO_DIR / "jfk.wav"
+LONG = AUDIO_DIR / "LJ001-0001_to_LJ001-0017_longform.wav"
+TOKEN = "sotto-test-token-0123456789"
 
 
 def http_port(d) -> int:
@@ -18,22 +33,23 @@ def http_port(d) -> int:
     return int(m.group(1))
 
 
-def curl(url: str, *args: str, timeout: float = 60) -> tuple[int, dict, bytes]:
+def curl(url: str, *args: str, timeout: float = 120) -> tuple[int, dict, bytes]:
     """(status, headers with lower-case names, body) of one curl run."""
     cp = subprocess.run(["curl", "-sS", "-D", "-", "--max-time",
                          str(timeout), *args, url],
                         capture_output=True, timeout=timeout + 10)
     assert cp.returncode == 0, f"curl {url} failed: {cp.stderr.decode()}"
-    head, _, body = cp.stdout.partition(b"\r\n\r\n")
-    while head.startswith(b"HTTP/1.1 100"):
-        head, _, body = body.partition(b"\r\n\r\n")
+    out = cp.stdout
+    while True:
+        head, _, out = out.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 100"):
+            break
     lines = head.decode().split("\r\n")
-    status = int(lines[0].split()[1])
     headers = {}
     for ln in lines[1:]:
         k, _, v = ln.partition(":")
         headers[k.strip().lower()] = v.strip()
-    return status, headers, body
+    return int(lines[0].split()[1]), headers, out
 
 
 def error_body(body: bytes) -> dict:
@@ -46,63 +62,329 @@ def error_body(body: bytes) -> dict:
     return e
 
 
-@pytest.fixture(scope="module")
-def hd(make_daemon):
-    """A daemon with HTTP on an ephemeral loopback port."""
-    d = make_daemon(argv=["--http", "127.0.0.1:0"]).start()
-    d.base = f"http://127.0.0.1:{http_port(d)}"
-    return d
+def sox(*args) -> None:
+    if not shutil.which("sox"):
+        pytest.fail("sox is not installed (scripts/setup installs it)")
+    subprocess.run(["sox", *map(str, args)], check=True,
+                   stdin=subprocess.DEVNULL, capture_output=True)
 
 
-@pytest.fixture(scope="module")
-def make_daemon(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
-    import signal
+def transcribe(path: Path, model: Path, fmt: str, *args: str) -> str:
+    """`sotto transcribe` of path, as text in fmt."""
+    cp = subprocess.run([str(SOTTO), "transcribe", "-q", "-m", str(model),
+                         "-t", "2", "-f", fmt, *args, str(path)],
+                        capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stderr
+    return cp.stdout
 
-    from conftest import Daemon
-    made = []
 
-    def make(**kw):
-        d = Daemon(tmp_path_factory.mktemp("sottod-http"), tiny_model, **kw)
-        made.append(d)
+def client(d, **kw) -> openai.OpenAI:
+    return openai.OpenAI(base_url=d.base + "/v1", api_key=kw.pop(
+        "api_key", "unused"), max_retries=0, timeout=300, **kw)
+
+
+def sdk(d, path: Path, fmt: str, **kw):
+    with open(path, "rb") as f:
+        return client(d).audio.transcriptions.create(
+            file=f, model="whisper-1", response_format=fmt, **kw)
+
+
+class Daemons:
+    """Daemons of this module, stopped (and checked) at its end."""
+
+    def __init__(self, tmp_path_factory, model: Path):
+        self.tmp, self.model, self.made = tmp_path_factory, model, []
+
+    def start(self, conf: str = "", argv=("--http", "127.0.0.1:0"),
+              model: Path | None = None) -> Daemon:
+        d = Daemon(self.tmp.mktemp("sottod-http"), model or self.model,
+                   conf=conf, argv=list(argv))
+        self.made.append(d)
+        d.start()
+        d.base = f"http://127.0.0.1:{http_port(d)}"
         return d
 
-    yield make
-    for d in made:
-        if d.alive():
-            rc = d.stop()
-            assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
+    def stop_all(self) -> None:
+        for d in self.made:
+            if d.alive():
+                rc = d.stop()
+                assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
 
 
-def test_health(hd):
+@pytest.fixture(scope="module")
+def daemons(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
+    ds = Daemons(tmp_path_factory, tiny_model)
+    yield ds
+    ds.stop_all()
+
+
+@pytest.fixture(scope="module")
+def hd(daemons):
+    """A daemon with HTTP on an ephemeral loopback port."""
+    return daemons.start()
+
+
+@pytest.fixture(scope="module")
+def jfk_ref(tiny_model) -> dict:
+    return json.loads(transcribe(JFK, tiny_model, "json"))
+
+
+# --- the openai SDK, every response_format ----------------------------------------
+
+def test_sdk_json_and_text(hd, jfk_ref):
+    r = sdk(hd, JFK, "json")
+    assert isinstance(r, openai.types.audio.Transcription)
+    assert r.text == jfk_ref["text"].strip()
+    assert r.usage.type == "duration" and r.usage.seconds == 11
+    t = sdk(hd, JFK, "text")
+    assert t == jfk_ref["text"].strip() + "\n"
+    report(f"http json (openai SDK): {r.text!r}")
+
+
+@pytest.mark.parametrize("fmt", ["srt", "vtt"])
+def test_sdk_subtitles(hd, tiny_model, fmt):
+    assert sdk(hd, JFK, fmt) == transcribe(JFK, tiny_model, fmt)
+
+
+def test_sdk_verbose_json(hd, jfk_ref):
+    r = sdk(hd, JFK, "verbose_json", timestamp_granularities=["segment"])
+    assert isinstance(r, openai.types.audio.TranscriptionVerbose)
+    assert r.text == jfk_ref["text"].strip()
+    assert r.language == jfk_ref["language"] == "en"
+    assert r.duration == pytest.approx(11.0)
+    want = jfk_ref["segments"]
+    assert [(s.id, s.start, s.end, s.text, s.tokens) for s in r.segments] \
+        == [(s["id"], s["start"], s["end"], s["text"], s["tokens"])
+            for s in want]
+    for got, w in zip(r.segments, want):
+        assert got.avg_logprob == pytest.approx(w["avg_logprob"])
+        assert got.no_speech_prob == pytest.approx(w["no_speech_prob"])
+        assert got.temperature == w["temperature"]
+
+
+def test_sdk_rates_channels_formats(hd, tiny_model, tmp_path):
+    """FLAC at 44.1 kHz stereo, Ogg Vorbis at 8 kHz x3, and a 16 kHz
+    WAV with a prompt and a temperature: as `sotto transcribe`."""
+    flac, ogg = tmp_path / "jfk.flac", tmp_path / "jfk.ogg"
+    sox(JFK, "-r", "44100", "-c", "2", flac)
+    sox(JFK, "-r", "8000", "-c", "3", ogg)
+    for path in (flac, ogg):
+        want = json.loads(transcribe(path, tiny_model, "json"))["text"]
+        assert sdk(hd, path, "json").text == want.strip(), path.name
+    sense = AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav"
+    want = transcribe(sense, tiny_model, "srt", "--prompt", "Dashwood.",
+                      "--temperature", "0.2")
+    assert sdk(hd, sense, "srt", prompt="Dashwood.", temperature=0.2) == want
+
+
+def test_translations_base(daemons, tmp_path):
+    """base (multilingual) translating: the same as --task translate."""
+    base = _fetch_base()
+    d = daemons.start(model=base)
+    want = json.loads(transcribe(JFK, base, "json", "--task", "translate"))
+    with open(JFK, "rb") as f:
+        r = client(d).audio.translations.create(file=f, model="whisper-1",
+                                                response_format="json")
+    assert r.text == want["text"].strip()
+    with open(JFK, "rb") as f:
+        v = client(d).audio.translations.create(
+            file=f, model="whisper-1", response_format="verbose_json")
+    assert v.text == r.text and v.language == want["language"]
+    report(f"http translation (base): {r.text!r}")
+    assert d.stop() == 0
+
+
+def _fetch_base() -> Path:
+    import os
+    from conftest import REPO
+    env = dict(os.environ)
+    venv = REPO / ".venv" / "bin" / "python"
+    if venv.exists():
+        env.setdefault("SOTTO_PYTHON", str(venv))
+    cp = subprocess.run([str(REPO / "scripts" / "fetch-model"), "base"],
+                        cwd=REPO, env=env, capture_output=True, text=True,
+                        timeout=1800)
+    lines = [ln for ln in cp.stdout.splitlines() if ln.strip()]
+    assert cp.returncode == 0 and lines, cp.stderr[-3000:]
+    return Path(lines[-1].strip())
+
+
+def test_translation_needs_multilingual(hd):
+    with open(JFK, "rb") as f, pytest.raises(openai.BadRequestError) as e:
+        client(hd).audio.translations.create(file=f, model="whisper-1")
+    assert "English-only" in e.value.body["message"]
+
+
+# --- curl: health, models, metrics, errors --------------------------------------------
+
+def test_health_models_metrics(hd):
     status, headers, body = curl(hd.base + "/health")
-    assert status == 200, body
-    assert headers["content-type"] == "application/json"
+    assert status == 200 and headers["content-type"] == "application/json"
     o = json.loads(body)
     assert o["status"] == "ok" and o["model"] == "tiny.en", o
+    status, _, body = curl(hd.base + "/v1/models")
+    assert status == 200
+    models = json.loads(body)
+    assert models["object"] == "list"
+    assert [m["id"] for m in models["data"]] == ["tiny.en"]
+    assert client(hd).models.retrieve("tiny.en").id == "tiny.en"
+    with pytest.raises(openai.NotFoundError):
+        client(hd).models.retrieve("whisper-1")
+    status, headers, body = curl(
+        hd.base + "/v1/audio/transcriptions", "-F", f"file=@{JFK}")
+    assert status == 200, body
+    status, headers, body = curl(hd.base + "/metrics")
+    assert status == 200
+    assert headers["content-type"].startswith("text/plain; version=0.0.4")
+    m = {}
+    for ln in body.decode().splitlines():
+        if ln and not ln.startswith("#"):
+            k, v = ln.rsplit(" ", 1)
+            m[k] = float(v)
+    for k in ("sottod_sessions", "sottod_queue_depth", "sottod_lag_seconds",
+              "sottod_real_time_factor"):
+        assert k in m, k
+    assert m["sottod_up"] == 1 and m["sottod_sessions"] == 0
+    assert m["sottod_files_total"] >= 1
+    assert m["sottod_audio_received_seconds_total"] >= 11
+    assert m["sottod_audio_decoded_seconds_total"] >= 11
+    assert m['sottod_http_responses_total{code="2xx"}'] >= 3
+    assert m['sottod_info{version="%s",model="tiny.en"}' % m_version(body)] == 1
 
 
-def test_unknown_path_and_method(hd):
+def m_version(body: bytes) -> str:
+    return re.search(rb'sottod_info\{version="([^"]*)"', body).group(1).decode()
+
+
+def bad_request(d, *args: str) -> dict:
+    status, headers, body = curl(d.base + "/v1/audio/transcriptions", *args)
+    assert status == 400, body
+    assert headers["content-type"] == "application/json"
+    return error_body(body)
+
+
+def test_bad_requests(hd, tmp_path):
+    ct = "Content-Type: multipart/form-data; boundary=xyz"
+    e = bad_request(hd, "-H", ct, "--data-binary",
+                    "--xyz\r\nContent-Disposition: form-data; name=file\r\n"
+                    "\r\nRIFF")
+    assert "no closing delimiter" in e["message"], e
+    e = bad_request(hd, "-H", ct, "--data-binary", "not multipart at all")
+    assert "no delimiter line" in e["message"], e
+    e = bad_request(hd, "-H", "Content-Type: application/json",
+                    "--data-binary", "{}")
+    assert "multipart/form-data" in e["message"], e
+    e = bad_request(hd, "-F", "model=whisper-1")
+    assert "no file" in e["message"], e
+    e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "response_format=xml")
+    assert "response_format" in e["message"], e
+    e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "temperature=2")
+    assert "temperature" in e["message"], e
+    e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "language=de")
+    assert "English-only" in e["message"], e
+    e = bad_request(hd, "-F", f"file=@{JFK}", "-F",
+                    "timestamp_granularities[]=word", "-F",
+                    "response_format=verbose_json")
+    assert "not supported" in e["message"], e
+    junk = tmp_path / "junk.wav"
+    junk.write_bytes(bytes(range(256)) * 64)
+    e = bad_request(hd, "-F", f"file=@{junk}")
+    assert e["code"] == "invalid_audio" and "not an audio file" \
+        in e["message"], e
+    flac, cut = tmp_path / "jfk.flac", tmp_path / "cut.flac"
+    sox(JFK, flac)
+    cut.write_bytes(flac.read_bytes()[:flac.stat().st_size // 2])
+    e = bad_request(hd, "-F", f"file=@{cut}")
+    assert "damaged" in e["message"] and "read error after" \
+        in e["message"], e
+    status, headers, body = curl(hd.base + "/v1/audio/transcriptions")
+    assert status == 405 and headers["allow"] == "POST"
+    assert error_body(body)["code"] == "method_not_allowed"
     status, _, body = curl(hd.base + "/nope")
-    assert status == 404
-    assert error_body(body)["code"] == "not_found"
-    status, headers, body = curl(hd.base + "/health", "-X", "PUT")
-    assert status == 405 and headers["allow"] == "GET, HEAD"
-    assert error_body(body)["type"] == "invalid_request_error"
+    assert status == 404 and error_body(body)["code"] == "not_found"
+    with pytest.raises(openai.BadRequestError):
+        sdk(hd, junk, "json")
+    assert curl(hd.base + "/health")[0] == 200
 
 
-def test_http_off_by_default(make_daemon):
-    d = make_daemon().start()
-    assert "http:" not in d.log()
+def test_request_too_large(daemons):
+    d = daemons.start(conf="[http]\nmax_request_bytes = 64K\n")
+    status, _, _ = curl(d.base + "/v1/audio/transcriptions",
+                        "-F", f"file=@{JFK}")
+    assert status == 413
+    # the openai SDK (no Expect: 100-continue) gets the 413 too
+    with pytest.raises(openai.APIStatusError) as e:
+        sdk(d, JFK, "json")
+    assert e.value.status_code == 413
+    small = AUDIO_DIR / "2830-3980-0043.wav"
+    assert small.stat().st_size < 64 * 1024
+    assert sdk(d, small, "text").strip()
+    assert d.stop() == 0
 
 
-def test_bad_listen_address(make_daemon, sottod_bin):
-    cp = subprocess.run([str(sottod_bin), "--http", "1.2.3:80",
-                         "--check-config"], capture_output=True, text=True)
-    assert cp.returncode == 2
-    assert "not a numeric IPv4 address" in cp.stderr, cp.stderr
-    d = make_daemon(conf="[http]\nlisten = 127.0.0.1:99999\n")
-    cp = subprocess.run([str(sottod_bin), "-f", str(d.conf),
-                         "--check-config"], capture_output=True, text=True)
+def test_token(daemons, sottod_bin, tmp_path):
+    d = daemons.start(conf=f"[http]\ntoken = {TOKEN}\n")
+    url = d.base + "/v1/models"
+    status, headers, body = curl(url)
+    assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+    assert error_body(body)["code"] == "invalid_api_key"
+    status, _, body = curl(url, "-H", "Authorization: Bearer wrong")
+    assert status == 401
+    assert curl(url, "-H", f"Authorization: Bearer {TOKEN}")[0] == 200
+    assert curl(d.base + "/health")[0] == 200
+    assert curl(d.base + "/metrics")[0] == 401
+    with pytest.raises(openai.AuthenticationError):
+        sdk(d, JFK, "json")
+    with open(JFK, "rb") as f:
+        r = client(d, api_key=TOKEN).audio.transcriptions.create(
+            file=f, model="whisper-1")
+    assert r.text.startswith("And so")
+    assert d.stop() == 0
+    # a listener on all addresses needs the token
+    cp = subprocess.run([str(sottod_bin), "--http", "0.0.0.0:0", "-s",
+                         str(tmp_path / "s.sock"), "-m", str(d.model)],
+                        capture_output=True, text=True, timeout=60)
     assert cp.returncode == 1
-    assert ":5: listen: \"127.0.0.1:99999\" is not ADDRESS:PORT" \
-        in cp.stderr, cp.stderr
+    assert "is not a loopback address: set [http] token" in cp.stderr
+
+
+def metric(d, name: str) -> float:
+    status, _, body = curl(d.base + "/metrics")
+    assert status == 200
+    m = re.search(rf"^{re.escape(name)} (\S+)$", body.decode(), re.M)
+    return float(m.group(1))
+
+
+def test_busy_then_drain(daemons, tmp_path):
+    """max_sessions = 1: a second upload while one decodes gets 429;
+    SIGTERM then lets the first finish and answer, and sottod exits 0."""
+    d = daemons.start(conf="[server]\nmax_sessions = 1\n")
+    part = tmp_path / "long.wav"
+    sox(LONG, part, "trim", "0", "45")
+    result = {}
+
+    def upload():
+        try:
+            result["r"] = sdk(d, part, "json")
+        except Exception as e:  # noqa: BLE001 - reported below
+            result["e"] = e
+
+    t = threading.Thread(target=upload)
+    t.start()
+    deadline = time.monotonic() + 30
+    while metric(d, "sottod_sessions") < 1:
+        assert time.monotonic() < deadline, d.log()
+        time.sleep(0.05)
+    status, headers, body = curl(d.base + "/v1/audio/transcriptions",
+                                 "-F", f"file=@{JFK}")
+    assert status == 429 and headers["retry-after"] == "1"
+    assert error_body(body)["code"] == "busy"
+    t0 = time.monotonic()
+    d.proc.send_signal(signal.SIGTERM)
+    t.join(300)
+    assert "e" not in result, result
+    assert result["r"].text.startswith("Printing, in the only sense")
+    rc = d.proc.wait(60)
+    assert rc == 0, d.log()
+    report(f"http drain: SIGTERM during a 45 s upload; it was answered "
+           f"and sottod exited 0 {time.monotonic() - t0:.1f} s later")

@@ -248,6 +248,18 @@ test_not_audio(void **state)
 	assert_int_equal(fwrite(junk, 1, sizeof(junk), f), sizeof(junk));
 	fclose(f);
 	test_read_fails(path, "not an audio file");
+	{
+		struct audio_file *af = (struct audio_file *)1;
+		char err[TEST_ERR_MAX];
+
+		assert_int_equal(audio_mem_open(junk, sizeof(junk), "junk",
+		    &af, err, sizeof(err)), -1);
+		assert_null(af);
+		assert_non_null(strstr(err, "junk: not an audio file"));
+		assert_int_equal(audio_mem_open(junk, 0, "none", &af, err,
+		    sizeof(err)), -1);
+		assert_non_null(strstr(err, "none: empty file"));
+	}
 
 	test_read_fails(test_path("does-not-exist.wav"), "No such file");
 	test_read_fails(test_dir, "directory");
@@ -302,9 +314,55 @@ test_read_pieces(struct audio_file *f, const size_t *step, size_t n_step,
 	return x;
 }
 
+/* The bytes of path, malloc'd. */
+static void *
+test_slurp(const char *path, size_t *ret_len)
+{
+	FILE *fp = fopen(path, "rb");
+	void *p;
+	long n;
+
+	assert_non_null(fp);
+	assert_int_equal(fseek(fp, 0, SEEK_END), 0);
+	n = ftell(fp);
+	rewind(fp);
+	assert_non_null(p = malloc((size_t)n));
+	assert_int_equal(fread(p, 1, (size_t)n, fp), (size_t)n);
+	fclose(fp);
+	*ret_len = (size_t)n;
+	return p;
+}
+
+/* audio_mem_open() of path's bytes gives want[n] in both passes. */
+static void
+test_mem_same(const char *path, const float *want, size_t n)
+{
+	static const size_t a[] = { 3, 70000 };
+	char err[TEST_ERR_MAX] = "";
+	struct audio_file *f;
+	size_t len, nx, pass;
+	void *bytes = test_slurp(path, &len);
+	float *x;
+
+	if (audio_mem_open(bytes, len, "upload", &f, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	for (pass = 0; pass < 2; pass++) {
+		if (pass == 1 && audio_file_rewind(f, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		x = test_read_pieces(f, a, 2, &nx);
+		assert_int_equal(nx, n);
+		assert_memory_equal(x, want, n * sizeof(*x));
+		free(x);
+	}
+	assert_null(audio_file_problem(f));
+	audio_file_close(f);
+	free(bytes);
+}
+
 /*
  * The second pass (after a rewind) gives exactly the first pass's
- * samples, read in other pieces, and audio_read_file()'s.
+ * samples, read in other pieces, and audio_read_file()'s, and so does
+ * the file read from memory.
  */
 static void
 test_two_passes(const char *path)
@@ -329,6 +387,7 @@ test_two_passes(const char *path)
 	assert_int_equal(nx, nz);
 	assert_memory_equal(x, y, nx * sizeof(*x));
 	assert_memory_equal(x, z, nx * sizeof(*x));
+	test_mem_same(path, x, nx);
 	free(x);
 	free(y);
 	free(z);

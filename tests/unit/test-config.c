@@ -167,7 +167,11 @@ static const char test_every_key[] =
     "channels = 2\n"
     "language = de\n"
     "[http]\n"
-    "listen = [::1]:8000\n";
+    "listen = [::1]:8000\n"
+    "token = 0123456789abcdef-_.~+/=\n"
+    "max_request_bytes = 100M\n"
+    "request_timeout_seconds = 5\n"
+    "beam_size = 1\n";
 
 static void
 test_every_key_set(void **state)
@@ -199,6 +203,10 @@ test_every_key_set(void **state)
 	assert_int_equal(cfg.mic_channels, 2);
 	assert_string_equal(cfg.mic_language, "de");
 	assert_string_equal(cfg.http_listen, "[::1]:8000");
+	assert_string_equal(cfg.http_token, "0123456789abcdef-_.~+/=");
+	assert_int_equal(cfg.http_max_request_bytes, 100 * 1048576);
+	assert_int_equal(cfg.http_timeout_s, 5);
+	assert_int_equal(cfg.http_beam_size, 1);
 }
 
 /* [mic] language follows [engine] language unless set. */
@@ -317,6 +325,12 @@ test_bad_numbers(void **state)
 	test_load_bad("[http]\nlisten = 8000\n", 2,
 	    "listen: \"8000\" is not ADDRESS:PORT (such as 127.0.0.1:8000 "
 	    "or [::1]:8000; port 0 to 65535)");
+	test_load_bad("[http]\ntoken = short\n", 2,
+	    "token: a token is 16 to 255 printable ASCII characters "
+	    "without blanks");
+	test_load_bad("[http]\ntoken = 0123456789abcdef ghi\n", 2,
+	    "token: a token is 16 to 255 printable ASCII characters "
+	    "without blanks");
 	test_load_bad("[http]\nlisten = example.com:80\n", 2,
 	    "listen: \"example.com:80\": the address is not a numeric "
 	    "IPv4 address, [IPv6] address or localhost");

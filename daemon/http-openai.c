@@ -1,0 +1,583 @@
+/*
+ * The OpenAI audio API (docs/http.md): POST /v1/audio/transcriptions and
+ * /v1/audio/translations take a multipart form (file, model, language,
+ * prompt, temperature, response_format, timestamp_granularities[]);
+ * GET /v1/models lists the loaded model.
+ *
+ * evhttp reads the whole upload (at most max_request_bytes) without
+ * blocking the loop; the form is split here (multipart.c) and the file
+ * handed to the compute thread as a worker-file job, which decodes and
+ * transcribes it as `sotto transcribe` does. The request waits, and is
+ * answered when the job comes back. A job counts as a session against
+ * max_sessions (429 when over it) and a drain (SIGTERM) waits for it
+ * and for its reply to be written.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <json-c/json.h>
+
+#include "client.h"
+#include "http.h"
+#include "log.h"
+#include "multipart.h"
+#include "sottod.h"
+
+#define HTTP_FORM_PARTS		32
+#define HTTP_PROMPT_MAX		4096
+
+enum http_format {
+	HTTP_FORMAT_JSON,
+	HTTP_FORMAT_TEXT,
+	HTTP_FORMAT_SRT,
+	HTTP_FORMAT_VTT,
+	HTTP_FORMAT_VERBOSE,
+};
+
+static const char *const http_format_names[] = {
+	"json", "text", "srt", "vtt", "verbose_json",
+};
+
+/* One request being answered. */
+struct http_job {
+	struct evhttp_request	*req;		/* NULL once evhttp freed it */
+	struct evhttp_connection *evcon;	/* while the reply is written */
+	enum http_format	 format;
+	enum sotto_task		 task;
+	double			 t0;
+	int			 replied;
+	TAILQ_ENTRY(http_job)	 entry;
+};
+static TAILQ_HEAD(, http_job) http_jobs = TAILQ_HEAD_INITIALIZER(http_jobs);
+static uint64_t http_next_job = 1;
+
+/* The form's fields, pointing into the body (not NUL-terminated). */
+struct http_form {
+	const struct multipart_part *file;
+	struct worker_file_params p;
+	enum http_format format;
+	char prompt[HTTP_PROMPT_MAX + 1];
+};
+
+int
+http_busy(void)
+{
+	struct http_job *j;
+	int n = 0;
+
+	TAILQ_FOREACH(j, &http_jobs, entry)
+		n++;
+	return n;
+}
+
+static void
+http_job_free(struct http_job *j)
+{
+	TAILQ_REMOVE(&http_jobs, j, entry);
+	free(j);
+	server_drain_check();
+}
+
+/* The reply is written (or its connection went): the job is over. */
+static void
+http_job_sent(struct evhttp_request *req, void *arg)
+{
+	struct http_job *j = arg;
+
+	if (j->evcon != NULL)
+		evhttp_connection_set_closecb(j->evcon, NULL, NULL);
+	http_job_free(j);
+}
+
+static void
+http_job_closed(struct evhttp_connection *evcon, void *arg)
+{
+	http_job_free(arg);
+}
+
+/* Watch the reply about to be sent for j until it is written. */
+static void
+http_job_replying(struct http_job *j)
+{
+	j->replied = 1;
+	j->evcon = evhttp_request_get_connection(j->req);
+	evhttp_request_set_on_complete_cb(j->req, http_job_sent, j);
+	if (j->evcon != NULL)
+		evhttp_connection_set_closecb(j->evcon, http_job_closed, j);
+}
+
+/* evhttp is going away (http_stop): forget its requests. */
+void
+http_openai_stop(void)
+{
+	struct http_job *j, *next;
+
+	TAILQ_FOREACH_SAFE(j, &http_jobs, entry, next) {
+		if (j->replied) {
+			http_job_free(j);
+			continue;
+		}
+		j->req = NULL;	/* the job's done() frees it */
+	}
+}
+
+/* A field's value as a string (at most len - 1 bytes); -1 when longer. */
+static int
+http_field(const struct multipart_part *p, char *buf, size_t len)
+{
+	if (p->len >= len || memchr(p->data, '\0', p->len) != NULL)
+		return -1;
+	memcpy(buf, p->data, p->len);
+	buf[p->len] = '\0';
+	return 0;
+}
+
+/* A language code the loaded model knows, or "auto" (as ""). */
+static int
+http_language(const char *v, char *out, char *msg, size_t msglen)
+{
+	const char *code;
+	int i, n;
+
+	if (*v == '\0' || strcmp(v, "auto") == 0) {
+		*out = '\0';
+		return 0;
+	}
+	n = sottod.multilingual ? sotto_language_count(sottod.model) : 0;
+	for (i = 0; i < n; i++)
+		if ((code = sotto_language_code(sottod.model, i)) != NULL &&
+		    strcmp(code, v) == 0)
+			break;
+	if (((!sottod.multilingual && strcmp(v, "en") == 0) || i < n) &&
+	    strlen(v) < PROTO_LANGUAGE_MAX) {
+		memcpy(out, v, strlen(v) + 1);
+		return 0;
+	}
+	if (!sottod.multilingual)
+		snprintf(msg, msglen, "model %s is English-only: language "
+		    "must be en", sottod.model_name);
+	else
+		snprintf(msg, msglen, "unknown language '%.64s' (an ISO-639-1 "
+		    "code such as en or de)", v);
+	return -1;
+}
+
+static int
+http_temperature(const char *v, float *ret)
+{
+	char *end;
+	float t;
+
+	errno = 0;
+	t = strtof(v, &end);
+	if (*v == '\0' || *end != '\0' || errno != 0 || !isfinite(t) ||
+	    t < 0.0f || t > 1.0f)
+		return -1;
+	*ret = t;
+	return 0;
+}
+
+/* One form field into f; -1 with msg. */
+static int
+http_form_field(struct http_form *f, const struct multipart_part *p,
+    int *granularity, char *msg, size_t msglen)
+{
+	char v[64];
+	size_t i;
+
+	if (strcmp(p->name, "file") == 0) {
+		if (f->file != NULL) {
+			snprintf(msg, msglen, "more than one file");
+			return -1;
+		}
+		f->file = p;
+		return 0;
+	}
+	if (strcmp(p->name, "prompt") == 0) {
+		if (http_field(p, f->prompt, sizeof(f->prompt)) != 0) {
+			snprintf(msg, msglen, "prompt: at most %d bytes of "
+			    "text", HTTP_PROMPT_MAX);
+			return -1;
+		}
+		f->p.prompt = f->prompt;
+		return 0;
+	}
+	if (strcmp(p->name, "model") != 0 && strcmp(p->name, "language") &&
+	    strcmp(p->name, "temperature") && strcmp(p->name,
+	    "response_format") && strcmp(p->name, "timestamp_granularities[]")
+	    && strcmp(p->name, "stream"))
+		return 0;	/* unknown fields are ignored, as OpenAI's */
+	if (http_field(p, v, sizeof(v)) != 0) {
+		snprintf(msg, msglen, "%.64s: value too long", p->name);
+		return -1;
+	}
+	if (strcmp(p->name, "language") == 0)
+		return http_language(v, f->p.language, msg, msglen);
+	if (strcmp(p->name, "temperature") == 0) {
+		if (http_temperature(v, &f->p.temperature) == 0)
+			return 0;
+		snprintf(msg, msglen, "temperature: '%s' is not a number "
+		    "from 0 to 1", v);
+		return -1;
+	}
+	if (strcmp(p->name, "response_format") == 0) {
+		for (i = 0; i < sizeof(http_format_names) /
+		    sizeof(http_format_names[0]); i++)
+			if (strcmp(v, http_format_names[i]) == 0) {
+				f->format = (enum http_format)i;
+				return 0;
+			}
+		snprintf(msg, msglen, "response_format: '%s' is not json, "
+		    "text, srt, vtt or verbose_json", v);
+		return -1;
+	}
+	if (strcmp(p->name, "timestamp_granularities[]") == 0) {
+		if (strcmp(v, "segment") == 0) {
+			*granularity = 1;
+			return 0;
+		}
+		snprintf(msg, msglen, "timestamp_granularities[]: '%s' is "
+		    "not supported (segment is)", v);
+		return -1;
+	}
+	if (strcmp(p->name, "stream") == 0 && strcmp(v, "false") != 0) {
+		snprintf(msg, msglen, "stream: streamed transcription is not "
+		    "supported over HTTP (use the WebSocket or the socket)");
+		return -1;
+	}
+	return 0;	/* model: any name means the loaded model */
+}
+
+/* The request's form into f; -1 with msg (a 400). */
+static int
+http_form(struct evhttp_request *req, enum sotto_task task,
+    struct http_form *f, struct multipart_part *parts, char *msg,
+    size_t msglen)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	char boundary[MULTIPART_BOUNDARY_MAX];
+	size_t len = evbuffer_get_length(in);
+	const uint8_t *body;
+	int n, i, granularity = 0;
+
+	memset(f, 0, sizeof(*f));
+	f->p.task = task;
+	f->p.beam_size = sottod.cfg.http_beam_size;
+	if (multipart_boundary(evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Content-Type"), boundary,
+	    msg, msglen) != 0)
+		return -1;
+	if ((body = evbuffer_pullup(in, -1)) == NULL && len > 0) {
+		snprintf(msg, msglen, "out of memory");
+		return -1;
+	}
+	if ((n = multipart_parse(body, len, boundary, parts, HTTP_FORM_PARTS,
+	    msg, msglen)) < 0)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (http_form_field(f, &parts[i], &granularity, msg,
+		    msglen) != 0)
+			return -1;
+	if (f->file == NULL) {
+		snprintf(msg, msglen, "no file: send the audio as the form "
+		    "field 'file'");
+		return -1;
+	}
+	if (granularity && f->format != HTTP_FORMAT_VERBOSE) {
+		snprintf(msg, msglen, "timestamp_granularities[] needs "
+		    "response_format verbose_json");
+		return -1;
+	}
+	if (task == SOTTO_TASK_TRANSLATE && !sottod.multilingual) {
+		snprintf(msg, msglen, "model %s is English-only: it cannot "
+		    "translate", sottod.model_name);
+		return -1;
+	}
+	return 0;
+}
+
+/* The transcript: the segments' text, without outer blanks. */
+static char *
+http_text(const struct sotto_result *res)
+{
+	size_t len = 0, a, b;
+	char *text, *p;
+	int i;
+
+	for (i = 0; i < res->n_segments; i++)
+		len += strlen(res->segments[i].text);
+	if ((text = p = malloc(len + 1)) == NULL)
+		return NULL;
+	for (i = 0; i < res->n_segments; i++)
+		p = stpcpy(p, res->segments[i].text);
+	for (a = 0; isspace((unsigned char)text[a]); a++)
+		;
+	for (b = len; b > a && isspace((unsigned char)text[b - 1]); b--)
+		;
+	memmove(text, text + a, b - a);
+	text[b - a] = '\0';
+	return text;
+}
+
+static double
+http_round3(double x)
+{
+	return round(x * 1000.0) / 1000.0;
+}
+
+static struct json_object *
+http_segment(const struct sotto_segment *s, int id)
+{
+	struct json_object *o = json_object_new_object(), *tok;
+	int i;
+
+	json_object_object_add(o, "id", json_object_new_int(id));
+	json_object_object_add(o, "seek", json_object_new_int(
+	    (int)lround(s->start * 100.0)));
+	json_object_object_add(o, "start",
+	    json_object_new_double(http_round3(s->start)));
+	json_object_object_add(o, "end",
+	    json_object_new_double(http_round3(s->end)));
+	json_object_object_add(o, "text", json_object_new_string(s->text));
+	tok = json_object_new_array_ext(s->n_tokens);
+	for (i = 0; i < s->n_tokens; i++)
+		json_object_array_add(tok, json_object_new_int(s->tokens[i]));
+	json_object_object_add(o, "tokens", tok);
+	json_object_object_add(o, "temperature",
+	    json_object_new_double(s->temperature));
+	json_object_object_add(o, "avg_logprob",
+	    json_object_new_double(s->avg_logprob));
+	json_object_object_add(o, "compression_ratio",
+	    json_object_new_double(s->compression_ratio));
+	json_object_object_add(o, "no_speech_prob",
+	    json_object_new_double(s->no_speech_prob));
+	return o;
+}
+
+/* json and verbose_json. */
+static struct json_object *
+http_json(const struct http_job *j, const struct worker_file *f,
+    const char *text)
+{
+	struct json_object *o = json_object_new_object(), *u, *segs;
+	int i;
+
+	if (j->format == HTTP_FORMAT_VERBOSE) {
+		json_object_object_add(o, "task", json_object_new_string(
+		    j->task == SOTTO_TASK_TRANSLATE ? "translate" :
+		    "transcribe"));
+		json_object_object_add(o, "language", json_object_new_string(
+		    f->res->language != NULL ? f->res->language : ""));
+		json_object_object_add(o, "duration",
+		    json_object_new_double(http_round3(f->duration)));
+	}
+	json_object_object_add(o, "text", json_object_new_string(text));
+	if (j->format == HTTP_FORMAT_VERBOSE) {
+		segs = json_object_new_array_ext(f->res->n_segments);
+		for (i = 0; i < f->res->n_segments; i++)
+			json_object_array_add(segs,
+			    http_segment(&f->res->segments[i], i));
+		json_object_object_add(o, "segments", segs);
+	}
+	u = json_object_new_object();
+	json_object_object_add(u, "type", json_object_new_string("duration"));
+	json_object_object_add(u, "seconds",
+	    json_object_new_int((int)ceil(f->duration)));
+	json_object_object_add(o, "usage", u);
+	return o;
+}
+
+/* text, srt and vtt, as `sotto transcribe -f txt|srt|vtt` would. */
+static void
+http_reply_text(struct evhttp_request *req, const struct http_job *j,
+    const struct worker_file *f, const char *text)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; charset=utf-8");
+	if (b == NULL) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	if (j->format == HTTP_FORMAT_TEXT)
+		evbuffer_add_printf(b, "%s\n", text);
+	else if ((fp = open_memstream(&buf, &len)) != NULL) {
+		output_write(fp, j->format == HTTP_FORMAT_SRT ? OUTPUT_SRT :
+		    OUTPUT_VTT, "upload", f->duration, f->res, 1);
+		if (fclose(fp) == 0)
+			evbuffer_add(b, buf, len);
+		free(buf);
+	}
+	http_count_reply(HTTP_OK);
+	evhttp_send_reply(req, HTTP_OK, NULL, b);
+	evbuffer_free(b);
+}
+
+static void
+http_reply_result(struct http_job *j, const struct worker_file *f)
+{
+	char *text;
+
+	if ((text = http_text(f->res)) == NULL) {
+		http_reply_error(j->req, 500, "server_error", NULL,
+		    "out of memory");
+		return;
+	}
+	if (j->format == HTTP_FORMAT_JSON || j->format == HTTP_FORMAT_VERBOSE)
+		http_reply_object(j->req, HTTP_OK, http_json(j, f, text));
+	else
+		http_reply_text(j->req, j, f, text);
+	free(text);
+}
+
+/* Loop thread: the compute thread is done with the file. */
+static void
+http_file_done(struct worker_file *f, void *arg)
+{
+	struct http_job *j = arg;
+
+	sottod_stats.audio_in_s += f->duration;
+	sottod_stats.audio_done_s += f->duration;
+	sottod_stats.files++;
+	sottod_stats.files_compute_s += f->compute_s;
+	log_info("http: %s of %.1f s of audio in %.2f s (%.2f s in all)%s%s",
+	    j->task == SOTTO_TASK_TRANSLATE ? "translation" : "transcription",
+	    f->duration, f->compute_s, sottod_now() - j->t0,
+	    f->error ? ": " : "", f->error ? f->err : "");
+	if (j->req == NULL) {		/* evhttp is gone */
+		http_job_free(j);
+		worker_file_free(f);
+		return;
+	}
+	http_job_replying(j);
+	switch (f->error) {
+	case WORKER_FILE_OK:
+		http_reply_result(j, f);
+		break;
+	case WORKER_FILE_BAD_INPUT:
+		http_reply_error(j->req, 400, "invalid_request_error",
+		    "invalid_audio", "%s", f->err);
+		break;
+	case WORKER_FILE_CANCELED:
+		http_reply_error(j->req, 503, "server_error", "shutting_down",
+		    "%s", f->err);
+		break;
+	default:
+		http_reply_error(j->req, 500, "server_error", NULL,
+		    "transcription failed: %s", f->err);
+		break;
+	}
+	worker_file_free(f);
+}
+
+static void
+http_audio(struct evhttp_request *req, enum sotto_task task)
+{
+	struct multipart_part parts[HTTP_FORM_PARTS];
+	struct http_form form;
+	struct http_job *j;
+	char msg[PROTO_MSG_MAX];
+	void *data;
+
+	if (http_form(req, task, &form, parts, msg, sizeof(msg)) != 0) {
+		http_reply_error(req, 400, "invalid_request_error", NULL,
+		    "%s", msg);
+		return;
+	}
+	if (sottod.draining) {
+		http_reply_error(req, 503, "server_error", "shutting_down",
+		    "sottod is stopping");
+		return;
+	}
+	if (session_count() >= sottod.cfg.max_sessions) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Retry-After", "1");
+		http_reply_error(req, 429, "rate_limit_error", "busy",
+		    "sottod is busy: %d sessions (max_sessions = %d); try "
+		    "again", session_count(), sottod.cfg.max_sessions);
+		return;
+	}
+	if ((j = calloc(1, sizeof(*j))) == NULL ||
+	    (data = malloc(form.file->len + 1)) == NULL) {
+		free(j);
+		http_reply_error(req, 500, "server_error", NULL,
+		    "out of memory");
+		return;
+	}
+	memcpy(data, form.file->data, form.file->len);
+	j->req = req;
+	j->format = form.format;
+	j->task = task;
+	j->t0 = sottod_now();
+	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
+	if (worker_file_new(http_next_job++, data, form.file->len, &form.p,
+	    http_file_done, j, msg) == NULL) {
+		http_job_replying(j);
+		http_reply_error(req, 500, "server_error", NULL, "%s", msg);
+	}
+}
+
+void
+http_transcriptions(struct evhttp_request *req)
+{
+	http_audio(req, SOTTO_TASK_TRANSCRIBE);
+}
+
+void
+http_translations(struct evhttp_request *req)
+{
+	http_audio(req, SOTTO_TASK_TRANSLATE);
+}
+
+static struct json_object *
+http_model_object(void)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "id",
+	    json_object_new_string(sottod.model_name));
+	json_object_object_add(o, "object", json_object_new_string("model"));
+	json_object_object_add(o, "created",
+	    json_object_new_int64((int64_t)(time(NULL) - (sottod_now() -
+	    sottod.started))));
+	json_object_object_add(o, "owned_by", json_object_new_string("sotto"));
+	return o;
+}
+
+/* GET /v1/models */
+void
+http_models(struct evhttp_request *req)
+{
+	struct json_object *o = json_object_new_object(), *a;
+
+	a = json_object_new_array();
+	json_object_array_add(a, http_model_object());
+	json_object_object_add(o, "object", json_object_new_string("list"));
+	json_object_object_add(o, "data", a);
+	http_reply_object(req, HTTP_OK, o);
+}
+
+/* GET /v1/models/ID: the loaded model; any other name is 404. */
+void
+http_model(struct evhttp_request *req, const char *id)
+{
+	if (strcmp(id, sottod.model_name) != 0) {
+		http_reply_error(req, 404, "invalid_request_error",
+		    "model_not_found", "the model '%s' does not exist (this "
+		    "sottod serves %s)", id, sottod.model_name);
+		return;
+	}
+	http_reply_object(req, HTTP_OK, http_model_object());
+}

@@ -1,0 +1,215 @@
+/*
+ * Whole audio files on the compute thread (see worker.c's design note):
+ * the loop hands over an encoded file (the HTTP API's upload) with
+ * worker_file_new(); the compute thread decodes it with libsndfile from
+ * memory (client/audio.c, as `sotto transcribe` reads a file: the same
+ * samples) and runs sotto_transcribe_reader() on a state of its own with
+ * `sotto transcribe`'s options; the loop gets the job back with its
+ * result in the done() callback.
+ *
+ * A file takes many windows. Between two of them (the progress callback)
+ * the compute thread runs the other jobs queued by then (worker_yield):
+ * live streams wait for one window, never for a whole file. Files run
+ * one after another in the order they came. A job sees sottod stopping
+ * (worker_stop) at its next window and ends as canceled.
+ *
+ * Ownership: the loop owns a job until worker_file_new() queues it and
+ * again from done() on; in between only the compute thread touches it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "audio.h"
+#include "log.h"
+#include "sottod.h"
+#include "worker.h"
+
+#define WORKER_FILE_TEMPERATURES	16
+
+static int	worker_file_n;		/* loop: jobs not yet done */
+
+int
+worker_file_count(void)
+{
+	return worker_file_n;
+}
+
+void
+worker_file_free(struct worker_file *f)
+{
+	if (f == NULL)
+		return;
+	models_drop(f->model);
+	sotto_result_free(f->res);
+	free(f->data);
+	free(f->prompt);
+	free(f);
+}
+
+struct worker_file *
+worker_file_new(uint64_t id, void *data, size_t len,
+    const struct worker_file_params *p, worker_file_done_fn *done,
+    void *arg, char *msg)
+{
+	struct worker_file *f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		free(data);
+		snprintf(msg, PROTO_MSG_MAX, "out of memory");
+		return NULL;
+	}
+	f->id = id;
+	f->data = data;
+	f->len = len;
+	f->params = *p;
+	f->done = done;
+	f->arg = arg;
+	if ((p->prompt != NULL && (f->prompt = strdup(p->prompt)) == NULL) ||
+	    (f->model = models_take()) == NULL ||
+	    worker_queue_file(f) != 0) {
+		snprintf(msg, PROTO_MSG_MAX, "out of memory");
+		worker_file_free(f);
+		return NULL;
+	}
+	worker_file_n++;
+	return f;
+}
+
+/* Loop thread: the job came back; hand it to its owner. */
+void
+worker_file_done(struct worker_file *f)
+{
+	worker_file_n--;
+	f->done(f, f->arg);
+	server_drain_check();
+}
+
+/* A sotto_reader over the decoded file; err keeps audio.c's message. */
+struct worker_file_reader {
+	struct audio_file	*af;
+	char			 err[SOTTO_ERR_MAX];
+};
+
+static long
+worker_file_read(void *user, float *buf, size_t max, char *err)
+{
+	struct worker_file_reader *r = user;
+	long got;
+
+	if ((got = audio_file_read(r->af, buf, max, r->err,
+	    sizeof(r->err))) < 0)
+		snprintf(err, SOTTO_ERR_MAX, "%s", r->err);
+	return got < 0 ? SOTTO_EIO : got;
+}
+
+static int
+worker_file_rewind(void *user, char *err)
+{
+	struct worker_file_reader *r = user;
+
+	if (audio_file_rewind(r->af, r->err, sizeof(r->err)) == 0)
+		return 0;
+	snprintf(err, SOTTO_ERR_MAX, "%s", r->err);
+	return SOTTO_EIO;
+}
+
+/* Between two windows: let the streams have the thread, or stop. */
+static int
+worker_file_progress(void *user, size_t done, size_t total,
+    const struct sotto_segment *segs, int n)
+{
+	(void)user;
+	(void)done;
+	(void)total;
+	(void)segs;
+	(void)n;
+	if (worker_stopping())
+		return 1;
+	worker_yield();
+	return 0;
+}
+
+/* `sotto transcribe`'s options, with the job's. */
+static void
+worker_file_options(struct worker_file *f, struct sotto_transcribe_params *tp,
+    float *temps)
+{
+	const struct worker_file_params *p = &f->params;
+	float t;
+	int n = 0;
+
+	sotto_transcribe_params_init(tp);
+	tp->language = p->language[0] != '\0' ? p->language : NULL;
+	tp->task = p->task;
+	tp->beam_size = p->beam_size;
+	tp->initial_prompt = f->prompt;
+	/* from the temperature up by 0.2 to 1.0, as the CLI's default */
+	for (t = p->temperature; n < WORKER_FILE_TEMPERATURES; t += 0.2f) {
+		temps[n++] = t;
+		if (t + 0.2f > 1.0f + 1e-6f)
+			break;
+	}
+	tp->temperatures = temps;
+	tp->n_temperatures = n;
+	tp->progress = worker_file_progress;
+}
+
+/* Compute thread: decode and transcribe f; sets its result or error. */
+void
+worker_file_run(struct worker_file *f)
+{
+	struct worker_file_reader fr = { NULL, "" };
+	struct sotto_reader rd = { worker_file_read, worker_file_rewind, &fr };
+	struct sotto_transcribe_params tp;
+	float temps[WORKER_FILE_TEMPERATURES];
+	struct sotto_state *st = NULL;
+	double t0 = worker_now();
+	size_t n = 0;
+	int rc;
+
+	if (worker_stopping()) {
+		f->error = WORKER_FILE_CANCELED;
+		snprintf(f->err, sizeof(f->err), "sottod is stopping");
+		goto out;
+	}
+	if (audio_mem_open(f->data, f->len, "the file", &fr.af, f->err,
+	    sizeof(f->err)) != 0) {
+		f->error = WORKER_FILE_BAD_INPUT;
+		goto out;
+	}
+	if ((st = sotto_state_new(models_model(f->model))) == NULL) {
+		f->error = WORKER_FILE_FAILED;
+		snprintf(f->err, sizeof(f->err), "out of memory");
+		goto out;
+	}
+	worker_file_options(f, &tp, temps);
+	rc = sotto_transcribe_reader(st, &rd, &tp, &f->res, &n, f->err);
+	f->duration = (double)n / SOTTO_SAMPLE_RATE;
+	if (rc == SOTTO_ECANCELED) {
+		f->error = WORKER_FILE_CANCELED;
+		snprintf(f->err, sizeof(f->err), "sottod is stopping");
+	} else if (rc != 0 && fr.err[0] != '\0') {
+		f->error = WORKER_FILE_BAD_INPUT;
+		snprintf(f->err, sizeof(f->err), "%s", fr.err);
+	} else if (rc != 0)
+		f->error = rc == SOTTO_EINVAL ? WORKER_FILE_BAD_INPUT :
+		    WORKER_FILE_FAILED;
+	else if (n == 0) {
+		f->error = WORKER_FILE_BAD_INPUT;
+		snprintf(f->err, sizeof(f->err), "no audio in the file (0 "
+		    "samples)");
+	} else if (audio_file_problem(fr.af) != NULL) {
+		f->error = WORKER_FILE_BAD_INPUT;
+		snprintf(f->err, sizeof(f->err), "the file is damaged: %s",
+		    audio_file_problem(fr.af));
+	}
+out:
+	f->compute_s = worker_now() - t0;
+	log_debug("file %llu: %.1f s of audio in %.2f s%s%s",
+	    (unsigned long long)f->id, f->duration, f->compute_s,
+	    f->error ? ": " : "", f->error ? f->err : "");
+	free(f->data);		/* the upload is not needed any more */
+	f->data = NULL;
+	sotto_state_free(st);
+	audio_file_close(fr.af);
+}
