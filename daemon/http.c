@@ -230,6 +230,16 @@ http_route_check(struct evhttp_request *req, const struct http_route *r)
 	return r->open || http_authorized(req);
 }
 
+/* For routes added elsewhere: GET or HEAD, else a 405 has been sent. */
+int
+http_want_get(struct evhttp_request *req)
+{
+	struct http_route r = { evhttp_request_get_uri(req),
+	    EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, 1, NULL };
+
+	return http_route_check(req, &r);
+}
+
 static void
 http_route_cb(struct evhttp_request *req, void *arg)
 {

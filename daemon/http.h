@@ -40,6 +40,8 @@ const char *http_method_name(struct evhttp_request *);
  * set; otherwise a 401 was sent and 0 is returned.
  */
 int	http_authorized(struct evhttp_request *);
+/* 1 for GET or HEAD; otherwise a 405 was sent and 0 is returned. */
+int	http_want_get(struct evhttp_request *);
 /* Count a reply (GET /metrics); http_reply_json counts its own. */
 void	http_count_reply(int code);
 void	http_reply_counts(uint64_t counts[3]);	/* 2xx, 4xx, 5xx */
