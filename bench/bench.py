@@ -4,6 +4,8 @@
 See docs/benchmarks.md for what each number measures. Every tool runs with
 2 threads, one process per measurement, interleaved (all tools once, then
 all tools again, ...), and the tables show medians over the repetitions.
+With --random the models are releases of tools/families.json with random
+weights (bench/randomweights.py): their timing, not their text, is measured.
 """
 
 from __future__ import annotations
@@ -26,18 +28,19 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
+import fixedfile  # noqa: E402
+import randomweights  # noqa: E402
 import whispercpp  # noqa: E402
+from machine import cpu_flags, cpu_model, loadavg, machine_busy_s  # noqa: E402
 
 THREADS = 2
 DOCS = REPO / "docs" / "benchmarks.md"
 RUNS_MARK = "<!-- bench/run appends runs below this line -->"
 
-# (d_model, encoder layers, n_mels) by model family, for the encoder's FLOPs.
-DIMS = {"tiny": (384, 4, 80), "base": (512, 6, 80), "small": (768, 12, 80),
-        "medium": (1024, 24, 80), "large": (1280, 32, 80), "large-v3": (1280, 32, 128)}
-
 MICRO_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"]
 FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "fw-int8", "fw-fp32"]
+# --random: the tools of the big releases' figures (fp32 and AVX2 on demand)
+RANDOM_TOOLS = ["sotto-bf16", "whispercpp", "whispercpp-nofa", "fw-int8"]
 # sotto-avx2: fp32 with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA), the path
 # of a CPU without AMX or AVX-512; sotto's decoder products follow the
 # setting, its element-wise loops still pick AVX-512 when the CPU has it.
@@ -61,22 +64,22 @@ def cache_root() -> Path:
 
 def encoder_gflop(model: str) -> float | None:
     """Multiply-adds x2 of one 30 s encoder pass (convs, projections, MLP, attention)."""
-    fam = model.removesuffix(".en")
-    if fam not in DIMS:
-        fam = fam.split("-")[0].split(".")[0]
-    if fam not in DIMS:
+    hp = randomweights.dims(model)
+    if hp is None:
         return None
-    d, n, mels = DIMS[fam]
+    d, n, mels = hp.n_audio_state, hp.n_audio_layer, hp.n_mels
     t = 1500
     conv = 2 * 3000 * mels * d * 3 + 2 * t * d * d * 3
     layer = 2 * t * d * d * 4 + 2 * t * d * 4 * d * 2 + 2 * 2 * t * t * d
     return (conv + n * layer) / 1e9
 
 
-def run_rss(cmd: list[str], timeout: float = 900, extra_env=None) -> tuple[float, int, str, str, int]:
-    """Run cmd with stdout/stderr to temp files; (wall s, peak RSS KiB, out, err, rc)."""
+def run_rss(cmd: list[str], timeout: float = 1800, extra_env=None) -> tuple[float, int, str, str, int, float]:
+    """Run cmd with stdout/stderr to temp files; (wall s, peak RSS KiB, out,
+    err, rc, the cores the rest of the machine used meanwhile)."""
     env = dict(os.environ, OMP_NUM_THREADS=str(THREADS), **(extra_env or {}))
     with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        busy0 = machine_busy_s()
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env)
         deadline = t0 + timeout
@@ -90,10 +93,11 @@ def run_rss(cmd: list[str], timeout: float = 900, extra_env=None) -> tuple[float
                 raise SystemExit(f"bench: timed out after {timeout} s: {shlex.join(cmd)}")
             time.sleep(0.005)
         wall = time.perf_counter() - t0
+        other = max(0.0, machine_busy_s() - busy0 - ru.ru_utime - ru.ru_stime) / wall
         p.returncode = os.waitstatus_to_exitcode(status)
         fo.seek(0)
         fe.seek(0)
-        return wall, ru.ru_maxrss, fo.read(), fe.read(), p.returncode
+        return wall, ru.ru_maxrss, fo.read(), fe.read(), p.returncode, other
 
 
 def check(cmd, rc, err):
@@ -124,6 +128,7 @@ class Bench:
         self.results: dict = {}  # model -> tool -> metric -> [samples]
         self.commands: dict = {}
         self.sotto_kernel = None  # "amx" or "avx512-bf16", from sotto-bench
+        self.others: list[float] = []  # cores other work used during each measurement
 
     # -- setup ---------------------------------------------------------------
 
@@ -141,15 +146,24 @@ class Bench:
         for b in (self.sotto_bench, self.sotto):
             if not b.is_file():
                 raise SystemExit(f"bench: {b} missing (meson compile -C {build})")
-        self.wcpp = whispercpp.build(self.cache, self.python, a.whispercpp, os.cpu_count() or 2)
+        self.wcpp = None
+        if any(t.startswith("whispercpp") for t in a.micro_tools):
+            self.wcpp = whispercpp.build(self.cache, self.python, a.whispercpp, os.cpu_count() or 2)
         self.models = {}
         env = dict(os.environ, SOTTO_PYTHON=self.python)
         for name in a.models:
-            gguf = Path(subprocess.run([str(REPO / "scripts" / "fetch-model"), name], env=env, check=True,
-                                       capture_output=True, text=True).stdout.strip())
-            ct2 = Path(subprocess.run([str(REPO / "scripts" / "fetch-model"), name, "--source-dir"], env=env,
-                                      check=True, capture_output=True, text=True).stdout.strip())
-            ggml = self.cache / "models" / f"ggml-{name}.bin"
+            if a.random:
+                gguf, ct2 = randomweights.make(name, self.cache, self.python).values()
+                ggml = self.cache / "random" / name / f"ggml-{name}.bin"
+            else:
+                gguf = Path(subprocess.run([str(REPO / "scripts" / "fetch-model"), name], env=env, check=True,
+                                           capture_output=True, text=True).stdout.strip())
+                ct2 = Path(subprocess.run([str(REPO / "scripts" / "fetch-model"), name, "--source-dir"],
+                                          env=env, check=True, capture_output=True, text=True).stdout.strip())
+                ggml = self.cache / "models" / f"ggml-{name}.bin"
+            if self.wcpp is None:
+                self.models[name] = {"gguf": gguf, "ct2": ct2, "ggml": None}
+                continue
             if not ggml.is_file() or ggml.stat().st_mtime < gguf.stat().st_mtime:
                 ggml.parent.mkdir(parents=True, exist_ok=True)
                 log(f"exporting {gguf.name} for whisper.cpp")
@@ -174,8 +188,26 @@ class Bench:
                      "long": sum(d for d in durs.values() if d > 30)}
         if not self.short or not self.long:
             raise SystemExit(f"bench: {man}: need files under and over 30 s")
+        self.raw = fixedfile.make_raw(Path(self.long[0]), a.fixed_seconds, self.cache / "audio")
 
     # -- measurements ----------------------------------------------------------
+
+    def run(self, cmd, extra_env=None):
+        """run_rss after waiting (--max-other) for a quieter machine; the
+        other cores during the run go to self.others."""
+        a = self.args
+        if a.max_other is not None:
+            t0 = time.monotonic()
+            while True:
+                b0 = machine_busy_s()
+                time.sleep(10)
+                other = (machine_busy_s() - b0) / 10
+                if other <= a.max_other or time.monotonic() - t0 >= a.wait:
+                    break
+                log(f"other processes use {other:.2f} cores (load average {loadavg():.2f}); waiting")
+        wall, rss, out, err, rc, other = run_rss(cmd, extra_env=extra_env)
+        self.others.append(other)
+        return wall, rss, out, err, rc
 
     def add(self, model, tool, key, value):
         if value is None:
@@ -193,7 +225,7 @@ class Bench:
             prec, env = SOTTO_RUN[tool]
             cmd = [str(self.sotto_bench), str(m["gguf"]), "--precision", prec,
                    "--threads", str(THREADS), "--runs", str(a.inner_runs)]
-            wall, rss, out, err, rc = run_rss(cmd, extra_env=env)
+            wall, rss, out, err, rc = self.run(cmd, extra_env=env)
             check(cmd, rc, err)
             r = json.loads(out.strip().splitlines()[-1])
             vals = {k: r[k] for k in ("load_s", "encoder_s", "step1_ms", "step5_ms")}
@@ -205,7 +237,7 @@ class Bench:
         elif tool.startswith("whispercpp"):
             cmd = [str(self.wcpp["bin_dir"] / "whisper-bench"), "-m", str(m["ggml"]), "-t", str(THREADS),
                    "-fa" if tool == "whispercpp" else "-nfa"]
-            wall, rss, out, err, rc = run_rss(cmd)
+            wall, rss, out, err, rc = self.run(cmd)
             check(cmd, rc, err)
             t = wcpp_timings(err)
             vals = {"load_s": t["load"]["total_ms"] / 1e3, "encoder_s": t["encode"]["per_run_ms"] / 1e3,
@@ -215,7 +247,7 @@ class Bench:
                    "--compute-type", "int8" if tool == "fw-int8" else "float32",
                    "--threads", str(THREADS), "--runs", str(a.inner_runs), "--tokens", str(a.tokens),
                    "--audio", self.long[0]]
-            wall, rss, out, err, rc = run_rss(cmd)
+            wall, rss, out, err, rc = self.run(cmd)
             check(cmd, rc, err)
             r = json.loads(out.strip().splitlines()[-1])
             vals = {k: r[k] for k in ("load_s", "encoder_s", "step1_ms", "step5_ms")}
@@ -224,6 +256,33 @@ class Bench:
             self.add(model, tool, k, v)
         log(f"  {model} {tool}: enc {vals['encoder_s']*1e3:.0f} ms, step {vals['step1_ms']:.2f} ms "
             f"({wall:.1f} s)")
+
+    def fixed(self, model, tool):
+        """The fixed-token file (fixedfile.py): one process, own timings."""
+        m = self.models[model]
+        a = self.args
+        env = {}
+        if tool.startswith("sotto"):
+            prec, env = SOTTO_RUN[tool]
+            cmd = [str(self.sotto_bench), str(m["gguf"]), "--precision", prec, "--threads", str(THREADS),
+                   "--file", str(self.raw), "--tokens", str(a.fixed_tokens)]
+        elif tool.startswith("whispercpp"):
+            cmd = [str(self.wcpp["bin_dir"] / "whispercpp-file"), str(m["ggml"]), str(self.raw),
+                   str(a.fixed_tokens), str(THREADS)] + (["nfa"] if tool == "whispercpp-nofa" else [])
+        else:
+            cmd = [self.python, str(REPO / "bench" / "fw.py"), "fixed", str(m["ct2"]),
+                   "--compute-type", "int8" if tool == "fw-int8" else "float32", "--threads", str(THREADS),
+                   "--raw", str(self.raw), "--tokens", str(a.fixed_tokens)]
+        wall, rss, out, err, rc = self.run(cmd, extra_env=env)
+        check(cmd, rc, err)
+        r = json.loads(out.strip().splitlines()[-1])
+        self.note_cmd("fixed", tool, cmd)
+        vals = fixedfile.metrics(r, wall, self.others[-1])
+        for k, v in vals.items():
+            self.add(model, tool, k, v)
+        log(f"  {model} {tool} fixed-token file: {wall:.1f} s, enc {vals['fixed_enc_s']:.2f} s / window, "
+            f"{vals['fixed_tok_ms']:.2f} ms / token, {vals['fixed_rss_mb']:.0f} MB, "
+            f"other {self.others[-1]:.2f} cores")
 
     def transcribe(self, model, tool, which):
         m = self.models[model]
@@ -234,7 +293,7 @@ class Bench:
             prec, env = SOTTO_RUN[tool]
             cmd = [str(self.sotto), "transcribe", "-m", str(m["gguf"]), "--precision", prec,
                    "-t", str(THREADS), "--beam-size", "1", "-l", "en", "-f", "json", "-q", *files]
-            wall, rss, out, err, rc = run_rss(cmd, extra_env=env)
+            wall, rss, out, err, rc = self.run(cmd, extra_env=env)
             check(cmd, rc, err)
             for line in out.splitlines():
                 if line.strip():
@@ -247,7 +306,7 @@ class Bench:
                 for i, f in enumerate(files):
                     cmd += ["-of", f"{td}/{i}"]
                 cmd += files
-                wall, rss, out, err, rc = run_rss(cmd)
+                wall, rss, out, err, rc = self.run(cmd)
                 check(cmd, rc, err)
                 for i, f in enumerate(files):
                     texts[Path(f).name] = " ".join(Path(f"{td}/{i}.txt").read_text().split())
@@ -262,7 +321,7 @@ class Bench:
             cmd = [self.python, str(REPO / "bench" / "fw.py"), "transcribe", str(m["ct2"]),
                    "--compute-type", "int8" if tool == "fw-int8" else "float32", "--threads", str(THREADS),
                    "--language", "en", *files]
-            wall, rss, out, err, rc = run_rss(cmd)
+            wall, rss, out, err, rc = self.run(cmd)
             check(cmd, rc, err)
             for line in out.splitlines():
                 o = json.loads(line)
@@ -298,6 +357,10 @@ class Bench:
                 log(f"run {r + 1}/{a.runs}, {model}")
                 for tool in a.micro_tools:
                     self.micro(model, tool)
+                for tool in a.micro_tools:
+                    self.fixed(model, tool)
+                if a.random:  # their text means nothing
+                    continue
                 for which in ("first", "short", "long"):
                     for tool in a.file_tools:
                         self.transcribe(model, tool, which)
@@ -310,6 +373,17 @@ class Bench:
         v = self.results.get(model, {}).get(tool, {}).get(key)
         return statistics.median(v) if v else None
 
+    def columns(self) -> list[tuple[str, str, str]]:
+        """The main table's columns: (header, metric, format)."""
+        return [("load s", "load_s", "{:.2f}"),
+                (f"first result s ({Path(self.first[0]).name}, from process start)", "first_wall_s", "{:.2f}"),
+                ("encoder s / 30 s window", "encoder_s", "{:.3f}"), ("encoder GFLOP/s", "gflops", ""),
+                ("decode ms / token", "step1_ms", "{:.2f}"), ("ms / step, 5 beams", "step5_ms", "{:.2f}"),
+                (f"{len(self.short)} short files: wall s", "short_wall_s", "{:.2f}"),
+                ("long-form file: wall s", "long_wall_s", "{:.2f}"),
+                ("peak RSS MB (long-form)", "long_rss_mb", "{:.0f}"),
+                ("WER short", "short_wer", "{:.1%}"), ("WER long", "long_wer", "{:.1%}")]
+
     def report(self) -> str:
         a = self.args
         L = []
@@ -320,27 +394,34 @@ class Bench:
         L.append(f"Machine: {cpu_model()}, {os.cpu_count()} logical CPUs, {THREADS} threads per tool. "
                  f"Load average before / after: {la[0]:.2f} / {lb[0]:.2f} "
                  f"(1 min){' -- the machine was busy, treat these numbers as rough' if max(la[0], lb[0]) > 0.5 else ''}. "
-                 f"Wall time of the whole run: {self.elapsed / 60:.1f} min.\n")
+                 f"Wall time of the whole run: {self.elapsed / 60:.1f} min. Other work during the "
+                 f"measurements (cores, from /proc/stat minus the measured process): median "
+                 f"{statistics.median(self.others):.2f}, max {max(self.others):.2f}"
+                 f"{f' (each waited for at most {a.max_other:g})' if a.max_other is not None else ''}.\n")
+        if a.random:
+            L.append(f"Random weights (seed {randomweights.SEED}, std 0.02) of each release's dimensions "
+                     f"(tools/families.json): times and memory only, no text.\n")
         for model in a.models:
             gf = encoder_gflop(model)
             L.append(f"### {model}\n")
-            L.append(f"| tool | load s | first result s ({Path(self.first[0]).name}, from process start) | "
-                     "encoder s / 30 s window | encoder GFLOP/s | decode ms / token | "
-                     f"ms / step, 5 beams | {len(self.short)} short files: wall s | long-form file: wall s | peak RSS MB (long-form) | "
-                     "WER short | WER long |")
-            L.append("|---|" + "---:|" * 11)
+            cols = [(c, k, f) for c, k, f in self.columns() if k == "gflops" or any(
+                self.med(model, t, k) is not None for t in MICRO_TOOLS)]
+            L.append("| tool | " + " | ".join(c for c, _, _ in cols) + " |")
+            L.append("|---|" + "---:|" * len(cols))
             for tool in MICRO_TOOLS:
                 if tool not in self.results.get(model, {}):
                     continue
-                g = lambda k, f="{:.3f}", s=1.0: (f.format(self.med(model, tool, k) * s)
-                                                  if self.med(model, tool, k) is not None else "")
                 enc = self.med(model, tool, "encoder_s")
-                L.append(f"| {LABEL[tool]} | {g('load_s', '{:.2f}')} | {g('first_wall_s', '{:.2f}')} | {g('encoder_s')} | "
-                         f"{'' if not (gf and enc) else f'{gf / enc:.0f}'} | {g('step1_ms', '{:.2f}')} | "
-                         f"{g('step5_ms', '{:.2f}')} | {g('short_wall_s', '{:.2f}')} | {g('long_wall_s', '{:.2f}')} | "
-                         f"{g('long_rss_mb', '{:.0f}')} | {g('short_wer', '{:.1%}')} | {g('long_wer', '{:.1%}')} |")
+                cells = [(f"{gf / enc:.0f}" if gf and enc else "") if k == "gflops" else
+                         (f.format(self.med(model, tool, k)) if self.med(model, tool, k) is not None else "")
+                         for _, k, f in cols]
+                L.append(f"| {LABEL[tool]} | " + " | ".join(cells) + " |")
             L.append("")
             # Ratios: the peer's median over sotto's (>1: sotto is faster / smaller).
+            names = {"first_wall_s": "first result", "encoder_s": "encoder", "step1_ms": "decode / token",
+                     "step5_ms": "5-beam step", "short_wall_s": "short files wall",
+                     "long_wall_s": "long-form wall", "long_rss_mb": "peak RSS"}
+            ratio_keys = [k for k in names if any(self.med(model, t, k) is not None for t in MICRO_TOOLS)]
             rows = []
             for mine in ("sotto-bf16", "sotto-fp32", "sotto-avx2"):
                 if mine not in self.results.get(model, {}):
@@ -349,18 +430,19 @@ class Bench:
                     if peer not in self.results.get(model, {}):
                         continue
                     cells = []
-                    for k in ("first_wall_s", "encoder_s", "step1_ms", "step5_ms", "short_wall_s", "long_wall_s",
-                              "long_rss_mb"):
+                    for k in ratio_keys:
                         x, y = self.med(model, mine, k), self.med(model, peer, k)
                         cells.append(f"{y / x:.2f}x" if x and y else "")
                     rows.append(f"| {LABEL[mine]} vs {LABEL[peer]} | " + " | ".join(cells) + " |")
             if rows:
                 L.append("Ratios, peer / sotto (above 1: sotto is faster or smaller):\n")
-                L.append("| | first result | encoder | decode / token | 5-beam step | short files wall | long-form wall | "
-                         "peak RSS |")
-                L.append("|---|" + "---:|" * 7)
+                L.append("| | " + " | ".join(names[k] for k in ratio_keys) + " |")
+                L.append("|---|" + "---:|" * len(ratio_keys))
                 L += rows
                 L.append("")
+            L += fixedfile.table(lambda t, k: self.med(model, t, k), MICRO_TOOLS, LABEL, "sotto-bf16",
+                                 ["whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"], a.fixed_seconds,
+                                 a.fixed_tokens)
             ceil, enc = self.med(model, "sotto-bf16", "ceiling_tflops"), self.med(model, "sotto-bf16", "encoder_s")
             if ceil and enc and gf:
                 od, ax = self.med(model, "sotto-bf16", "onednn_tflops"), self.med(model, "sotto-bf16", "kernel_tflops")
@@ -378,7 +460,9 @@ class Bench:
         L.append("Versions and settings:\n")
         L.append(f"- sotto {git_describe()}, build {self.args.build_dir} ({meson_buildtype(self.args.build_dir)}), "
                  f"{cc_version()}")
-        L.append(f"- {self.wcpp['source']}; cmake {self.wcpp['cmake']}; whisper-bench and whisper-cli")
+        if self.wcpp:
+            L.append(f"- {self.wcpp['source']}; cmake {self.wcpp['cmake']}; whisper-bench, whisper-cli and "
+                     f"bench/whispercpp-file.c")
         L.append(f"- faster-whisper {pkg_version('faster-whisper')}, ctranslate2 {pkg_version('ctranslate2')} "
                  f"(Python {platform.python_version()})")
         L.append(f"- audio: {len(self.short)} files under 30 s ({self.durs['short']:.1f} s in all) and "
@@ -391,26 +475,6 @@ class Bench:
             L.append(f"# {k}\n{v}")
         L.append("```\n")
         return "\n".join(L)
-
-
-def cpu_model() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def cpu_flags() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("flags"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 def git_describe() -> str:
@@ -471,11 +535,26 @@ def main() -> int:
     ap.add_argument("--docs", action=argparse.BooleanOptionalAction,
                     help="append the report to docs/benchmarks.md [yes, except with --quick]")
     ap.add_argument("--json", metavar="FILE", help="also write every sample here")
+    ap.add_argument("--random", action="store_true",
+                    help="the models are releases of tools/families.json with random weights (made and cached "
+                         "by bench/randomweights.py): micro-benchmarks and the fixed-token file only "
+                         "[models large-v3-turbo,distil-large-v3; tools " + ",".join(RANDOM_TOOLS) + "]")
+    ap.add_argument("--fixed-seconds", type=float, default=60.0,
+                    help="length of the fixed-token file, from the long-form file's start [60]")
+    ap.add_argument("--fixed-tokens", type=int, default=100,
+                    help="tokens decoded per 30 s window of the fixed-token file [100]")
+    ap.add_argument("--max-other", type=float, metavar="CORES",
+                    help="before each measurement wait (10 s samples, at most --wait) until the rest of the "
+                         "machine uses at most this many cores [no waiting]")
+    ap.add_argument("--wait", type=float, default=600, help="longest wait for --max-other, seconds [600]")
     a = ap.parse_args()
-    a.models = (a.models or ("tiny.en" if a.quick else "tiny.en,base")).split(",")
+    default_models = "large-v3-turbo,distil-large-v3" if a.random else "tiny.en" if a.quick else "tiny.en,base"
+    a.models = (a.models or default_models).split(",")
     a.runs = a.runs or (1 if a.quick else 3)
     a.inner_runs = a.inner_runs or (1 if a.quick else 3)
-    tools = a.tools.split(",") if a.tools else [t for t in MICRO_TOOLS if not (a.quick and t == "whispercpp-nofa")]
+    default_tools = RANDOM_TOOLS if a.random else MICRO_TOOLS
+    tools = a.tools.split(",") if a.tools else [t for t in default_tools
+                                                if not (a.quick and t == "whispercpp-nofa")]
     bad = [t for t in tools if t not in MICRO_TOOLS]
     if bad:
         ap.error(f"unknown tools {bad}")
@@ -499,7 +578,7 @@ def main() -> int:
     out = Path(a.json) if a.json else b.cache / "results" / f"{dt.datetime.now():%Y%m%d-%H%M%S}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"argv": sys.argv, "results": b.results, "commands": b.commands,
-                               "whispercpp": {k: str(v) for k, v in b.wcpp.items()}}, indent=1, default=str))
+                               "whispercpp": {k: str(v) for k, v in (b.wcpp or {}).items()}}, indent=1, default=str))
     log(f"samples in {out}")
     if a.docs:
         append_docs(section)

@@ -60,11 +60,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
-from bench import cpu_model  # noqa: E402  (bench/run's report helpers)
+from machine import HZ, cpu_model, loadavg, machine_busy_s  # noqa: E402
 
 DOCS = REPO / "docs" / "benchmarks.md"
 RUNS_MARK = "<!-- bench/daemon inserts runs below this line -->"
-HZ = os.sysconf("SC_CLK_TCK")
 RATE = 16000
 
 
@@ -89,19 +88,6 @@ def proc_mem_kb(pid: int) -> dict:
             if k in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "Threads"):
                 out[k] = int(v.split()[0])
     return out
-
-
-def machine_busy_s() -> float:
-    """CPU seconds the whole machine spent busy (all cores) since boot."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal (guest is in user)
-    return (sum(v[:8]) - v[3] - v[4]) / HZ
-
-
-def loadavg() -> float:
-    with open("/proc/loadavg") as f:
-        return float(f.read().split()[0])
 
 
 def own_cpu_s() -> float:

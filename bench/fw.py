@@ -4,6 +4,11 @@
     fw.py micro CT2_DIR --compute-type int8|float32 --audio WAV [--runs N]
         load time, encoder time of one 30 s window, and the time per
         cached decoder token for 1 and 5 beams; prints one JSON object.
+    fw.py fixed CT2_DIR --compute-type T --raw RAW [--tokens N]
+        the fixed-token file (docs/benchmarks.md): the log-mel of the
+        whole file (16 kHz s16le mono), then per 30 s window the encoder
+        and N tokens greedily with every token but the text ones
+        suppressed (CTranslate2's generate()); prints one JSON object.
     fw.py transcribe CT2_DIR --compute-type T FILE... [--language en]
         greedy transcription (beam_size=1, faster-whisper's defaults
         otherwise: temperature fallback, conditioning on earlier text,
@@ -27,6 +32,7 @@ import statistics
 import sys
 import time
 
+T_START = time.perf_counter()  # the fixed-token file's wall time counts the imports too
 
 def load(args):
     from faster_whisper import WhisperModel
@@ -88,6 +94,50 @@ def micro(args) -> dict:
     return out
 
 
+def peak_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return -1.0
+
+
+def fixed(args, t_start: float) -> dict:
+    import numpy as np
+
+    model, load_s = load(args)
+    audio = np.fromfile(args.raw, dtype="<i2").astype(np.float32) / 32768.0
+    windows = -(-len(audio) // 480000)
+    t0 = time.perf_counter()
+    feats = model.feature_extractor(audio, padding=480000)  # openai pads 30 s of zeros
+    mel_s = time.perf_counter() - t0
+    tok = model.hf_tokenizer
+    eot = tok.token_to_id("<|endoftext|>")
+    prompt = [tok.token_to_id("<|startoftranscript|>")]
+    if model.model.is_multilingual:
+        prompt += [tok.token_to_id("<|en|>"), tok.token_to_id("<|transcribe|>")]
+    prompt.append(tok.token_to_id("<|notimestamps|>"))
+    not_text = list(range(eot, tok.get_vocab_size()))
+    enc_s = dec_s = 0.0
+    for w in range(windows):
+        x = feats[:, w * 3000:(w + 1) * 3000]
+        x = np.ascontiguousarray(np.pad(x, ((0, 0), (0, 3000 - x.shape[1]))))
+        t0 = time.perf_counter()
+        enc = model.encode(x)
+        enc_s += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        # CTranslate2 4.x returns max_length / 2 tokens here (see micro)
+        r = model.model.generate(enc, [prompt], beam_size=1, max_length=2 * args.tokens,
+                                 suppress_tokens=not_text, suppress_blank=False, return_scores=False)
+        dec_s += time.perf_counter() - t0
+        got = len(r[0].sequences_ids[0])
+        if got != args.tokens:
+            raise SystemExit(f"fw.py: {got} tokens decoded, not {args.tokens}")
+    return {"load_s": load_s, "mel_s": mel_s, "windows": windows, "tokens_per_window": args.tokens,
+            "encoder_s": enc_s, "decode_s": dec_s, "wall_s": time.perf_counter() - t_start,
+            "peak_rss_mb": peak_rss_mb()}
+
+
 def transcribe(args) -> None:
     model, load_s = load(args)
     print(json.dumps({"load_s": load_s}), flush=True)
@@ -100,7 +150,7 @@ def transcribe(args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["micro", "transcribe"])
+    ap.add_argument("mode", choices=["micro", "fixed", "transcribe"])
     ap.add_argument("ct2_dir")
     ap.add_argument("files", nargs="*")
     ap.add_argument("--compute-type", default="int8")
@@ -108,12 +158,17 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--audio")
+    ap.add_argument("--raw", help="fixed: 16 kHz s16le mono samples")
     ap.add_argument("--language", default="en")
     args = ap.parse_intermixed_args()
     if args.mode == "micro":
         if not args.audio:
             ap.error("micro needs --audio")
         print(json.dumps(micro(args)))
+    elif args.mode == "fixed":
+        if not args.raw:
+            ap.error("fixed needs --raw")
+        print(json.dumps(fixed(args, T_START)))
     else:
         transcribe(args)
     return 0

@@ -2,12 +2,14 @@
  * sotto-bench: time the engine's parts on one model, for bench/run.
  *
  *   sotto-bench MODEL [--load-only] [--precision auto|fp32|bf16]
- *               [--threads N] [--runs N]
+ *               [--threads N] [--runs N] [--file RAW [--tokens N]]
  *
  * Prints one JSON object: load time, encoder time per 30 s window, and
  * the time of one cached-token decoder step for 1 and 5 beams (medians);
  * the resident memory after the load, its peak during the load and the
  * peak of the whole run (VmRSS, VmHWM). --load-only: the load alone.
+ * --file: the fixed-token file instead (bench_file below; RAW is 16 kHz
+ * s16le mono): N tokens per 30 s window [100], times and peak RSS.
  */
 #include <math.h>
 #include <stdio.h>
@@ -204,6 +206,122 @@ fail:
 	return -1;
 }
 
+/* Argmax of logits over the text tokens (ids below end-of-text). */
+static int32_t
+text_argmax(const float *logits, int32_t eot)
+{
+	int32_t i, best = 0;
+
+	for (i = 1; i < eot; i++)
+		if (logits[i] > logits[best])
+			best = i;
+	return best;
+}
+
+/* raw 16 kHz s16le mono -> float; NULL on failure (message printed). */
+static float *
+read_raw(const char *path, size_t *ret_n)
+{
+	FILE *f = fopen(path, "rb");
+	int16_t *s = NULL;
+	float *pcm = NULL;
+	long len;
+	size_t i, n = 0;
+
+	if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 &&
+	    fseek(f, 0, SEEK_SET) == 0) {
+		n = (size_t)len / 2;
+		s = malloc(n * 2);
+		pcm = malloc(n * sizeof(float));
+		if (s == NULL || pcm == NULL || fread(s, 2, n, f) != n) {
+			free(pcm);
+			pcm = NULL;
+		}
+		for (i = 0; pcm != NULL && i < n; i++)
+			pcm[i] = s[i] / 32768.0f;
+	}
+	if (pcm == NULL)
+		fprintf(stderr, "sotto-bench: %s: cannot read it as raw "
+		    "s16le samples\n", path);
+	if (f != NULL)
+		fclose(f);
+	free(s);
+	*ret_n = n;
+	return pcm;
+}
+
+/*
+ * The fixed-token file (bench/run, docs/benchmarks.md): the log-mel of
+ * the whole file, then per 30 s window the encoder, the SOT sequence
+ * (English, transcribe, no timestamps) and n_tokens greedy steps over
+ * the text tokens only, so that every tool does the same work whatever
+ * the weights' values. Times are summed over the windows.
+ */
+static int
+bench_file(struct sotto_state *st, const char *raw, int n_tokens,
+    double *t_mel, double *t_enc, double *t_dec, int *ret_windows)
+{
+	const struct sotto_model *m = st->model;
+	int32_t prompt[4], tok, eot = tok_specials(m->tok)->eot;
+	size_t n, frames, w, nw, r, nm = m->hp.n_mels, F = WHISPER_N_FRAMES;
+	float *pcm = read_raw(raw, &n), *mel = NULL, *win = NULL;
+	char err[SOTTO_ERR_MAX] = "";
+	int np, row, i, rc = -1;
+	double t0;
+
+	*t_mel = *t_enc = *t_dec = 0.0;
+	nw = (n + WHISPER_N_SAMPLES - 1) / WHISPER_N_SAMPLES;
+	frames = (nw + 1) * F;		/* openai pads 30 s of zeros */
+	if (pcm == NULL || (pcm = realloc(pcm, frames * WHISPER_HOP *
+	    sizeof(float))) == NULL)
+		goto out;
+	memset(pcm + n, 0, (frames * WHISPER_HOP - n) * sizeof(float));
+	mel = malloc(nm * frames * sizeof(float));
+	win = malloc(nm * F * sizeof(float));
+	if (mel == NULL || win == NULL || n_tokens + 4 > m->hp.n_text_ctx)
+		goto out;
+	t0 = now();
+	if (sotto_log_mel(m, pcm, frames * WHISPER_HOP, mel, frames,
+	    err) != 0)
+		goto out;
+	*t_mel = now() - t0;
+	if ((np = sotto_sot_sequence(m, NULL, SOTTO_TASK_TRANSCRIBE, 1,
+	    prompt, err)) < 0)
+		goto out;
+	for (w = 0; w < nw; w++) {
+		for (r = 0; r < nm; r++)
+			memcpy(win + r * F, mel + r * frames + w * F,
+			    F * sizeof(float));
+		t0 = now();
+		if (sotto_encode(st, win, NULL, err) != 0)
+			goto out;
+		*t_enc += now() - t0;
+		t0 = now();
+		row = np - 1;
+		if (decoder_prefill(st, prompt, np, &row, 1, st->logits,
+		    err) != 0)
+			goto out;
+		for (i = 0; i < n_tokens; i++) {
+			tok = text_argmax(st->logits, eot);
+			if (decoder_step(st, &tok, 1, st->logits, err) != 0)
+				goto out;
+		}
+		*t_dec += now() - t0;
+	}
+	*ret_windows = (int)nw;
+	rc = 0;
+out:
+	if (rc != 0 && err[0] != '\0')
+		fprintf(stderr, "sotto-bench: %s\n", err);
+	else if (rc != 0)
+		fprintf(stderr, "sotto-bench: %s: out of memory, or more than "
+		    "%d tokens\n", raw, m->hp.n_text_ctx - 4);
+	free(pcm);
+	free(mel);
+	free(win);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -212,31 +330,42 @@ main(int argc, char **argv)
 	struct sotto_state *st;
 	char err[SOTTO_ERR_MAX];
 	double t0, load, load_rss, load_hwm, enc, step1, step5;
-	double onednn = 0.0, win = 0.0;
-	int i, runs = 5, load_only = 0;
+	double onednn = 0.0, win = 0.0, t_start = now();
+	const char *file = NULL;
+	int i, runs = 5, load_only = 0, tokens = 100, windows;
 
 	omp_env_reexec(argv, OMP_WAIT_SPIN);	/* as sotto transcribe */
 	sotto_model_params_init(&mp);
 	if (argc < 2) {
 		fprintf(stderr, "usage: sotto-bench MODEL [--load-only] "
-		    "[--precision P] [--threads N] [--runs N]\n");
+		    "[--precision P] [--threads N] [--runs N] "
+		    "[--file RAW [--tokens N]]\n");
 		return 2;
 	}
-	for (i = 2; i < argc && strcmp(argv[i], "--load-only") == 0; i++)
-		load_only = 1;
-	for (; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "--threads") == 0)
-			mp.threads = atoi(argv[i + 1]);
+	for (i = 2; i < argc; i++) {
+		if (strcmp(argv[i], "--load-only") == 0)
+			load_only = 1;
+		else if (i + 1 == argc)
+			break;
+		else if (strcmp(argv[i], "--threads") == 0)
+			mp.threads = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--runs") == 0)
-			runs = atoi(argv[i + 1]);
-		else if (strcmp(argv[i], "--precision") == 0)
-			mp.precision = strcmp(argv[i + 1], "fp32") == 0 ?
-			    SOTTO_PRECISION_FP32 : strcmp(argv[i + 1],
-			    "bf16") == 0 ? SOTTO_PRECISION_BF16 :
-			    SOTTO_PRECISION_AUTO;
+			runs = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--file") == 0)
+			file = argv[++i];
+		else if (strcmp(argv[i], "--tokens") == 0)
+			tokens = atoi(argv[++i]);
+		else if (strcmp(argv[i], "--precision") == 0) {
+			i++;
+			mp.precision = strcmp(argv[i], "fp32") == 0 ?
+			    SOTTO_PRECISION_FP32 : strcmp(argv[i], "bf16") ==
+			    0 ? SOTTO_PRECISION_BF16 : SOTTO_PRECISION_AUTO;
+		}
 	}
 	if (runs < 1 || runs > 63)
 		runs = 5;
+	if (tokens < 1)
+		tokens = 100;
 	t0 = now();
 	if (sotto_model_load(argv[1], &mp, &m, err) != 0) {
 		fprintf(stderr, "sotto-bench: %s\n", err);
@@ -252,8 +381,28 @@ main(int argc, char **argv)
 		sotto_model_free(m);
 		return 0;
 	}
-	if ((st = sotto_state_new(m)) == NULL ||
-	    bench_encoder(st, runs, &enc) != 0 ||
+	if ((st = sotto_state_new(m)) == NULL)
+		return 1;
+	if (file != NULL) {
+		double mel, dec, wall;
+
+		if (bench_file(st, file, tokens, &mel, &enc, &dec,
+		    &windows) != 0)
+			return 1;
+		wall = now() - t_start;
+		printf("{\"model\":\"%s\",\"precision\":\"%s\","
+		    "\"threads\":%d,\"load_s\":%.4f,\"mel_s\":%.4f,"
+		    "\"windows\":%d,\"tokens_per_window\":%d,"
+		    "\"encoder_s\":%.4f,\"decode_s\":%.4f,"
+		    "\"wall_s\":%.4f,\"peak_rss_mb\":%.1f}\n", m->name,
+		    m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+		    m->threads, load, mel, windows, tokens, enc, dec, wall,
+		    status_mb("VmHWM:"));
+		sotto_state_free(st);
+		sotto_model_free(m);
+		return 0;
+	}
+	if (bench_encoder(st, runs, &enc) != 0 ||
 	    bench_steps(st, 1, 100, &step1) != 0 ||
 	    bench_steps(st, 5, 100, &step5) != 0)
 		return 1;

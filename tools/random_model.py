@@ -61,7 +61,7 @@ def build(family: str, out: Path, tiktoken: Path, fmt: str, seed: int, audio_lay
     langs = list(range(sot + 1, sot + 1 + len(sp.languages)))
     if fmt == "ct2":
         cfg = {"suppress_ids": suppress, "suppress_ids_begin": [220, eot], **({"lang_ids": langs} if langs else {})}
-        randmodel.write_ct2(out, hp, tensors, strings, cfg)
+        randmodel.write_ct2(out, hp, tensors, strings, cfg, sp.n_bpe)
     else:
         gen = {"suppress_tokens": suppress, "begin_suppress_tokens": [220, eot], "decoder_start_token_id": sot,
                "no_timestamps_token_id": sp.ids["no_timestamps"], "is_multilingual": bool(langs)}

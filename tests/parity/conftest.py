@@ -39,6 +39,7 @@ sys.path.insert(0, str(TOOLS))
 
 from sotto_gguf import families, randmodel  # noqa: E402
 from sotto_gguf.common import Hparams  # noqa: E402
+from sotto_gguf.openai_sdist import OPENAI_SDIST  # noqa: E402
 
 # libsotto runs inside pytest here (and CTranslate2 beside it): threads
 # that spin while waiting made a reduced large-v3's encoder 8x slower on a
@@ -55,11 +56,6 @@ CI_AUDIO_LAYERS = 2
 CI_TEXT_LAYERS = 3
 N_STEPS = 64
 THREADS = 2
-OPENAI_SDIST = {
-    "requirement": "openai-whisper==20250625",
-    "filename": "openai_whisper-20250625.tar.gz",
-    "sha256": "37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96",
-}
 
 
 def _groups() -> list[list[str]]:

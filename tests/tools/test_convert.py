@@ -29,15 +29,11 @@ sys.path.insert(0, str(TOOLS))
 
 from sotto_gguf import ct2  # noqa: E402
 from sotto_gguf.melfilters import mel_filters  # noqa: E402
+from sotto_gguf.openai_sdist import OPENAI_SDIST  # noqa: E402
 from sotto_gguf.reader import read_gguf  # noqa: E402
 from sotto_gguf.tokenizer import LANGUAGE_CODES  # noqa: E402
 
 PY = os.environ.get("SOTTO_PYTHON") or sys.executable
-OPENAI_SDIST = {
-    "requirement": "openai-whisper==20250625",
-    "filename": "openai_whisper-20250625.tar.gz",
-    "sha256": "37a91a3921809d9f44748ffc73c0a55c9f366c85a3ef5c2ae0cc09540432eb96",
-}
 
 # openai's non_speech_tokens (docs: whisper-numerics.md B5), computed by
 # openai/whisper tokenizer.py; ids below eot only.

@@ -147,10 +147,14 @@ def write_model_bin(path: Path, variables: dict[str, np.ndarray], aliases: dict[
             f.write(_ct2_string(alias) + _ct2_string(target))
 
 
-def write_ct2(d: Path, hp: Hparams, tensors: dict[str, np.ndarray], strings: list[str], config: dict) -> None:
+def write_ct2(d: Path, hp: Hparams, tensors: dict[str, np.ndarray], strings: list[str], config: dict,
+              n_bpe: int | None = None) -> None:
     """A faster-whisper directory: model.bin, vocabulary.json, config.json
     (config: alignment_heads, lang_ids, suppress_ids, suppress_ids_begin),
-    preprocessor_config.json (faster-whisper reads its feature_size)."""
+    preprocessor_config.json (faster-whisper reads its feature_size) and,
+    given n_bpe, tokenizer.json as the published conversions carry it
+    (faster-whisper downloads openai's from the Hub when it is missing;
+    tools/convert.py reads vocabulary.json)."""
     if len(strings) != hp.n_vocab:
         raise ConvertError(f"{len(strings)} vocabulary strings for n_vocab {hp.n_vocab}")
     d.mkdir(parents=True, exist_ok=True)
@@ -158,6 +162,24 @@ def write_ct2(d: Path, hp: Hparams, tensors: dict[str, np.ndarray], strings: lis
     (d / "vocabulary.json").write_text(json.dumps(strings, ensure_ascii=False), encoding="utf-8")
     (d / "config.json").write_text(json.dumps(config), encoding="utf-8")
     (d / "preprocessor_config.json").write_text(json.dumps(preprocessor_config(hp)), encoding="utf-8")
+    if n_bpe is not None:
+        write_tokenizer_json(d, strings, n_bpe)
+
+
+def write_tokenizer_json(d: Path, strings: list[str], n_bpe: int) -> None:
+    """tokenizer.json in the Hugging Face tokenizers format (its library
+    loads it): the byte-level BPE vocabulary plus the added special tokens.
+    No merges: ids map to strings and back, text is not split into BPE
+    tokens as openai's tokenizer would."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, s in enumerate(strings) if i >= n_bpe]
+    model = {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+             "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+             "vocab": {s: i for i, s in enumerate(strings[:n_bpe])}, "merges": []}
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+           "pre_tokenizer": byte_level, "post_processor": None, "decoder": byte_level, "model": model}
+    (d / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
 
 
 def preprocessor_config(hp: Hparams) -> dict:
@@ -226,7 +248,4 @@ def write_hf(d: Path, hp: Hparams, tensors: dict[str, np.ndarray], strings: list
     (d / "config.json").write_text(json.dumps(hf_config(hp, special)), encoding="utf-8")
     (d / "generation_config.json").write_text(json.dumps(generation), encoding="utf-8")
     (d / "preprocessor_config.json").write_text(json.dumps(preprocessor_config(hp)), encoding="utf-8")
-    tok = {"version": "1.0", "model": {"type": "BPE", "vocab": {s: i for i, s in enumerate(strings[:n_bpe])},
-                                       "merges": []},
-           "added_tokens": [{"id": i, "content": s, "special": True} for i, s in enumerate(strings) if i >= n_bpe]}
-    (d / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
+    write_tokenizer_json(d, strings, n_bpe)

@@ -1,0 +1,42 @@
+"""Smoke test of bench/run's random-weight path (issue 17 item 4): a random
+tiny (tools/families.json) made, converted and measured by sotto and
+faster-whisper int8 with the micro-benchmarks and the fixed-token file.
+Checks the harness end to end, not the figures (whisper.cpp is left out:
+building it takes minutes; `bench/run --random` runs it)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PY = os.environ.get("SOTTO_PYTHON") or sys.executable
+BUILD = REPO / "build"
+
+
+def test_bench_random_tiny(tmp_path):
+    assert (BUILD / "bench" / "sotto-bench").is_file(), "build/ is not compiled (scripts/setup)"
+    docs = (REPO / "docs" / "benchmarks.md").read_bytes()
+    out = tmp_path / "samples.json"
+    cp = subprocess.run([PY, REPO / "bench" / "bench.py", "--random", "--models", "tiny", "--quick", "--no-docs",
+                         "--build-dir", BUILD, "--no-build", "--tools", "sotto-bf16,fw-int8", "--fixed-tokens", "20",
+                         "--json", out], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
+                        env=dict(os.environ, SOTTO_PYTHON=PY))
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    report = cp.stdout
+    assert "Random weights (seed 0" in report
+    assert "| sotto bf16 |" in report and "| faster-whisper int8 |" in report
+    assert "Fixed-token file (60 s, 20 tokens per 30 s window" in report
+    assert "WER" not in report  # random weights: no text measured
+    res = json.loads(out.read_text())["results"]["tiny"]
+    for tool in ("sotto-bf16", "fw-int8"):
+        r = {k: v[0] for k, v in res[tool].items()}
+        assert 0 < r["encoder_s"] < 60 and 0 < r["step1_ms"] < 1000, (tool, r)
+        assert 0 < r["fixed_enc_s"] < 60 and 0 < r["fixed_tok_ms"] < 1000, (tool, r)
+        # the process's own peak: a random tiny is ~75 MB of f16 weights
+        assert 60 < r["fixed_rss_mb"] < 2000, (tool, r)
+        assert r["fixed_wall_s"] > r["fixed_load_s"] + 2 * r["fixed_enc_s"], (tool, r)
+    assert (REPO / "docs" / "benchmarks.md").read_bytes() == docs
