@@ -13,9 +13,9 @@
  * but a loopback address refuses to start without a token.
  *
  * Limits: evhttp refuses a body over max_request_bytes (413) and a
- * request whose headers are over HTTP_HEADERS_MAX, and drops a
- * connection idle for request_timeout_seconds while it reads a request
- * or writes a reply.
+ * request whose headers are over HTTP_HEADERS_MAX (400), with JSON
+ * bodies (http-conn.c), and drops a connection idle for
+ * request_timeout_seconds while it reads a request or writes a reply.
  */
 #include <sys/socket.h>
 #include <netinet/in.h>
@@ -377,6 +377,7 @@ http_start(char *err, size_t errlen)
 	/* a 413 reaches the client after its body, not a reset */
 	evhttp_set_flags(http.http, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_timeout_tv(http.http, &tv);
+	evhttp_set_bevcb(http.http, http_conn_bev, NULL);
 	evhttp_set_gencb(http.http, http_notfound_cb, NULL);
 	for (i = 0; i < sizeof(http_routes) / sizeof(http_routes[0]); i++)
 		evhttp_set_cb(http.http, http_routes[i].path, http_route_cb,

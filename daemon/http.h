@@ -53,6 +53,11 @@ void	http_models(struct evhttp_request *);
 void	http_model(struct evhttp_request *, const char *id);
 void	http_openai_stop(void);
 
+/* http-conn.c: evhttp_set_bevcb; evhttp's error pages as JSON */
+struct bufferevent;
+struct event_base;
+struct bufferevent *http_conn_bev(struct event_base *, void *arg);
+
 /* http-metrics.c */
 void	http_metrics(struct evhttp_request *);
 

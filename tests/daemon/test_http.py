@@ -309,17 +309,73 @@ def test_bad_requests(hd, tmp_path):
 
 def test_request_too_large(daemons):
     d = daemons.start(conf="[http]\nmax_request_bytes = 64K\n")
-    status, _, _ = curl(d.base + "/v1/audio/transcriptions",
-                        "-F", f"file=@{JFK}")
-    assert status == 413
+    status, headers, body = curl(d.base + "/v1/audio/transcriptions",
+                                 "-F", f"file=@{JFK}")
+    assert status == 413 and headers["content-type"] == "application/json"
+    assert error_body(body)["code"] == "request_too_large"
     # the openai SDK (no Expect: 100-continue) gets the 413 too
     with pytest.raises(openai.APIStatusError) as e:
         sdk(d, JFK, "json")
     assert e.value.status_code == 413
+    assert e.value.body["code"] == "request_too_large"
     small = AUDIO_DIR / "2830-3980-0043.wav"
     assert small.stat().st_size < 64 * 1024
     assert sdk(d, small, "text").strip()
     assert d.stop() == 0
+
+
+def raw(d, data: bytes) -> bytes:
+    """Send data on one connection, half-close, read to the end."""
+    import socket
+    port = int(d.base.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def raw_error(reply: bytes, status: int) -> dict:
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status), reply
+    assert b"Content-Type: application/json" in head, reply
+    return error_body(body)
+
+
+def test_malformed_http(hd):
+    """What evhttp refuses itself also gets a JSON error; garbage and
+    hostile forms never hurt the daemon."""
+    e = raw_error(raw(hd, b"GET /health HTTP/1.1\r\nno colon here\r\n\r\n"),
+                  400)
+    assert e["code"] == "bad_request"
+    e = raw_error(raw(hd, b"GET /health HTTP/1.1\r\nX: " + b"a" * 20000 +
+                      b"\r\n\r\n"), 400)
+    assert e["code"] == "bad_request"
+    e = raw_error(raw(hd, b"POST /v1/audio/transcriptions HTTP/1.1\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\nzz\r\n"), 413)
+    assert e["code"] == "request_too_large"
+    two = raw(hd, b"GET /health HTTP/1.1\r\nHost: a\r\n\r\n" * 2)
+    assert two.count(b"HTTP/1.1 200 OK") == 2, two
+    import random
+    rng = random.Random(14)
+    corpus = Path(__file__).parents[1] / "fuzz" / "corpus" / "multipart"
+    for seed in sorted(corpus.iterdir()):
+        ct, _, body = seed.read_bytes().partition(b"\n")
+        for _ in range(5):
+            b = bytearray(body)
+            for _ in range(rng.randrange(1, 8)):
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            reply = raw(hd, b"POST /v1/audio/transcriptions HTTP/1.1\r\n"
+                        b"Content-Type: " + ct + b"\r\nContent-Length: "
+                        + str(len(b)).encode() + b"\r\n\r\n" + bytes(b))
+            assert reply.startswith((b"HTTP/1.1 400 ", b"HTTP/1.1 200 ")), \
+                reply
+    for _ in range(50):
+        junk = bytes(rng.randrange(256) for _ in range(rng.randrange(300)))
+        raw(hd, junk)
+    assert curl(hd.base + "/health")[0] == 200
 
 
 def test_token(daemons, sottod_bin, tmp_path):
