@@ -20,9 +20,10 @@ from pathlib import Path
 import openai
 import pytest
 
-from conftest import AUDIO_DIR, SOTTO, Daemon, report
+from conftest import AUDIO_DIR, SOTTO, Daemon, Stream, report
 
 JFK = AUDIO_DIR / "jfk.wav"
+GO = AUDIO_DIR / "goforward.wav"
 LONG = AUDIO_DIR / "LJ001-0001_to_LJ001-0017_longform.wav"
 TOKEN = "sotto-test-token-0123456789"
 
@@ -411,19 +412,20 @@ def metric(d, name: str) -> float:
     return float(m.group(1))
 
 
-def test_busy_then_drain(daemons, tmp_path):
-    """max_sessions = 1: a second upload while one decodes gets 429;
-    SIGTERM then lets the first finish and answer, and sottod exits 0."""
-    d = daemons.start(conf="[server]\nmax_sessions = 1\n")
-    part = tmp_path / "long.wav"
-    sox(LONG, part, "trim", "0", "45")
+def test_file_beside_stream_busy_drain(daemons):
+    """A 118 s file and a live stream share the compute thread: the
+    stream keeps up (the file yields between its windows). max_sessions =
+    2: a third request gets 429. SIGTERM then lets the file finish and
+    answer, and sottod exits 0."""
+    d = daemons.start(conf="[server]\nmax_sessions = 2\n")
     result = {}
 
     def upload():
         try:
-            result["r"] = sdk(d, part, "json")
+            result["r"] = sdk(d, LONG, "json")
         except Exception as e:  # noqa: BLE001 - reported below
             result["e"] = e
+        result["t"] = time.monotonic()
 
     t = threading.Thread(target=upload)
     t.start()
@@ -431,10 +433,22 @@ def test_busy_then_drain(daemons, tmp_path):
     while metric(d, "sottod_sessions") < 1:
         assert time.monotonic() < deadline, d.log()
         time.sleep(0.05)
+    s = Stream(d.socket, GO)            # paced as live: 2.8 s
+    while metric(d, "sottod_sessions") < 2:
+        assert time.monotonic() < deadline + 30, d.log()
+        time.sleep(0.02)
     status, headers, body = curl(d.base + "/v1/audio/transcriptions",
                                  "-F", f"file=@{JFK}")
     assert status == 429 and headers["retry-after"] == "1"
     assert error_body(body)["code"] == "busy"
+    s.check()
+    t_end = max(t for t, e in s.lines if e.get("type") == "end")
+    late = t_end - s.t_start - 2.8
+    assert "forward" in s.text().lower(), s.text()
+    # without the file's yields the stream's steps would wait for all of it
+    assert "t" not in result, f"the stream ended {late:.1f} s after its " \
+        "audio, after the file was done: it waited for the whole file"
+    assert late < 10.0, f"the stream ended {late:.1f} s after its audio"
     t0 = time.monotonic()
     d.proc.send_signal(signal.SIGTERM)
     t.join(300)
@@ -442,5 +456,6 @@ def test_busy_then_drain(daemons, tmp_path):
     assert result["r"].text.startswith("Printing, in the only sense")
     rc = d.proc.wait(60)
     assert rc == 0, d.log()
-    report(f"http drain: SIGTERM during a 45 s upload; it was answered "
-           f"and sottod exited 0 {time.monotonic() - t0:.1f} s later")
+    report(f"http: a live stream beside a 118 s file ended {late:.1f} s "
+           f"after its audio; SIGTERM during the file: answered and "
+           f"sottod exited 0 {time.monotonic() - t0:.1f} s later")
