@@ -305,6 +305,13 @@ def test_installed_system(installed, tiny_model, tmp_path):
         installed_model = dest / modeldir.lstrip("/") / "tiny.en.gguf"
         assert installed_model.stat().st_mode & 0o777 == 0o644
 
+        # systemd's own check of the installed units, ExecStart= as is
+        # (test_units.py can only point it at /bin/true).
+        cp = root.run(["systemd-analyze", "verify", str(units / "sottod.socket"),
+                       str(units / "sottod.service")])
+        ours = [l for l in (cp.stdout + cp.stderr).splitlines() if "sottod" in l]
+        assert cp.returncode == 0 and not ours, cp.stdout + cp.stderr
+
         cp = root.run([f"{dirs['sbindir']}/sottod", "--check-config"])
         assert cp.returncode == 0, f"installed config: {cp.stderr}"
         assert "model = tiny.en" in cp.stdout

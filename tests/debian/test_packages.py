@@ -20,6 +20,7 @@ sotto (kept after the purge, as Debian keeps system users).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shlex
@@ -74,8 +75,9 @@ def purge() -> str | None:
     which = [p for p in PACKAGES if installed(p)]
     if not which:
         return None
-    cp = subprocess.run(["apt-get", "purge", "-y", "-q", *which],
-                        capture_output=True, text=True, timeout=300,
+    cp = subprocess.run(["apt-get", "-o", "DPkg::Lock::Timeout=600", "purge",
+                         "-y", "-q", *which],
+                        capture_output=True, text=True, timeout=900,
                         env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
     return None if cp.returncode == 0 else cp.stdout + cp.stderr
 
@@ -104,7 +106,24 @@ def copy_tree(dest: Path) -> None:
 
 
 @pytest.fixture
-def packages(tmp_path):
+def machine():
+    """This test alone on the machine: another run of it (a second
+    checkout's suite) waits for this one instead of finding its packages."""
+    with open("/run/lock/sotto-tests-debian.lock", "w") as f:
+        deadline = time.monotonic() + 1200
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail("another tests/debian run held the lock for 20 min")
+                time.sleep(1)
+        yield
+
+
+@pytest.fixture
+def packages(machine, tmp_path):
     """The four .debs, built and checked with lintian; purged afterwards."""
     if os.geteuid() != 0:
         pytest.fail("the package test runs as root (apt, the service user)")
@@ -203,8 +222,9 @@ def test_debian_packages(packages, tmp_path, monkeypatch, report):
     for f in (SAMPLE, STREAMED):
         assert (SAMPLES / f).is_file(), f"{SAMPLES / f}: pocketsphinx-testdata"
 
-    run(["apt-get", "install", "-y", "-q", "--no-install-recommends",
-         *map(str, debs.values())], "apt-get install", timeout=900)
+    run(["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q",
+         "--no-install-recommends", *map(str, debs.values())],
+        "apt-get install", timeout=900)
     # The maintainer scripts made the service's user and its directories.
     run(["id", "sotto"], "id")
     owner = run(["stat", "-c", "%U:%G %a", str(MODELS)], "stat").stdout.split()
