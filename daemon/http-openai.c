@@ -12,7 +12,6 @@
  * max_sessions (429 when over it) and a drain (SIGTERM) waits for it
  * and for its reply to be written.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +24,6 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
-#include "client.h"
 #include "http.h"
 #include "log.h"
 #include "multipart.h"
@@ -33,18 +31,6 @@
 
 #define HTTP_FORM_PARTS		32
 #define HTTP_PROMPT_MAX		4096
-
-enum http_format {
-	HTTP_FORMAT_JSON,
-	HTTP_FORMAT_TEXT,
-	HTTP_FORMAT_SRT,
-	HTTP_FORMAT_VTT,
-	HTTP_FORMAT_VERBOSE,
-};
-
-static const char *const http_format_names[] = {
-	"json", "text", "srt", "vtt", "verbose_json",
-};
 
 /* One request being answered. */
 struct http_job {
@@ -103,15 +89,28 @@ http_job_closed(struct evhttp_connection *evcon, void *arg)
 	http_job_free(arg);
 }
 
-/* Watch the reply about to be sent for j until it is written. */
+/*
+ * Watch the reply about to be sent for j until it is written; without
+ * a connection (evhttp frees the request at once) the job is over now:
+ * call http_job_over after sending.
+ */
 static void
 http_job_replying(struct http_job *j)
 {
 	j->replied = 1;
 	j->evcon = evhttp_request_get_connection(j->req);
+	if (j->evcon == NULL)
+		return;
 	evhttp_request_set_on_complete_cb(j->req, http_job_sent, j);
-	if (j->evcon != NULL)
-		evhttp_connection_set_closecb(j->evcon, http_job_closed, j);
+	evhttp_connection_set_closecb(j->evcon, http_job_closed, j);
+}
+
+/* After the reply was handed to evhttp. */
+static void
+http_job_over(struct http_job *j)
+{
+	if (j->evcon == NULL)
+		http_job_free(j);
 }
 
 /* evhttp is going away (http_stop): forget its requests. */
@@ -122,6 +121,7 @@ http_openai_stop(void)
 
 	TAILQ_FOREACH_SAFE(j, &http_jobs, entry, next) {
 		if (j->replied) {
+			evhttp_connection_set_closecb(j->evcon, NULL, NULL);
 			http_job_free(j);
 			continue;
 		}
@@ -191,7 +191,6 @@ http_form_field(struct http_form *f, const struct multipart_part *p,
     int *granularity, char *msg, size_t msglen)
 {
 	char v[64];
-	size_t i;
 
 	if (strcmp(p->name, "file") == 0) {
 		if (f->file != NULL) {
@@ -229,12 +228,8 @@ http_form_field(struct http_form *f, const struct multipart_part *p,
 		return -1;
 	}
 	if (strcmp(p->name, "response_format") == 0) {
-		for (i = 0; i < sizeof(http_format_names) /
-		    sizeof(http_format_names[0]); i++)
-			if (strcmp(v, http_format_names[i]) == 0) {
-				f->format = (enum http_format)i;
-				return 0;
-			}
+		if (http_format_parse(v, &f->format) == 0)
+			return 0;
 		snprintf(msg, msglen, "response_format: '%s' is not json, "
 		    "text, srt, vtt or verbose_json", v);
 		return -1;
@@ -304,144 +299,6 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 	return 0;
 }
 
-/* The transcript: the segments' text, without outer blanks. */
-static char *
-http_text(const struct sotto_result *res)
-{
-	size_t len = 0, a, b;
-	char *text, *p;
-	int i;
-
-	for (i = 0; i < res->n_segments; i++)
-		len += strlen(res->segments[i].text);
-	if ((text = p = malloc(len + 1)) == NULL)
-		return NULL;
-	for (i = 0; i < res->n_segments; i++)
-		p = stpcpy(p, res->segments[i].text);
-	for (a = 0; isspace((unsigned char)text[a]); a++)
-		;
-	for (b = len; b > a && isspace((unsigned char)text[b - 1]); b--)
-		;
-	memmove(text, text + a, b - a);
-	text[b - a] = '\0';
-	return text;
-}
-
-static double
-http_round3(double x)
-{
-	return round(x * 1000.0) / 1000.0;
-}
-
-static struct json_object *
-http_segment(const struct sotto_segment *s, int id)
-{
-	struct json_object *o = json_object_new_object(), *tok;
-	int i;
-
-	json_object_object_add(o, "id", json_object_new_int(id));
-	json_object_object_add(o, "seek", json_object_new_int(
-	    (int)lround(s->start * 100.0)));
-	json_object_object_add(o, "start",
-	    json_object_new_double(http_round3(s->start)));
-	json_object_object_add(o, "end",
-	    json_object_new_double(http_round3(s->end)));
-	json_object_object_add(o, "text", json_object_new_string(s->text));
-	tok = json_object_new_array_ext(s->n_tokens);
-	for (i = 0; i < s->n_tokens; i++)
-		json_object_array_add(tok, json_object_new_int(s->tokens[i]));
-	json_object_object_add(o, "tokens", tok);
-	json_object_object_add(o, "temperature",
-	    json_object_new_double(s->temperature));
-	json_object_object_add(o, "avg_logprob",
-	    json_object_new_double(s->avg_logprob));
-	json_object_object_add(o, "compression_ratio",
-	    json_object_new_double(s->compression_ratio));
-	json_object_object_add(o, "no_speech_prob",
-	    json_object_new_double(s->no_speech_prob));
-	return o;
-}
-
-/* json and verbose_json. */
-static struct json_object *
-http_json(const struct http_job *j, const struct worker_file *f,
-    const char *text)
-{
-	struct json_object *o = json_object_new_object(), *u, *segs;
-	int i;
-
-	if (j->format == HTTP_FORMAT_VERBOSE) {
-		json_object_object_add(o, "task", json_object_new_string(
-		    j->task == SOTTO_TASK_TRANSLATE ? "translate" :
-		    "transcribe"));
-		json_object_object_add(o, "language", json_object_new_string(
-		    f->res->language != NULL ? f->res->language : ""));
-		json_object_object_add(o, "duration",
-		    json_object_new_double(http_round3(f->duration)));
-	}
-	json_object_object_add(o, "text", json_object_new_string(text));
-	if (j->format == HTTP_FORMAT_VERBOSE) {
-		segs = json_object_new_array_ext(f->res->n_segments);
-		for (i = 0; i < f->res->n_segments; i++)
-			json_object_array_add(segs,
-			    http_segment(&f->res->segments[i], i));
-		json_object_object_add(o, "segments", segs);
-	}
-	u = json_object_new_object();
-	json_object_object_add(u, "type", json_object_new_string("duration"));
-	json_object_object_add(u, "seconds",
-	    json_object_new_int((int)ceil(f->duration)));
-	json_object_object_add(o, "usage", u);
-	return o;
-}
-
-/* text, srt and vtt, as `sotto transcribe -f txt|srt|vtt` would. */
-static void
-http_reply_text(struct evhttp_request *req, const struct http_job *j,
-    const struct worker_file *f, const char *text)
-{
-	struct evbuffer *b = evbuffer_new();
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *fp;
-
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "text/plain; charset=utf-8");
-	if (b == NULL) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	if (j->format == HTTP_FORMAT_TEXT)
-		evbuffer_add_printf(b, "%s\n", text);
-	else if ((fp = open_memstream(&buf, &len)) != NULL) {
-		output_write(fp, j->format == HTTP_FORMAT_SRT ? OUTPUT_SRT :
-		    OUTPUT_VTT, "upload", f->duration, f->res, 1);
-		if (fclose(fp) == 0)
-			evbuffer_add(b, buf, len);
-		free(buf);
-	}
-	http_count_reply(HTTP_OK);
-	evhttp_send_reply(req, HTTP_OK, NULL, b);
-	evbuffer_free(b);
-}
-
-static void
-http_reply_result(struct http_job *j, const struct worker_file *f)
-{
-	char *text;
-
-	if ((text = http_text(f->res)) == NULL) {
-		http_reply_error(j->req, 500, "server_error", NULL,
-		    "out of memory");
-		return;
-	}
-	if (j->format == HTTP_FORMAT_JSON || j->format == HTTP_FORMAT_VERBOSE)
-		http_reply_object(j->req, HTTP_OK, http_json(j, f, text));
-	else
-		http_reply_text(j->req, j, f, text);
-	free(text);
-}
-
 /* Loop thread: the compute thread is done with the file. */
 static void
 http_file_done(struct worker_file *f, void *arg)
@@ -464,7 +321,7 @@ http_file_done(struct worker_file *f, void *arg)
 	http_job_replying(j);
 	switch (f->error) {
 	case WORKER_FILE_OK:
-		http_reply_result(j, f);
+		http_reply_transcript(j->req, j->format, j->task, f);
 		break;
 	case WORKER_FILE_BAD_INPUT:
 		http_reply_error(j->req, 400, "invalid_request_error",
@@ -479,6 +336,7 @@ http_file_done(struct worker_file *f, void *arg)
 		    "transcription failed: %s", f->err);
 		break;
 	}
+	http_job_over(j);
 	worker_file_free(f);
 }
 
@@ -526,6 +384,7 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	    http_file_done, j, msg) == NULL) {
 		http_job_replying(j);
 		http_reply_error(req, 500, "server_error", NULL, "%s", msg);
+		http_job_over(j);
 	}
 }
 

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sotto.h"
+
 struct evhttp;
 struct evhttp_request;
 struct json_object;
@@ -45,6 +47,19 @@ int	http_want_get(struct evhttp_request *);
 /* Count a reply (GET /metrics); http_reply_json counts its own. */
 void	http_count_reply(int code);
 void	http_reply_counts(uint64_t counts[3]);	/* 2xx, 4xx, 5xx */
+
+/* http-format.c: a transcript as each response_format */
+enum http_format {
+	HTTP_FORMAT_JSON,
+	HTTP_FORMAT_TEXT,
+	HTTP_FORMAT_SRT,
+	HTTP_FORMAT_VTT,
+	HTTP_FORMAT_VERBOSE,
+};
+struct worker_file;
+int	http_format_parse(const char *, enum http_format *);
+void	http_reply_transcript(struct evhttp_request *, enum http_format,
+	    enum sotto_task, const struct worker_file *);
 
 /* http-openai.c */
 void	http_transcriptions(struct evhttp_request *);

@@ -1,0 +1,177 @@
+/*
+ * A transcript in each response_format of OpenAI's audio API: json and
+ * verbose_json (json-c), text, and srt and vtt as `sotto transcribe -f
+ * srt|vtt` writes them (client/output.c). docs/http.md shows them.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <json-c/json.h>
+
+#include "client.h"
+#include "http.h"
+#include "sottod.h"
+
+static const char *const http_format_names[] = {
+	"json", "text", "srt", "vtt", "verbose_json",
+};
+
+int
+http_format_parse(const char *s, enum http_format *ret)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(http_format_names) /
+	    sizeof(http_format_names[0]); i++)
+		if (strcmp(s, http_format_names[i]) == 0) {
+			*ret = (enum http_format)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* The transcript: the segments' text, without outer blanks. */
+static char *
+http_text(const struct sotto_result *res)
+{
+	size_t len = 0, a, b;
+	char *text, *p;
+	int i;
+
+	for (i = 0; i < res->n_segments; i++)
+		len += strlen(res->segments[i].text);
+	if ((text = p = malloc(len + 1)) == NULL)
+		return NULL;
+	for (i = 0; i < res->n_segments; i++)
+		p = stpcpy(p, res->segments[i].text);
+	for (a = 0; isspace((unsigned char)text[a]); a++)
+		;
+	for (b = len; b > a && isspace((unsigned char)text[b - 1]); b--)
+		;
+	memmove(text, text + a, b - a);
+	text[b - a] = '\0';
+	return text;
+}
+
+static double
+http_round3(double x)
+{
+	return round(x * 1000.0) / 1000.0;
+}
+
+static struct json_object *
+http_segment(const struct sotto_segment *s, int id)
+{
+	struct json_object *o = json_object_new_object(), *tok;
+	int i;
+
+	json_object_object_add(o, "id", json_object_new_int(id));
+	json_object_object_add(o, "seek", json_object_new_int(
+	    (int)lround(s->start * 100.0)));
+	json_object_object_add(o, "start",
+	    json_object_new_double(http_round3(s->start)));
+	json_object_object_add(o, "end",
+	    json_object_new_double(http_round3(s->end)));
+	json_object_object_add(o, "text", json_object_new_string(s->text));
+	tok = json_object_new_array_ext(s->n_tokens);
+	for (i = 0; i < s->n_tokens; i++)
+		json_object_array_add(tok, json_object_new_int(s->tokens[i]));
+	json_object_object_add(o, "tokens", tok);
+	json_object_object_add(o, "temperature",
+	    json_object_new_double(s->temperature));
+	json_object_object_add(o, "avg_logprob",
+	    json_object_new_double(s->avg_logprob));
+	json_object_object_add(o, "compression_ratio",
+	    json_object_new_double(s->compression_ratio));
+	json_object_object_add(o, "no_speech_prob",
+	    json_object_new_double(s->no_speech_prob));
+	return o;
+}
+
+/* json and verbose_json. */
+static struct json_object *
+http_json(enum http_format format, enum sotto_task task,
+    const struct worker_file *f, const char *text)
+{
+	struct json_object *o = json_object_new_object(), *u, *segs;
+	int i;
+
+	if (format == HTTP_FORMAT_VERBOSE) {
+		json_object_object_add(o, "task", json_object_new_string(
+		    task == SOTTO_TASK_TRANSLATE ? "translate" :
+		    "transcribe"));
+		json_object_object_add(o, "language", json_object_new_string(
+		    f->res->language != NULL ? f->res->language : ""));
+		json_object_object_add(o, "duration",
+		    json_object_new_double(http_round3(f->duration)));
+	}
+	json_object_object_add(o, "text", json_object_new_string(text));
+	if (format == HTTP_FORMAT_VERBOSE) {
+		segs = json_object_new_array_ext(f->res->n_segments);
+		for (i = 0; i < f->res->n_segments; i++)
+			json_object_array_add(segs,
+			    http_segment(&f->res->segments[i], i));
+		json_object_object_add(o, "segments", segs);
+	}
+	u = json_object_new_object();
+	json_object_object_add(u, "type", json_object_new_string("duration"));
+	json_object_object_add(u, "seconds",
+	    json_object_new_int((int)ceil(f->duration)));
+	json_object_object_add(o, "usage", u);
+	return o;
+}
+
+/* text, srt and vtt, as `sotto transcribe -f txt|srt|vtt` would. */
+static void
+http_reply_text(struct evhttp_request *req, enum http_format format,
+    const struct worker_file *f, const char *text)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; charset=utf-8");
+	if (b == NULL) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	if (format == HTTP_FORMAT_TEXT)
+		evbuffer_add_printf(b, "%s\n", text);
+	else if ((fp = open_memstream(&buf, &len)) != NULL) {
+		output_write(fp, format == HTTP_FORMAT_SRT ? OUTPUT_SRT :
+		    OUTPUT_VTT, "upload", f->duration, f->res, 1);
+		if (fclose(fp) == 0)
+			evbuffer_add(b, buf, len);
+		free(buf);
+	}
+	http_count_reply(HTTP_OK);
+	evhttp_send_reply(req, HTTP_OK, NULL, b);
+	evbuffer_free(b);
+}
+
+void
+http_reply_transcript(struct evhttp_request *req, enum http_format format,
+    enum sotto_task task, const struct worker_file *f)
+{
+	char *text;
+
+	if ((text = http_text(f->res)) == NULL) {
+		http_reply_error(req, 500, "server_error", NULL,
+		    "out of memory");
+		return;
+	}
+	if (format == HTTP_FORMAT_JSON || format == HTTP_FORMAT_VERBOSE)
+		http_reply_object(req, HTTP_OK, http_json(format, task, f,
+		    text));
+	else
+		http_reply_text(req, format, f, text);
+	free(text);
+}
