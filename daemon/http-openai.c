@@ -375,6 +375,9 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		return;
 	}
 	memcpy(data, form.file->data, form.file->len);
+	/* the form is not needed any more: do not hold the upload twice */
+	evbuffer_drain(evhttp_request_get_input_buffer(req),
+	    evbuffer_get_length(evhttp_request_get_input_buffer(req)));
 	j->req = req;
 	j->format = form.format;
 	j->task = task;
