@@ -70,8 +70,15 @@ check_engine(const struct config *cfg, const char *path,
 	    err, errlen) != 0)
 		return -1;
 	/* [mic] language defaults to [engine] language, checked above. */
-	if (lines != NULL && config_line(lines, "mic", "language") > 0)
-		return check_model(lines, path, model_flag, file, "mic",
-		    cfg->mic_language, err, errlen);
+	if (lines != NULL && config_line(lines, "mic", "language") > 0 &&
+	    check_model(lines, path, model_flag, file, "mic",
+	    cfg->mic_language, err, errlen) != 0)
+		return -1;
+	if (vad_check(cfg, msg, sizeof(msg)) != 0) {
+		check_origin(lines, path, "engine", "vad_model", 0, where,
+		    sizeof(where));
+		snprintf(err, errlen, "%s: %s", where, msg);
+		return -1;
+	}
 	return 0;
 }

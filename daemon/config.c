@@ -79,6 +79,7 @@ static config_parse_fn config_parse_bool;
 static config_parse_fn config_parse_precision;
 static config_parse_fn config_parse_language;
 static config_parse_fn config_parse_log_level;
+static config_parse_fn config_parse_vad;
 static config_parse_fn config_parse_mode;
 static config_parse_fn config_parse_listen;
 static config_parse_fn config_parse_token;
@@ -112,6 +113,8 @@ static const struct config_key config_keys[] = {
 	S("engine", "precision", config_parse_precision, precision, RESTART),
 	I("engine", "step_ms", step_ms, 100, 30000, LIVE),
 	I("engine", "threads", threads, 0, 1024, RESTART),
+	S("engine", "vad", config_parse_vad, vad, LIVE),
+	S("engine", "vad_model", config_parse_string, vad_model, RESTART),
 	I("http", "beam_size", http_beam_size, 1, 16, LIVE),
 	S("http", "listen", config_parse_listen, http_listen, RESTART),
 	Z("http", "max_request_bytes", http_max_request_bytes,
@@ -173,6 +176,8 @@ config_defaults(struct config *cfg)
 	cfg->step_ms = 1000;
 	cfg->beam_size = 1;
 	CONFIG_SET(cfg->language, "en");
+	CONFIG_SET(cfg->vad, "live");
+	CONFIG_SET(cfg->vad_model, "silero-vad");
 	cfg->mic_enabled = 0;
 	CONFIG_SET(cfg->mic_device, "default");
 	cfg->mic_rate = 16000;
@@ -289,6 +294,20 @@ config_parse_token(const struct config_key *k, void *field,
 	}
 	memcpy(field, value, len + 1);
 	return 0;
+}
+
+/* Which sessions have voice activity detection. */
+static int
+config_parse_vad(const struct config_key *k, void *field, const char *value,
+    char *msg, size_t msglen)
+{
+	if (strcmp(value, "live") != 0 && strcmp(value, "all") != 0 &&
+	    strcmp(value, "off") != 0) {
+		snprintf(msg, msglen, "%s: \"%s\" is not live, all or off",
+		    k->key, value);
+		return -1;
+	}
+	return config_parse_string(k, field, value, msg, msglen);
 }
 
 /* File permission bits in octal: 0660, 666 (at most 0777). */

@@ -36,6 +36,8 @@ struct config {
 	int	step_ms;		/* step_ms = 1000 */
 	int	beam_size;		/* beam_size = 1 */
 	char	language[16];		/* language = en (or auto) */
+	char	vad[8];			/* vad = live|all|off */
+	char	vad_model[256];		/* vad_model = silero-vad */
 
 	/* [mic] */
 	int	mic_enabled;		/* enabled = no */

@@ -241,18 +241,20 @@ static struct session *
 session_new(const char *name, const struct sotto_stream_params *sp,
     enum proto_format format, int rate, int channels, int live, char *msg)
 {
+	struct sotto_stream_params p = *sp;
 	struct session *s;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(msg, PROTO_MSG_MAX, "out of memory");
 		return NULL;
 	}
+	p.vad = vad_for(live);
 	TAILQ_INIT(&s->subs);
 	s->id = session_next_id++;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->step_samples = (size_t)sp->step_ms * SOTTO_SAMPLE_RATE / 1000;
 	if ((s->src = source_client_new(format, rate, channels, msg)) == NULL ||
-	    (s->ws = worker_stream_new(s->id, sp, live)) == NULL) {
+	    (s->ws = worker_stream_new(s->id, &p, live)) == NULL) {
 		if (s->src != NULL)
 			snprintf(msg, PROTO_MSG_MAX, "out of memory");
 		source_client_free(s->src);

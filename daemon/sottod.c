@@ -77,7 +77,13 @@ static const char usage_text[] =
 "replaced, without dropping clients: open sessions finish on the old\n"
 "model, new ones use the new one, and the microphone moves to it at a\n"
 "pause. The model file is read into memory at load: replacing or\n"
-"truncating it changes nothing until then.\n";
+"truncating it changes nothing until then.\n"
+"\n"
+"Voice activity detection ([engine] vad = live, the default): the\n"
+"microphone and live streams are decoded only where Silero VAD hears\n"
+"speech; its model (vad_model = silero-vad, found beside the Whisper\n"
+"model) must load, else sottod does not start: fetch it with\n"
+"sotto-fetch-model silero-vad, or set vad = off.\n";
 
 enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION, OPT_HTTP };
 
@@ -360,6 +366,7 @@ sottod_reload(void)
 	sottod.cfg = cfg;
 	sottod_socket_mode();
 	sottod_set_log_level();
+	vad_reload();
 	log_info("reload: %s: %d change(s) applied, %d need a restart",
 	    path != NULL ? path : "no config file (defaults)", n - restart,
 	    restart);
@@ -419,6 +426,8 @@ main(int argc, char **argv)
 	if ((sottod.listen_fd = systemd_listen_fd(err, sizeof(err))) == -2)
 		fatalx("%s", err);
 	sottod_load_model();
+	if (vad_start(err, sizeof(err)) != 0)
+		fatalx("%s", err);
 	event_set_log_callback(sottod_event_log);
 	if (evthread_use_pthreads() != 0 ||
 	    (sottod.base = event_base_new()) == NULL ||
@@ -448,6 +457,7 @@ main(int argc, char **argv)
 		unlink(sottod.cfg.socket_path);
 	reload_stop();
 	models_free_all();
+	vad_free();
 	event_base_free(sottod.base);
 	return 0;
 }

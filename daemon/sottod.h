@@ -85,6 +85,14 @@ int	reload_init(char *err, size_t errlen);
 int	reload_model(void);
 void	reload_stop(void);
 
+/* vad.c: [engine] vad; the model is shared by every stream */
+int	vad_start(char *err, size_t errlen);	/* at start */
+void	vad_reload(void);			/* after a SIGHUP */
+const struct sotto_vad *vad_for(int live);	/* NULL: no VAD */
+void	vad_free(void);
+/* --check-config: cfg's VAD model loads (when vad is not off). */
+int	vad_check(const struct config *, char *err, size_t errlen);
+
 /* mem.c */
 void	mem_init(void);
 void	mem_idle(void);		/* any thread */

@@ -66,22 +66,32 @@ def sotto_bin() -> Path:
     return _need(SOTTO)
 
 
-@pytest.fixture(scope="session")
-def tiny_model() -> Path:
+def fetch_model(name: str) -> Path:
     script = REPO / "scripts" / "fetch-model"
     env = dict(os.environ)
     venv = REPO / ".venv" / "bin" / "python"
     if venv.exists():
         env.setdefault("SOTTO_PYTHON", str(venv))
-    cp = subprocess.run([str(script), "tiny.en"], cwd=REPO, env=env,
+    cp = subprocess.run([str(script), name], cwd=REPO, env=env,
                         capture_output=True, text=True, timeout=1800)
     lines = [ln for ln in cp.stdout.splitlines() if ln.strip()]
     if cp.returncode != 0 or not lines:
-        pytest.fail(f"scripts/fetch-model tiny.en failed:\n{cp.stderr[-3000:]}")
+        pytest.fail(f"scripts/fetch-model {name} failed:\n{cp.stderr[-3000:]}")
     path = Path(lines[-1].strip())
     path = path if path.is_absolute() else REPO / path
     if not path.is_file():
         pytest.fail(f"fetch-model printed {path}, which does not exist")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """tiny.en, and beside it Silero VAD: sottod's default config gives
+    live streams and the microphone a VAD, found next to the model."""
+    vad = fetch_model("silero-vad")
+    path = fetch_model("tiny.en")
+    if vad.parent != path.parent:
+        pytest.fail(f"{vad} is not beside {path}")
     return path
 
 
