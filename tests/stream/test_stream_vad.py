@@ -85,3 +85,26 @@ def test_bad_vad_file(tmp_path):
                          str(REPO / "models" / "tiny.en.gguf"), str(AUDIO_DIR / "jfk.wav")],
                         capture_output=True, text=True)
     assert cp.returncode == 3 and "junk.gguf" in cp.stderr
+
+
+def test_vad_stream_under_asan(vad, tmp_path):
+    """build-asan's stream-driver with the VAD: speech, then noise, then
+    the end inside a chunk (finish() pads the last one); no report."""
+    import os
+
+    driver = REPO / "build-asan" / "tests" / "stream" / "stream-driver"
+    if not driver.is_file():
+        pytest.fail(f"{driver} is missing: scripts/setup --asan")
+    clip = tmp_path / "clip.wav"
+    noise = tmp_path / "noise.wav"
+    sox("-n", "-r", 16000, "-c", 1, "-b", 16, noise, "synth", 2.01, "brownnoise", "vol", 0.05)
+    sox(AUDIO_DIR / "goforward.wav", noise, clip)
+    env = dict(os.environ, ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:abort_on_error=0",
+               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1",
+               LSAN_OPTIONS=f"suppressions={REPO / 'tests' / 'lsan.supp'}")
+    cp = subprocess.run([str(driver), "-t", "2", "-s", "2500", "-v", str(vad), str(REPO / "models" / "tiny.en.gguf"),
+                         str(clip)], capture_output=True, text=True, env=env, timeout=600)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    for m in ("AddressSanitizer", "LeakSanitizer", "runtime error:"):
+        assert m not in cp.stderr, cp.stderr[-3000:]
+    assert "forward" in cp.stdout.lower()
