@@ -144,6 +144,12 @@ static const struct config_key config_keys[] = {
 	I("server", "shutdown_grace_seconds", shutdown_grace_s, 0, 3600, LIVE),
 	S("server", "socket", config_parse_string, socket_path, RESTART),
 	M("server", "socket_mode", socket_mode, LIVE),
+	I("wyoming", "beam_size", wyoming_beam_size, 1, 16, LIVE),
+	S("wyoming", "listen", config_parse_listen, wyoming_listen, RESTART),
+	Z("wyoming", "max_event_bytes", wyoming_max_event_bytes,
+	    4096, 64LL * 1024 * 1024, LIVE),
+	I("wyoming", "max_utterance_seconds", wyoming_max_utterance_s, 1,
+	    3600, LIVE),
 };
 #define CONFIG_NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
 _Static_assert(CONFIG_NKEYS <= 64, "struct config_ctx seen[] too small");
@@ -152,7 +158,7 @@ _Static_assert(CONFIG_NKEYS <= sizeof(((struct config_lines *)0)->line) /
 
 /* Sections in the order config_dump prints them. */
 static const char *const config_sections[] = { "server", "engine", "mic",
-    "http" };
+    "http", "wyoming" };
 
 void
 config_defaults(struct config *cfg)
@@ -186,6 +192,9 @@ config_defaults(struct config *cfg)
 	cfg->http_beam_size = 5;
 	cfg->http_max_request_bytes = 25 * CONFIG_MIB;
 	cfg->http_timeout_s = 60;
+	cfg->wyoming_max_event_bytes = CONFIG_MIB;
+	cfg->wyoming_max_utterance_s = 120;
+	cfg->wyoming_beam_size = 5;
 }
 
 /* A non-empty string that fits its field. */

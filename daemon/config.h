@@ -52,6 +52,12 @@ struct config {
 	size_t	http_max_request_bytes;	/* max_request_bytes = 25M */
 	int	http_timeout_s;		/* request_timeout_seconds = 60 */
 	int	http_beam_size;		/* beam_size = 5 */
+
+	/* [wyoming] */
+	char	wyoming_listen[64];	/* listen = ADDR:PORT; "" off */
+	size_t	wyoming_max_event_bytes; /* max_event_bytes = 1M */
+	int	wyoming_max_utterance_s; /* max_utterance_seconds = 120 */
+	int	wyoming_beam_size;	/* beam_size = 5 */
 };
 
 /* Fill every field with its default. */

@@ -21,7 +21,13 @@
  *
  * Any malformed or out-of-order frame gets an error event, then the
  * connection is closed once that event is written (or after
- * PEER_CLOSE_TIMEOUT_S); other connections never notice.
+ * PEER_CLOSE_TIMEOUT_S); other connections never notice. A front door's
+ * peer (ops: a TCP client that may still be sending) lingers instead:
+ * once the event is written our side is shut down and what the client
+ * sends is read and dropped until it closes too (at most
+ * PEER_LINGER_BYTES, or PEER_CLOSE_TIMEOUT_S without a byte), because
+ * closing with input unread resets the connection, and a reset can
+ * lose the error event before the client reads it.
  *
  * A peer is freed from a zero-timeout event_base_once(), never inside one
  * of its own callbacks, so a callback may close it and return safely.
@@ -44,6 +50,7 @@
 #define PEER_PARTIAL_MAX_BYTES	(64 * 1024)
 #define PEER_SNDBUF_BYTES	(4 * 1024)	/* the kernel doubles it */
 #define PEER_CLOSE_TIMEOUT_S	5
+#define PEER_LINGER_BYTES	(1024 * 1024)
 
 struct peer_list peers = TAILQ_HEAD_INITIALIZER(peers);
 static uint64_t peer_next_id = 1;
@@ -52,6 +59,7 @@ static uint64_t peer_dropped_total;
 static void	peer_read_cb(struct bufferevent *, void *);
 static void	peer_write_cb(struct bufferevent *, void *);
 static void	peer_event_cb(struct bufferevent *, short, void *);
+static void	peer_flushed(struct peer *);
 static void	peer_dispatch(struct peer *, const struct proto_frame *);
 static void	peer_timeout_cb(int, short, void *);
 
@@ -75,9 +83,12 @@ peer_sndbuf(int fd)
 		log_debug("SO_SNDBUF: %s", strerror(errno));
 }
 
-/* A peer for an accepted fd (which it owns from now on), or NULL. */
+/*
+ * A peer for an accepted fd (which it owns from now on), or NULL; ops is
+ * NULL for the sottod protocol.
+ */
 struct peer *
-peer_new(int fd, long uid)
+peer_new(int fd, long uid, const struct peer_ops *ops)
 {
 	struct peer *p;
 
@@ -105,6 +116,7 @@ peer_new(int fd, long uid)
 	}
 	p->id = peer_next_id++;
 	p->uid = uid;
+	p->ops = ops;
 	p->state = PEER_NEW;
 	peer_timer(p);
 	bufferevent_setcb(p->bev, peer_read_cb, peer_write_cb, peer_event_cb,
@@ -119,7 +131,11 @@ peer_new(int fd, long uid)
 static void
 peer_free_cb(int fd, short ev, void *arg)
 {
-	free(arg);
+	struct peer *p = arg;
+
+	if (p->ops != NULL && p->ops->free != NULL)
+		p->ops->free(p);
+	free(p);
 	server_drain_check();
 }
 
@@ -147,7 +163,7 @@ peer_close(struct peer *p)
 }
 
 /* Stop reading; close once what is queued has been written. */
-static void
+void
 peer_close_after_flush(struct peer *p)
 {
 	struct timeval tv = { PEER_CLOSE_TIMEOUT_S, 0 };
@@ -158,9 +174,39 @@ peer_close_after_flush(struct peer *p)
 	evtimer_del(p->timer);
 	if (p->session != NULL)
 		session_detach(p->session, p);
-	bufferevent_disable(p->bev, EV_READ);
-	bufferevent_set_timeouts(p->bev, NULL, &tv);
+	if (p->ops == NULL)
+		bufferevent_disable(p->bev, EV_READ);
+	else
+		bufferevent_enable(p->bev, EV_READ);
+	bufferevent_set_timeouts(p->bev, p->ops != NULL ? &tv : NULL, &tv);
 	if (evbuffer_get_length(bufferevent_get_output(p->bev)) == 0)
+		peer_flushed(p);
+}
+
+/* A closing peer's output is written: close, or linger (see above). */
+static void
+peer_flushed(struct peer *p)
+{
+	if (p->ops == NULL) {
+		peer_close(p);
+		return;
+	}
+	if (p->flags & PEER_LINGER)
+		return;
+	p->flags |= PEER_LINGER;
+	if (shutdown(bufferevent_getfd(p->bev), SHUT_WR) != 0)
+		peer_close(p);
+}
+
+/* Input of a lingering peer: dropped; too much of it ends the wait. */
+static void
+peer_linger_read(struct peer *p, struct evbuffer *in)
+{
+	size_t n = evbuffer_get_length(in);
+
+	evbuffer_drain(in, n);
+	p->lingered += n;
+	if (p->lingered > PEER_LINGER_BYTES)
 		peer_close(p);
 }
 
@@ -171,6 +217,10 @@ peer_write(struct peer *p, const char *json)
 	size_t n = strlen(json);
 	struct evbuffer *out = bufferevent_get_output(p->bev);
 
+	if (p->ops != NULL) {
+		p->ops->write(p, json);
+		return;
+	}
 	proto_frame_header(hdr, MSG_EVENT, n);
 	if (evbuffer_add(out, hdr, sizeof(hdr)) != 0 ||
 	    evbuffer_add(out, json, n) != 0) {
@@ -312,6 +362,10 @@ peer_pause(struct peer *p, int on)
 void
 peer_session_ended(struct peer *p)
 {
+	if (p->ops != NULL && p->ops->ended != NULL) {
+		p->ops->ended(p);
+		return;
+	}
 	if (p->session != NULL)
 		session_detach(p->session, p);
 	if (sottod.draining || (p->flags & PEER_EOF))
@@ -333,6 +387,14 @@ peer_read_cb(struct bufferevent *bev, void *arg)
 	uint8_t *buf;
 	int rc;
 
+	if (p->flags & PEER_CLOSING) {
+		peer_linger_read(p, in);
+		return;
+	}
+	if (p->ops != NULL) {
+		p->ops->read(p);
+		return;
+	}
 	while (!(p->flags & (PEER_DEAD | PEER_CLOSING | PEER_PAUSED))) {
 		avail = evbuffer_get_length(in);
 		if (avail < PROTO_HEADER_BYTES)
@@ -369,7 +431,7 @@ peer_write_cb(struct bufferevent *bev, void *arg)
 
 	if ((p->flags & PEER_CLOSING) &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		peer_close(p);
+		peer_flushed(p);
 }
 
 static void

@@ -431,13 +431,11 @@ proto_utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* A JSON string of s with invalid UTF-8 replaced by U+FFFD. */
-static struct json_object *
-proto_json_text(const char *s)
+char *
+proto_utf8_clean(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)(s ? s : "");
 	size_t n = strlen((const char *)u), i = 0, k, o = 0;
-	struct json_object *j;
 	char *buf;
 
 	if ((buf = malloc(n * 3 + 1)) == NULL)
@@ -453,7 +451,20 @@ proto_json_text(const char *s)
 		o += k;
 		i += k;
 	}
-	j = json_object_new_string_len(buf, (int)o);
+	buf[o] = '\0';
+	return buf;
+}
+
+/* A JSON string of s with invalid UTF-8 replaced by U+FFFD. */
+static struct json_object *
+proto_json_text(const char *s)
+{
+	struct json_object *j;
+	char *buf;
+
+	if ((buf = proto_utf8_clean(s)) == NULL)
+		return NULL;
+	j = json_object_new_string(buf);
 	free(buf);
 	return j;
 }

@@ -135,6 +135,12 @@ const char *proto_format_name(enum proto_format);
 /* Bytes per sample of one channel for PCM formats, 0 for Opus. */
 size_t	proto_format_sample_bytes(enum proto_format);
 
+/*
+ * A malloc'd copy of s (NULL: "") with each byte that does not start a
+ * valid UTF-8 sequence replaced by U+FFFD; NULL when out of memory.
+ */
+char	*proto_utf8_clean(const char *s);
+
 /* A session id: 1-31 characters of [A-Za-z0-9_-]. */
 int	proto_session_valid(const char *);
 

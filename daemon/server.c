@@ -57,6 +57,13 @@ server_clients(void)
 	return n;
 }
 
+/* Connections of every front door count against one cap. */
+int
+server_full(void)
+{
+	return server_clients() >= sottod.cfg.max_connections;
+}
+
 /* The uid at the other end of fd, or -1 when the kernel does not say. */
 static long
 server_peer_uid(evutil_socket_t fd)
@@ -136,7 +143,7 @@ server_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		server_refuse(fd, PROTO_E_TOO_MANY, msg);
 		return;
 	}
-	peer_new(fd, uid);
+	peer_new(fd, uid, NULL);
 }
 
 static void
@@ -202,9 +209,10 @@ server_drain(void)
 	if (server.listener != NULL)
 		evconnlistener_disable(server.listener);
 	http_drain();
+	wyoming_drain();
 	session_mic_stop();
 	TAILQ_FOREACH_SAFE(p, &peers, entry, next) {
-		if (p->session == NULL)
+		if (p->session == NULL && !(p->flags & PEER_BUSY))
 			peer_close(p);
 		else
 			peer_pause(p, 1);	/* no audio after the signal */
@@ -306,6 +314,7 @@ server_stop(void)
 	while ((p = TAILQ_FIRST(&peers)) != NULL)
 		peer_close(p);
 	session_mic_stop();
+	wyoming_stop();
 	session_free_all();
 	worker_stop();
 	if (server.listener != NULL)

@@ -9,7 +9,9 @@
  * connection can OPEN {"session", "since"} within the grace period and
  * get the ones it missed. A session whose owner went away keeps decoding
  * what it has; one that ended is kept, for the same grace period, only
- * for its finals.
+ * for its finals. A front door without resume (PEER_NO_RESUME: Wyoming)
+ * gets no grace: its session is freed on the next loop turn after its
+ * connection goes (after "end" when it was ending).
  *
  * Flow control: a client session whose lag (audio received but not yet
  * decoded) passes SESSION_LAG_HIGH_S stops reading its owner's socket
@@ -40,6 +42,7 @@ struct session {
 #define SESSION_SHARED	0x1	/* no owner; subscribers */
 #define SESSION_ENDING	0x2	/* finish once the worker is idle */
 #define SESSION_DONE	0x4	/* finished or failed: finals only */
+#define SESSION_NO_RESUME 0x8	/* its owner cannot resume: no grace */
 	struct peer		*owner;
 	struct peer_list	 subs;
 	struct source_client	*src;
@@ -200,9 +203,13 @@ session_expire_cb(int fd, short ev, void *arg)
 {
 	struct session *s = arg;
 
-	log_info("session %s: %s after %d s", s->name, s->flags &
-	    SESSION_DONE ? "finals expired" : "no reconnect",
-	    sottod.cfg.reconnect_grace_s);
+	if (s->flags & SESSION_NO_RESUME)
+		log_debug("session %s: not kept (its client cannot "
+		    "resume)", s->name);
+	else
+		log_info("session %s: %s after %d s", s->name, s->flags &
+		    SESSION_DONE ? "finals expired" : "no reconnect",
+		    sottod.cfg.reconnect_grace_s);
 	session_free(s);
 }
 
@@ -214,7 +221,8 @@ session_expire_arm(struct session *s)
 
 	if (s->flags & SESSION_SHARED)
 		return;
-	if (sottod.draining && (s->flags & SESSION_DONE)) {
+	if ((sottod.draining && (s->flags & SESSION_DONE)) ||
+	    (s->flags & SESSION_NO_RESUME)) {
 		tv.tv_sec = 0;
 	}
 	if (s->expire == NULL)
@@ -420,6 +428,8 @@ session_detach(struct session *s, struct peer *p)
 	if (s->owner != p)
 		return;
 	s->owner = NULL;
+	if (p->flags & PEER_NO_RESUME)
+		s->flags |= SESSION_NO_RESUME;
 	if (sottod.draining && !(s->flags & SESSION_DONE)) {
 		session_free(s);
 		return;

@@ -56,6 +56,8 @@ static const char usage_text[] =
 "                            /metrics) there, e.g. 127.0.0.1:8000; any\n"
 "                            address but loopback needs [http] token\n"
 "      --precision auto|fp32|bf16\n"
+"      --wyoming ADDR:PORT   serve the Wyoming protocol (Home Assistant)\n"
+"                            there (0.0.0.0:10300; docs/protocol.md)\n"
 "  -d, --debug               debug logging\n"
 "      --check-config        check the configuration and its model (a\n"
 "                            readable GGUF with the languages asked for),\n"
@@ -85,7 +87,7 @@ static const char usage_text[] =
 "model) must load, else sottod does not start: fetch it with\n"
 "sotto-fetch-model silero-vad, or set vad = off.\n";
 
-enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION, OPT_HTTP };
+enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION, OPT_HTTP, OPT_WYOMING };
 
 static const struct option long_options[] = {
 	{ "config", required_argument, NULL, 'f' },
@@ -94,6 +96,7 @@ static const struct option long_options[] = {
 	{ "threads", required_argument, NULL, 't' },
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "wyoming", required_argument, NULL, OPT_WYOMING },
 	{ "debug", no_argument, NULL, 'd' },
 	{ "check-config", no_argument, NULL, OPT_CHECK },
 	{ "help", no_argument, NULL, 'h' },
@@ -103,7 +106,7 @@ static const struct option long_options[] = {
 
 /* Command-line flags, checked once; they override every config read. */
 struct sottod_flags {
-	const char *config, *socket, *model, *precision, *http;
+	const char *config, *socket, *model, *precision, *http, *wyoming;
 	int threads;		/* -1: not given */
 	int debug, check;
 };
@@ -157,6 +160,14 @@ sottod_check_args(struct sottod_flags *f, const char *threads)
 		snprintf(usage_msg, sizeof(usage_msg), "--http: %s", msg);
 		sottod_usage(usage_msg);
 	}
+	if (f->wyoming != NULL &&
+	    strlen(f->wyoming) >= sizeof(sottod.cfg.wyoming_listen))
+		sottod_usage("--wyoming: address too long");
+	if (f->wyoming != NULL &&
+	    listen_addr_parse(f->wyoming, &ss, &len, msg, sizeof(msg)) != 0) {
+		snprintf(usage_msg, sizeof(usage_msg), "--wyoming: %s", msg);
+		sottod_usage(usage_msg);
+	}
 }
 
 static void
@@ -177,6 +188,7 @@ sottod_parse_args(int argc, char **argv, struct sottod_flags *f)
 		case 'd': f->debug = 1; break;
 		case OPT_PRECISION: f->precision = optarg; break;
 		case OPT_HTTP: f->http = optarg; break;
+		case OPT_WYOMING: f->wyoming = optarg; break;
 		case OPT_CHECK: f->check = 1; break;
 		case OPT_VERSION:
 			printf("sottod %s (protocol %d)\n", SOTTO_VERSION,
@@ -226,6 +238,9 @@ sottod_read_config(struct config *cfg, char *err, size_t errlen)
 	if (flags.precision != NULL)
 		snprintf(cfg->precision, sizeof(cfg->precision), "%s",
 		    flags.precision);
+	if (flags.wyoming != NULL)
+		snprintf(cfg->wyoming_listen, sizeof(cfg->wyoming_listen),
+		    "%s", flags.wyoming);
 	return 0;
 }
 
@@ -442,7 +457,8 @@ main(int argc, char **argv)
 	}
 	if (server_start(sottod.listen_fd, err, sizeof(err)) != 0 ||
 	    session_mic_start(err, sizeof(err)) != 0 ||
-	    http_start(err, sizeof(err)) != 0)
+	    http_start(err, sizeof(err)) != 0 ||
+	    wyoming_start(sottod.cfg.wyoming_listen, err, sizeof(err)) != 0)
 		fatalx("%s", err);
 	log_info("listening on %s%s", sottod.own_socket ?
 	    sottod.cfg.socket_path : "the socket from systemd",

@@ -93,12 +93,18 @@ void	vad_free(void);
 /* --check-config: cfg's VAD model loads (when vad is not off). */
 int	vad_check(const struct config *, char *err, size_t errlen);
 
+/* wyoming.c: the Wyoming front door (TCP, off unless configured) */
+int	wyoming_start(const char *listen, char *err, size_t errlen);
+void	wyoming_drain(void);
+void	wyoming_stop(void);
+
 /* mem.c */
 void	mem_init(void);
 void	mem_idle(void);		/* any thread */
 
 /* server.c */
 int	server_start(int listen_fd, char *err, size_t errlen);
+int	server_full(void);	/* no more connections of any kind */
 void	server_stop(void);
 void	server_drain_check(void);
 int	server_clients(void);
@@ -119,15 +125,34 @@ enum peer_event {
 	PEER_EVENT_REPLAY,	/* a kept final resent: never over the cap */
 };
 
+/*
+ * A front door other than the sottod protocol (wyoming.c) gives its
+ * peers ops: it reads their input itself, writes each session event (the
+ * sottod protocol's JSON, as peer_send got it) in its own format, and is
+ * told when the session ended. NULL ops: the sottod protocol.
+ */
+struct peer_ops {
+	void	(*read)(struct peer *);
+	void	(*write)(struct peer *, const char *json);
+	void	(*ended)(struct peer *);	/* instead of peer.c's */
+	void	(*free)(struct peer *);		/* p->front */
+};
+
 struct peer {
 	uint64_t		 id;
 	long			 uid;		/* SO_PEERCRED; -1 unknown */
 	struct bufferevent	*bev;
+	const struct peer_ops	*ops;		/* NULL: sottod protocol */
+	void			*front;		/* the front door's state */
 	int			 flags;
 #define PEER_CLOSING	0x1	/* flush the output, then free */
 #define PEER_DEAD	0x2	/* freed once the last reference goes */
 #define PEER_PAUSED	0x4	/* reading stopped: its session lags */
 #define PEER_EOF	0x8	/* half-closed after END */
+#define PEER_BUSY	0x10	/* no session, but a reply is coming */
+#define PEER_NO_RESUME	0x20	/* its sessions end with the connection */
+#define PEER_LINGER	0x40	/* closing: our side is shut, input dropped */
+	size_t			 lingered;	/* bytes dropped so */
 	enum peer_state		 state;
 	struct event		*timer;		/* handshake or idle timeout */
 	int			 timeout_s;	/* what timer was set to */
@@ -139,11 +164,12 @@ struct peer {
 TAILQ_HEAD(peer_list, peer);
 extern struct peer_list peers;
 
-struct peer *peer_new(int fd, long uid);
+struct peer *peer_new(int fd, long uid, const struct peer_ops *);
 void	peer_send(struct peer *, enum peer_event, const char *json);
 void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	peer_close(struct peer *);
+void	peer_close_after_flush(struct peer *);
 void	peer_pause(struct peer *, int);
 void	peer_timer(struct peer *);
 void	peer_session_ended(struct peer *);
@@ -190,8 +216,14 @@ struct session *session_mic(void);
 
 /* source-client.c: client audio to 16 kHz mono float */
 struct source_client;
+enum source_quality {
+	SOURCE_QUALITY_LIVE,	/* the fastest resampler: sessions */
+	SOURCE_QUALITY_FILE,	/* `sotto transcribe`'s (client/audio.c) */
+};
 struct source_client *source_client_new(enum proto_format, int rate,
 	    int channels, char *msg);
+struct source_client *source_client_new_quality(enum proto_format,
+	    int rate, int channels, enum source_quality, char *msg);
 void	source_client_free(struct source_client *);
 /*
  * Decode len bytes; *ret (owned by the source, valid until the next call)

@@ -1,7 +1,9 @@
 /*
  * Audio from clients (and the microphone's s16 frames): s16le or f32le
  * PCM at any rate and channel count, or Opus packets, decoded to 16 kHz
- * mono float with a streaming libsamplerate converter.
+ * mono float with a streaming libsamplerate converter: the fastest for
+ * live audio, or SOURCE_QUALITY_FILE's, the one `sotto transcribe` uses
+ * (client/audio.c), so that the same samples give the same transcript.
  *
  * PCM may arrive split anywhere: a partial sample frame at the end of an
  * AUDIO payload is kept and completed by the next one. Every sample goes
@@ -39,6 +41,14 @@ struct source_client *
 source_client_new(enum proto_format format, int rate, int channels,
     char *msg)
 {
+	return source_client_new_quality(format, rate, channels,
+	    SOURCE_QUALITY_LIVE, msg);
+}
+
+struct source_client *
+source_client_new_quality(enum proto_format format, int rate, int channels,
+    enum source_quality quality, char *msg)
+{
 	struct source_client *sc;
 	int e;
 
@@ -58,7 +68,9 @@ source_client_new(enum proto_format format, int rate, int channels,
 			goto fail;
 		}
 	} else if (rate != SOTTO_SAMPLE_RATE) {
-		if ((sc->src = src_new(SRC_SINC_FASTEST, 1, &e)) == NULL) {
+		if ((sc->src = src_new(quality == SOURCE_QUALITY_FILE ?
+		    SRC_SINC_MEDIUM_QUALITY : SRC_SINC_FASTEST, 1,
+		    &e)) == NULL) {
 			snprintf(msg, PROTO_MSG_MAX, "resampler: %s",
 			    src_strerror(e));
 			goto fail;

@@ -603,6 +603,46 @@ test_limits_live(void **state)
 	assert_int_equal(new.shutdown_grace_s, 3);
 }
 
+/* [wyoming]: its keys, and a dump that reads back. */
+static void
+test_wyoming(void **state)
+{
+	struct config cfg, back;
+	char *dump = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	test_load_ok("", &cfg);
+	assert_string_equal(cfg.wyoming_listen, "");
+	assert_int_equal(cfg.wyoming_max_event_bytes, 1048576);
+	assert_int_equal(cfg.wyoming_max_utterance_s, 120);
+	assert_int_equal(cfg.wyoming_beam_size, 5);
+	test_load_ok("[wyoming]\nlisten = [::1]:10300\nmax_event_bytes = 64K\n"
+	    "max_utterance_seconds = 30\nbeam_size = 1\n", &cfg);
+	assert_int_equal(cfg.wyoming_beam_size, 1);
+	assert_string_equal(cfg.wyoming_listen, "[::1]:10300");
+	assert_int_equal(cfg.wyoming_max_event_bytes, 65536);
+	assert_int_equal(cfg.wyoming_max_utterance_s, 30);
+	test_load_bad("[wyoming]\nlisten = 10300\n", 2, "listen: \"10300\" is "
+	    "not ADDRESS:PORT (such as 127.0.0.1:8000 or [::1]:8000; port 0 "
+	    "to 65535)");
+	test_load_bad("[wyoming]\nmax_utterance_seconds = 0\n", 2,
+	    "max_utterance_seconds: 0 is out of range (1 to 3600)");
+	test_load_bad("[wyoming]\nmax_event_bytes = 1K\n", 2,
+	    "max_event_bytes: 1K is out of range (4096 to 67108864 bytes)");
+	test_load_ok("[wyoming]\nlisten = 0.0.0.0:10300\n", &cfg);
+	fp = open_memstream(&dump, &len);
+	assert_non_null(fp);
+	config_dump(&cfg, fp);
+	assert_int_equal(fclose(fp), 0);
+	assert_non_null(strstr(dump, "\n[wyoming]\nbeam_size = 5\nlisten = "
+	    "0.0.0.0:10300\nmax_event_bytes = 1M\nmax_utterance_seconds = "
+	    "120\n"));
+	test_load_ok(dump, &back);
+	assert_memory_equal(&cfg, &back, sizeof(cfg));
+	free(dump);
+}
+
 static int
 test_setup(void **state)
 {
@@ -647,6 +687,7 @@ main(void)
 		cmocka_unit_test(test_size_bound),
 		cmocka_unit_test(test_dump_round_trip),
 		cmocka_unit_test(test_diff_and_keep),
+		cmocka_unit_test(test_wyoming),
 	};
 
 	return cmocka_run_group_tests(tests, test_setup, test_teardown);

@@ -1,0 +1,58 @@
+/*
+ * The Wyoming front door's private parts, shared by wyoming.c (events in
+ * and out) and wyoming-utterance.c (an utterance's audio and answer).
+ * The rest of the daemon sees only sottod.h's wyoming_* calls.
+ */
+#ifndef SOTTOD_WYOMING_H
+#define SOTTOD_WYOMING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sottod.h"
+#include "wyoming-proto.h"
+
+/* A connection's state (peer->front). */
+struct wy_conn {
+	int			 flags;
+#define WY_OPEN		0x1	/* an utterance: its session is open */
+#define WY_STOPPED	0x2	/* audio-stop: its transcript is computed */
+#define WY_TEXT_DONE	0x4	/* the whole-utterance transcript is in */
+	char			 language[PROTO_LANGUAGE_MAX]; /* transcribe */
+	struct source_client	*src;		/* the current format's */
+	int			 rate, width, channels;
+	float			*audio;		/* the utterance, 16 kHz */
+	size_t			 n_audio, cap_audio;
+	float			*scratch;	/* samples of other widths */
+	size_t			 cap_scratch;
+	char			*text;		/* the transcript */
+	char			 text_language[PROTO_LANGUAGE_MAX];
+	char			*line;		/* header of the event read */
+	size_t			 line_len, scanned;
+	struct wy_header	 hdr;
+};
+
+/* wyoming.c */
+/* Queue an event line (consumed; NULL: out of memory, closes p). */
+void	wy_send_raw(struct peer *, char *line);
+/* The same, unless the client does not read what it has been sent. */
+void	wy_send(struct peer *, char *line);
+/* An event with one string field, or none when key is NULL. */
+void	wy_send_text(struct peer *, const char *type, const char *key,
+	    const char *value);
+/* The Wyoming connection of peer id, or NULL. */
+struct peer *wy_find(uint64_t id);
+
+/* wyoming-utterance.c; each may fail p (peer_fail) and then returns -1 */
+int	wy_open(struct peer *, struct wy_conn *, const struct wy_event *);
+void	wy_chunk(struct peer *, struct wy_conn *, const struct wy_event *,
+	    const uint8_t *payload, size_t len);
+void	wy_audio_stop(struct peer *, struct wy_conn *);
+/* The audio is over: drop the session, transcribe the utterance. */
+void	wy_stop(struct peer *, struct wy_conn *);
+/* Answer once the transcript is in. */
+void	wy_finish(struct peer *);
+/* Forget the utterance. */
+void	wy_reset(struct wy_conn *);
+
+#endif
