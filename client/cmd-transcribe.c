@@ -17,6 +17,7 @@ struct options {
 	const char *model;
 	const char *output;
 	enum output_format format;
+	struct output_opts out;
 	int quiet;
 	float temperature, increment;
 	struct sotto_model_params mp;
@@ -54,6 +55,13 @@ static const char usage_text[] =
 "                            text on digital silence); -200 = off [-60]\n";
 
 static const char usage_tail[] =
+"      --word-timestamps     a time for every word (openai's method: the\n"
+"                            alignment heads' cross-attention and dynamic\n"
+"                            time warping); segments take their words' times\n"
+"      --max-line-width N    srt/vtt with words: at most N characters a line\n"
+"      --max-line-count N    srt/vtt with words and --max-line-width: at\n"
+"                            most N lines a cue (else a cue is a segment)\n"
+"      --highlight-words     srt/vtt with words: a cue per word, underlined\n"
 "      --precision auto|fp32|bf16    compute precision [auto: bf16 on\n"
 "                            CPUs with AMX or AVX512-BF16, else fp32]\n"
 "  -t, --threads N           compute threads [all cores]; running several\n"
@@ -64,7 +72,8 @@ static const char usage_tail[] =
 "\n"
 "json writes one object per file per line: file, language, duration,\n"
 "text and segments (id, start, end, text, tokens, avg_logprob,\n"
-"no_speech_prob, temperature, compression_ratio).\n"
+"no_speech_prob, temperature, compression_ratio, and with\n"
+"--word-timestamps words: word, start, end, probability).\n"
 "\n"
 "Exit status: 0 all files transcribed; 1 some input could not be read\n"
 "or transcribed (the others still are; a file cut short is transcribed\n"
@@ -74,7 +83,8 @@ static const char usage_tail[] =
 enum {
 	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
 	OPT_INC, OPT_NO_FALLBACK, OPT_PROMPT, OPT_NO_COND, OPT_NO_TS,
-	OPT_PRECISION, OPT_SILENCE,
+	OPT_PRECISION, OPT_SILENCE, OPT_WORDS, OPT_LINE_WIDTH, OPT_LINE_COUNT,
+	OPT_HIGHLIGHT,
 };
 
 static const struct option long_options[] = {
@@ -95,6 +105,10 @@ static const struct option long_options[] = {
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "silence-threshold", required_argument, NULL, OPT_SILENCE },
 	VAD_LONG_OPTIONS,
+	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
+	{ "max-line-width", required_argument, NULL, OPT_LINE_WIDTH },
+	{ "max-line-count", required_argument, NULL, OPT_LINE_COUNT },
+	{ "highlight-words", no_argument, NULL, OPT_HIGHLIGHT },
 	{ "threads", required_argument, NULL, 't' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -165,6 +179,12 @@ parse_number(struct options *o, int c, const char *arg)
 		bad = args_float(arg, -200.0f, 0.0f,
 		    &o->tp.silence_threshold_db);
 		break;
+	case OPT_LINE_WIDTH:
+		bad = args_int(arg, 1, 100000, &o->out.max_line_width);
+		break;
+	case OPT_LINE_COUNT:
+		bad = args_int(arg, 1, 100000, &o->out.max_line_count);
+		break;
 	}
 	if (bad)
 		return bad_usage("bad number '%s' (see --help for ranges)",
@@ -184,10 +204,13 @@ parse_option(struct options *o, int c, const char *arg)
 	case OPT_PROMPT: o->tp.initial_prompt = arg; return 0;
 	case OPT_NO_COND: o->tp.condition_on_previous_text = 0; return 0;
 	case OPT_NO_TS: o->tp.without_timestamps = 1; return 0;
+	case OPT_WORDS: o->tp.word_timestamps = 1; return 0;
+	case OPT_HIGHLIGHT: o->out.highlight_words = 1; return 0;
 	case OPT_TASK: case OPT_PRECISION: case 'f':
 		return parse_enum(o, c, arg);
 	case OPT_BEAM: case OPT_BEST_OF: case OPT_PATIENCE: case OPT_TEMP:
-	case OPT_INC: case 't': case OPT_SILENCE:
+	case OPT_INC: case 't': case OPT_SILENCE: case OPT_LINE_WIDTH:
+	case OPT_LINE_COUNT:
 		return parse_number(o, c, arg);
 	case OPT_VAD: case OPT_VAD_MODEL: case OPT_VAD_THRESHOLD:
 	case OPT_VAD_NEG: case OPT_VAD_MIN_SPEECH: case OPT_VAD_MAX_SPEECH:
@@ -245,6 +268,10 @@ parse_args(struct options *o, int argc, char **argv)
 	}
 	if (optind >= argc)
 		return bad_usage("%s", "no input file");
+	if ((o->out.max_line_width || o->out.max_line_count ||
+	    o->out.highlight_words) && !o->tp.word_timestamps)
+		return bad_usage("%s", "--max-line-width, --max-line-count and "
+		    "--highlight-words lay out words: add --word-timestamps");
 	set_temperatures(o);
 	return 0;
 }
@@ -356,8 +383,8 @@ transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
 		    audio_file_problem(fr.f) : "");
 		rc = -1;
 	} else {
-		if ((rc = output_write(out, o->format, path, (double)n /
-		    AUDIO_RATE, res, n_files)) != 0)
+		if ((rc = output_write(out, o->format, &o->out, path,
+		    (double)n / AUDIO_RATE, res, n_files)) != 0)
 			fprintf(stderr, "sotto transcribe: writing the "
 			    "transcript of %s failed\n", path);
 		fflush(out);

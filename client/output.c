@@ -83,6 +83,28 @@ write_txt(FILE *f, const char *file, const struct sotto_result *r,
 	}
 }
 
+/* faster-whisper's Word fields: word, start, end, probability. */
+static json_object *
+json_words(const struct sotto_segment *s)
+{
+	json_object *a = json_object_new_array_ext(s->n_words), *w;
+	int i;
+
+	for (i = 0; i < s->n_words; i++) {
+		w = json_object_new_object();
+		json_object_object_add(w, "word",
+		    json_object_new_string(s->words[i].word));
+		json_object_object_add(w, "start", json_object_new_double(
+		    round(s->words[i].start * 1000.0) / 1000.0));
+		json_object_object_add(w, "end", json_object_new_double(
+		    round(s->words[i].end * 1000.0) / 1000.0));
+		json_object_object_add(w, "probability",
+		    json_object_new_double(s->words[i].probability));
+		json_object_array_add(a, w);
+	}
+	return a;
+}
+
 static json_object *
 json_segment(const struct sotto_segment *s, int id)
 {
@@ -107,6 +129,8 @@ json_segment(const struct sotto_segment *s, int id)
 	    json_object_new_double(s->temperature));
 	json_object_object_add(o, "compression_ratio",
 	    json_object_new_double(s->compression_ratio));
+	if (s->words != NULL)
+		json_object_object_add(o, "words", json_words(s));
 	return o;
 }
 
@@ -146,9 +170,14 @@ write_json(FILE *f, const char *file, double duration,
 }
 
 int
-output_write(FILE *f, enum output_format fmt, const char *file,
-    double duration, const struct sotto_result *r, int n_files)
+output_write(FILE *f, enum output_format fmt, const struct output_opts *o,
+    const char *file, double duration, const struct sotto_result *r,
+    int n_files)
 {
+	static const struct output_opts segment_cues;
+
+	if (o == NULL)
+		o = &segment_cues;
 	switch (fmt) {
 	case OUTPUT_TXT:
 		write_txt(f, file, r, n_files);
@@ -157,7 +186,10 @@ output_write(FILE *f, enum output_format fmt, const char *file,
 		return write_json(f, file, duration, r);
 	case OUTPUT_SRT:
 	case OUTPUT_VTT:
-		write_cues(f, r, fmt == OUTPUT_SRT);
+		if (r->n_segments > 0 && r->segments[0].words != NULL)
+			subtitles_write_words(f, r, fmt == OUTPUT_SRT, o);
+		else
+			write_cues(f, r, fmt == OUTPUT_SRT);
 		break;
 	}
 	return ferror(f) ? -1 : 0;

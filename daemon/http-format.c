@@ -147,7 +147,7 @@ http_reply_text(struct evhttp_request *req, enum http_format format,
 		evbuffer_add_printf(b, "%s\n", text);
 	else if ((fp = open_memstream(&buf, &len)) != NULL) {
 		output_write(fp, format == HTTP_FORMAT_SRT ? OUTPUT_SRT :
-		    OUTPUT_VTT, "upload", f->duration, f->res, 1);
+		    OUTPUT_VTT, NULL, "upload", f->duration, f->res, 1);
 		if (fclose(fp) == 0)
 			evbuffer_add(b, buf, len);
 		free(buf);

@@ -224,6 +224,24 @@ attn_softmax_row(const float *s, uint16_t *p)
 	    _mm512_add_ps(s2, s3)));
 }
 
+/*
+ * The scores a block left in t->s (both kernels keep them: the softmax
+ * writes p beside them) for the caller's keep, if it wants head h.
+ */
+static void
+keep_scores(const struct attn_thread *t, int h, int q0,
+    const struct attn_out *o)
+{
+	const struct attn_keep *k = o->keep;
+	int nq = o->n - q0 < QB ? o->n - q0 : QB, i;
+
+	if (k == NULL || k->slot[h] < 0)
+		return;
+	for (i = 0; i < nq; i++)
+		memcpy(k->out + ((size_t)k->slot[h] * o->n + q0 + i) *
+		    k->n_keys, t->s[i], k->n_keys * sizeof(float));
+}
+
 /* Thread t of nt: its share of the (head, query block) pairs. */
 static void
 run_share(const struct attn_win *a, int slot, const struct attn_out *o,
@@ -233,9 +251,11 @@ run_share(const struct attn_win *a, int slot, const struct attn_out *o,
 
 	if (a->amx)
 		attn_amx_begin();
-	for (w = total * t / nt; w < total * (t + 1) / nt; w++)
+	for (w = total * t / nt; w < total * (t + 1) / nt; w++) {
 		(a->amx ? attn_amx_block : attn_dp_block)(a, &a->t[t], slot,
 		    w / n_blocks, w % n_blocks * QB, o);
+		keep_scores(&a->t[t], w / n_blocks, w % n_blocks * QB, o);
+	}
 	if (a->amx)
 		attn_amx_end();
 }
@@ -259,7 +279,14 @@ int
 attn_win_query(struct attn_win *a, int slot, const float *q, int ldq, int n,
     float *out, int ldo, char *err)
 {
-	struct attn_out o = { out, ldo, n };
+	return attn_win_query_keep(a, slot, q, ldq, n, out, ldo, NULL, err);
+}
+
+int
+attn_win_query_keep(struct attn_win *a, int slot, const float *q, int ldq,
+    int n, float *out, int ldo, const struct attn_keep *keep, char *err)
+{
+	struct attn_out o = { out, ldo, n, keep };
 	float scale = 1.0f / sqrtf((float)DH);
 	int h;
 
@@ -270,6 +297,9 @@ attn_win_query(struct attn_win *a, int slot, const float *q, int ldq, int n,
 		return err_set(err, SOTTO_ECOMPUTE, "window attention: %d "
 		    "threads but buffers for %d", omp_get_max_threads(),
 		    a->n_threads);
+	if (keep != NULL && (keep->n_keys < 1 || keep->n_keys > NA))
+		return err_set(err, SOTTO_EINVAL, "window attention: %d "
+		    "scores to keep", keep->n_keys);
 #pragma omp parallel for schedule(static) if (n > QB)
 	for (h = 0; h < a->n_head; h++)
 		pack_q(a, q, ldq, n, h, scale);

@@ -48,6 +48,23 @@ int	attn_win_set_kv(struct attn_win *, int slot, const float *k,
 int	attn_win_query(struct attn_win *, int slot, const float *q, int ldq,
 	    int n, float *out, int ldo, char *err);
 
+/*
+ * Scores a caller keeps from a query (word timing, align.c): for each
+ * head h with slot[h] >= 0, the scaled scores q_j . k / 8 of the first
+ * n_keys keys go to out[(slot[h] * n + j) * n_keys + key], before the
+ * softmax; n_keys <= WHISPER_N_AUDIO_CTX.
+ */
+struct attn_keep {
+	const int8_t *slot;	/* [n_head] */
+	float *out;
+	int n_keys;
+};
+
+/* attn_win_query(), keeping the scores keep asks for (NULL: none). */
+int	attn_win_query_keep(struct attn_win *, int slot, const float *q,
+	    int ldq, int n, float *out, int ldo, const struct attn_keep *keep,
+	    char *err);
+
 /* ---- for the kernels ---- */
 
 /* Per-thread scores and probabilities of one query block. */
@@ -74,6 +91,7 @@ struct attn_win {
 struct attn_out {
 	float *out;
 	int ldo, n;
+	const struct attn_keep *keep;	/* or NULL */
 };
 
 /*

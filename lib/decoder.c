@@ -365,6 +365,70 @@ cross_attn(const struct cols *cs, int layer, int n, char *err)
 	return 0;
 }
 
+/*
+ * A prefill's scores for st->tap, fp32: q_j . k of the heads it wants,
+ * one product each (the attention's own are in scratch it reuses).
+ */
+static int
+tap_scores_f32(struct sotto_state *st, int layer, int n, char *err)
+{
+	const struct sotto_model *m = st->model;
+	const struct dec_tap *tap = st->tap;
+	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, s, rc;
+	const float *k = cross_at(st, layer, 0);
+
+	for (h = 0; h < m->hp.n_text_head; h++) {
+		if ((s = tap->slot[layer * m->hp.n_text_head + h]) < 0)
+			continue;
+		if ((rc = gemm_f32('T', 'N', n, tap->n_keys, dh,
+		    1.0f / sqrtf((float)dh), st->dqkv + (size_t)h * dh * n, n,
+		    k + (size_t)h * dh * LD, LD, 0.0f, tap->buf +
+		    (size_t)s * n * tap->n_keys, tap->n_keys, err)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Whether st->tap wants a head of layer. */
+static int
+tap_wants(const struct sotto_state *st, int layer)
+{
+	int h, n_head = st->model->hp.n_text_head;
+
+	if (st->tap == NULL)
+		return 0;
+	for (h = 0; h < n_head; h++)
+		if (st->tap->slot[layer * n_head + h] >= 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * A prefill's cross-attention; with a tap, the scores of the heads it
+ * wants are handed to it (bf16: kept by the window kernel as it goes).
+ */
+static int
+cross_attn_prefill(struct sotto_state *st, int layer, int n, char *err)
+{
+	const struct sotto_model *m = st->model;
+	struct attn_keep keep;
+	int rc;
+
+	if (!tap_wants(st, layer))
+		return cross_attn_own(st, st, layer, n, 0, n, err);
+	if (st->cross_win != NULL) {
+		keep.slot = st->tap->slot + layer * m->hp.n_text_head;
+		keep.out = st->tap->buf;
+		keep.n_keys = st->tap->n_keys;
+		rc = attn_win_query_keep(st->cross_win, layer, st->dqkv, n, n,
+		    st->dattn, n, &keep, err);
+	} else if ((rc = cross_attn_own(st, st, layer, n, 0, n, err)) == 0)
+		rc = tap_scores_f32(st, layer, n, err);
+	if (rc == 0)
+		st->tap->fold(st->tap, layer, n);
+	return rc;
+}
+
 /* y = W x + b, then residual += y; x, y and residual are [.][n]. */
 static int
 project_add(struct sotto_state *st, const struct mat *w, const float *b,
@@ -405,7 +469,8 @@ decoder_layer(const struct cols *cs, int li, int n, int prefill, char *err)
 	if ((rc = gemm_wx(g, &l->cq, st->dh, n, n, st->dqkv, n, 0, err)))
 		return rc;
 	layer_add_bias(st->dqkv, d, n, n, l->cq_b);
-	if ((rc = cross_attn(cs, li, n, err)) != 0 ||
+	if ((rc = prefill ? cross_attn_prefill(st, li, n, err) :
+	    cross_attn(cs, li, n, err)) != 0 ||
 	    (rc = project_add(st, &l->co, l->co_b, st->dattn, n, err)) != 0)
 		return rc;
 
@@ -416,16 +481,15 @@ decoder_layer(const struct cols *cs, int li, int n, int prefill, char *err)
 	return project_add(st, &l->fc2, l->fc2_b, st->dffn, n, err);
 }
 
-/* Final LayerNorm of the chosen columns, then logits [n_cols][n_vocab]. */
+/* Logits [n_cols][n_vocab] of the chosen columns of the normalised dh. */
 static int
-decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
+decoder_head(struct sotto_state *st, int n, const int *cols, int n_cols,
     float *logits, char *err)
 {
 	const struct sotto_model *m = st->model;
 	int d = m->hp.n_text_state, c, j;
 	float *sel = st->dattn;		/* [d][n_cols] */
 
-	layer_norm(st->dx, st->dh, d, n, n, m->dec_ln_w, m->dec_ln_b);
 	for (c = 0; c < d; c++)
 		for (j = 0; j < n_cols; j++)
 			sel[(size_t)c * n_cols + j] =
@@ -435,6 +499,43 @@ decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
 		    st->head_x, err);
 	return gemm_xtw(m->gemm, &m->tok_emb, sel, n_cols, n_cols, logits,
 	    m->hp.n_vocab, err);
+}
+
+/* Final LayerNorm of all n columns, then the chosen columns' logits. */
+static int
+decoder_logits(struct sotto_state *st, int n, const int *cols, int n_cols,
+    float *logits, char *err)
+{
+	const struct sotto_model *m = st->model;
+
+	layer_norm(st->dx, st->dh, m->hp.n_text_state, n, n, m->dec_ln_w,
+	    m->dec_ln_b);
+	return decoder_head(st, n, cols, n_cols, logits, err);
+}
+
+int
+decoder_more_logits(struct sotto_state *st, int n, const int *cols,
+    int n_cols, float *logits, char *err)
+{
+	if (n_cols < 1 || n_cols > WHISPER_MAX_BEAMS)
+		return err_set(err, SOTTO_EINVAL, "%d columns of logits (1 "
+		    "to %d)", n_cols, WHISPER_MAX_BEAMS);
+	return decoder_head(st, n, cols, n_cols, logits, err);
+}
+
+void
+decoder_exact_logit(struct sotto_state *st, int n, int col, int32_t token,
+    float *row)
+{
+	const struct sotto_model *m = st->model;
+	float x[LOGITS_MAX_D];
+	int c;
+
+	if (m->head == NULL)
+		return;
+	for (c = 0; c < m->hp.n_text_state; c++)
+		x[c] = st->dh[(size_t)c * n + col];
+	logits_head_exact(m->head, x, token, token + 1, row);
 }
 
 void

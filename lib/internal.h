@@ -108,6 +108,10 @@ struct sotto_model {
 	int multilingual;
 
 	const float *mel_filters;	/* [n_mels][201] */
+	int32_t *align_heads;		/* owned: (layer, head) pairs, the
+					   cross-attention heads word timing
+					   reads (align.c) */
+	int n_align_heads;
 	int32_t *suppress;		/* owned, sorted */
 	size_t n_suppress;
 	int32_t *suppress_begin;	/* owned */
@@ -140,6 +144,20 @@ struct sotto_model {
  */
 struct attn_win;
 struct logits_head;
+
+/*
+ * Cross-attention scores a decoder prefill hands out (align.c, for word
+ * timing): in layer l, head h with slot[l * n_text_head + h] >= 0 has
+ * its scaled scores q_j . k of the first n_keys keys written to
+ * buf[(slot * n + j) * n_keys + key] (before the softmax) for the n
+ * prompt tokens j, then fold(tap, l, n) is called.
+ */
+struct dec_tap {
+	const int8_t *slot;		/* [n_text_layer][n_text_head] */
+	int n_keys;
+	float *buf;
+	void (*fold)(struct dec_tap *, int layer, int n);
+};
 
 struct sotto_state {
 	const struct sotto_model *model;	/* borrowed */
@@ -179,6 +197,7 @@ struct sotto_state {
 	int8_t *head_x;		/* LOGITS_SCRATCH(d) for model->head */
 	float *logprobs;	/* [n_vocab] scratch */
 	float *mel_window;	/* [n_mels][3000] */
+	struct dec_tap *tap;	/* borrowed; set during a word alignment */
 };
 
 /* model-meta.c: hyper-parameters, name, tokenizer, suppress lists */
@@ -191,6 +210,16 @@ int	encoder_forward(struct sotto_state *, const float *mel, char *err);
 int	decoder_cross_kv(struct sotto_state *, char *err);
 int	decoder_prefill(struct sotto_state *, const int32_t *tokens, int n,
 	    const int *logit_rows, int n_logit_rows, float *logits, char *err);
+/*
+ * Logits [n_cols][n_vocab] (n_cols <= WHISPER_MAX_BEAMS) of more columns
+ * of the last prefill of n tokens. decoder_exact_logit() makes
+ * row[token] the exact logit of token at column col (the 4-bit head of
+ * a bf16 model estimates all but its top 64).
+ */
+int	decoder_more_logits(struct sotto_state *, int n, const int *cols,
+	    int n_cols, float *logits, char *err);
+void	decoder_exact_logit(struct sotto_state *, int n, int col,
+	    int32_t token, float *row);
 int	decoder_step(struct sotto_state *, const int32_t *tokens, int n_beams,
 	    float *logits, char *err);
 /*

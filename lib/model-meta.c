@@ -197,6 +197,52 @@ read_suppress(struct sotto_model *m, char *err)
 	return 0;
 }
 
+/*
+ * The cross-attention heads word timing reads: the file's
+ * whisper.alignment_heads, or, in a file without them, every head of
+ * the last half of the decoder layers (openai's default for a model
+ * without tuned heads; docs/model-format.md).
+ */
+static int
+read_align_heads(struct sotto_model *m, char *err)
+{
+	const struct hparams *hp = &m->hp;
+	size_t n, i;
+	int rc, l, h;
+
+	if (!gguf_has_key(m->gguf, "whisper.alignment_heads")) {
+		n = (size_t)(hp->n_text_layer - hp->n_text_layer / 2) *
+		    hp->n_text_head;
+		if ((m->align_heads = malloc(2 * n * sizeof(int32_t))) == NULL)
+			return err_set(err, SOTTO_ENOMEM, "out of memory");
+		for (i = 0, l = hp->n_text_layer / 2; l < hp->n_text_layer; l++)
+			for (h = 0; h < hp->n_text_head; h++, i++) {
+				m->align_heads[2 * i] = l;
+				m->align_heads[2 * i + 1] = h;
+			}
+		m->n_align_heads = (int)n;
+		return 0;
+	}
+	if ((rc = gguf_get_i32_array(m->gguf, "whisper.alignment_heads",
+	    &m->align_heads, &n, err)) != 0)
+		return rc;
+	if (n == 0 || n % 2 != 0)
+		return err_set(err, SOTTO_EFORMAT, "%s: whisper.alignment_heads "
+		    "has %zu values, not (layer, head) pairs", gguf_path(m->gguf),
+		    n);
+	for (i = 0; i < n; i += 2)
+		if (m->align_heads[i] < 0 || m->align_heads[i] >=
+		    hp->n_text_layer || m->align_heads[i + 1] < 0 ||
+		    m->align_heads[i + 1] >= hp->n_text_head)
+			return err_set(err, SOTTO_EFORMAT, "%s: alignment head "
+			    "(%d, %d) is not in the decoder's %d x %d",
+			    gguf_path(m->gguf), m->align_heads[i],
+			    m->align_heads[i + 1], hp->n_text_layer,
+			    hp->n_text_head);
+	m->n_align_heads = (int)(n / 2);
+	return 0;
+}
+
 int
 model_read_meta(struct sotto_model *m, char *err)
 {
@@ -205,7 +251,8 @@ model_read_meta(struct sotto_model *m, char *err)
 	if ((rc = read_name(m, err)) != 0 ||
 	    (rc = read_hparams(m, err)) != 0 ||
 	    (rc = read_tokenizer(m, err)) != 0 ||
-	    (rc = read_suppress(m, err)) != 0)
+	    (rc = read_suppress(m, err)) != 0 ||
+	    (rc = read_align_heads(m, err)) != 0)
 		return rc;
 	return 0;
 }

@@ -491,6 +491,7 @@ sotto_model_free(struct sotto_model *m)
 	logits_head_free(m->head);
 	free(m->suppress);
 	free(m->suppress_begin);
+	free(m->align_heads);
 	tok_free(m->tok);
 	gemm_free(m->gemm);
 	gguf_close(m->gguf);

@@ -124,11 +124,31 @@ struct sotto_transcribe_params {
 					   RMS (dBFS) unseen; -60; <= -200
 					   decodes every window */
 	uint64_t seed;			/* for sampling at T > 0 */
+	/*
+	 * Word timestamps, as openai/whisper's word_timestamps=True: each
+	 * window's text is aligned to its audio by the cross-attention of
+	 * the model's alignment heads and dynamic time warping; segments
+	 * get words, their times become their words' (as openai's), and
+	 * the seek follows the last word.
+	 */
+	int word_timestamps;		/* default 0 */
+	/* merged into the next / previous word; NULL = openai's defaults */
+	const char *prepend_punctuations;	/* "\"'“¿([{-" */
+	const char *append_punctuations;	/* "\"'.。,，!！?？:：”)]}、" */
 	sotto_progress_fn progress;
 	void *progress_user;
 };
 
 SOTTO_API void	sotto_transcribe_params_init(struct sotto_transcribe_params *);
+
+/* A word and its time (word timestamps). */
+struct sotto_word {
+	double start, end;		/* seconds from the start of the audio */
+	char *word;			/* UTF-8 with its leading space and
+					   merged punctuation; owned by the
+					   segment */
+	float probability;		/* mean of its tokens' probabilities */
+};
 
 struct sotto_segment {
 	double start, end;		/* seconds from the start of the audio */
@@ -139,6 +159,8 @@ struct sotto_segment {
 	float no_speech_prob;
 	float temperature;
 	float compression_ratio;
+	struct sotto_word *words;	/* owned; NULL without word timestamps */
+	int n_words;
 };
 
 /* A transcript; owns its segments. Free with sotto_result_free(). */

@@ -200,7 +200,7 @@ transcribe_window(struct sotto_state *st, struct run *r, char *err)
 	    !(res.avg_logprob > p->logprob_threshold);
 	if (skip)
 		r->seek += size;
-	else if ((rc = segments_add(r, &res, size, err)) != 0)
+	else if ((rc = segments_add(st, r, &res, size, err)) != 0)
 		goto out;
 	else if (!p->condition_on_previous_text || res.temperature > 0.5f)
 		r->prompt_from = r->n_tokens;

@@ -45,6 +45,7 @@ struct run {
 	int32_t *tokens;	/* all_tokens: every kept segment's tokens */
 	int n_tokens, cap_tokens;
 	int prompt_from;	/* prompt_reset_since */
+	double last_speech;	/* end of the last word (word timestamps) */
 	struct sotto_result *res;
 };
 
@@ -60,8 +61,8 @@ int	audio_hold(struct run_audio *, size_t from, size_t to, char *err);
 void	audio_span(const struct run_audio *, struct mel_span *);
 
 /* segments.c */
-int	segments_add(struct run *, const struct decode_result *,
-	    size_t window_frames, char *err);
+int	segments_add(struct sotto_state *, struct run *,
+	    const struct decode_result *, size_t window_frames, char *err);
 int	prompt_init(struct run *, const char *text, char *err);
 int	result_set_language(struct run *, char *err);
 

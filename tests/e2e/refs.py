@@ -276,10 +276,13 @@ def options(beam_size: int) -> dict:
     )
 
 
-def compute(path: Path, model: str = "tiny.en", beam_size: int = 1) -> dict:
+def compute(path: Path, model: str = "tiny.en", beam_size: int = 1,
+            words: bool = False) -> dict:
     m = _model(model)
     audio = read_wav(path)
-    segments, info = m.transcribe(audio, **options(beam_size))
+    opts = options(beam_size)
+    opts["word_timestamps"] = words
+    segments, info = m.transcribe(audio, **opts)
     segs = []
     for s in segments:
         segs.append({
@@ -289,6 +292,10 @@ def compute(path: Path, model: str = "tiny.en", beam_size: int = 1) -> dict:
             "no_speech_prob": s.no_speech_prob,
             "compression_ratio": s.compression_ratio,
         })
+        if words:
+            segs[-1]["words"] = [
+                {"word": w.word, "start": w.start, "end": w.end,
+                 "probability": w.probability} for w in s.words]
     tok = m.hf_tokenizer
     eot = tok.token_to_id("<|endoftext|>")
     text_tokens = [t for s in segs for t in s["tokens"] if t < eot]
@@ -304,12 +311,14 @@ def compute(path: Path, model: str = "tiny.en", beam_size: int = 1) -> dict:
     }
 
 
-def reference(path: Path, model: str = "tiny.en", beam_size: int = 1) -> dict:
-    """Cached reference output for one WAV file."""
+def reference(path: Path, model: str = "tiny.en", beam_size: int = 1,
+              words: bool = False) -> dict:
+    """Cached reference output for one WAV file; with words, from
+    word_timestamps=True (each segment has faster-whisper's words)."""
     path = Path(path)
     sha = _sha256(path)
     cdir = cache_root() / "refs"
-    cfile = cdir / f"{model}-{beam_size}-{sha}.json"
+    cfile = cdir / f"{model}-{beam_size}{'-words' if words else ''}-{sha}.json"
     if cfile.is_file():
         try:
             data = json.loads(cfile.read_text())
@@ -318,7 +327,7 @@ def reference(path: Path, model: str = "tiny.en", beam_size: int = 1) -> dict:
                 return data
         except (OSError, ValueError):
             pass
-    data = compute(path, model, beam_size)
+    data = compute(path, model, beam_size, words)
     cdir.mkdir(parents=True, exist_ok=True)
     tmp = cfile.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1))

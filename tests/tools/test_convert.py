@@ -97,9 +97,8 @@ def sha256(p: Path) -> str:
 
 
 @pytest.fixture(scope="session")
-def openai_assets(tmp_path_factory) -> Path:
-    """whisper/assets of the pinned openai-whisper sdist (mel_filters.npz,
-    gpt2.tiktoken, multilingual.tiktoken)."""
+def openai_sdist() -> Path:
+    """The pinned openai-whisper sdist (cached, sha256-checked)."""
     spec = OPENAI_SDIST
     dest = cache_root() / "wheels"
     tarball = None
@@ -115,9 +114,16 @@ def openai_assets(tmp_path_factory) -> Path:
         if cp.returncode != 0 or not tarball.is_file():
             pytest.fail(f"pip download {spec['requirement']} failed:\n{cp.stderr[-2000:]}")
         assert sha256(tarball) == spec["sha256"], "openai-whisper sdist does not match its pin"
+    return tarball
+
+
+@pytest.fixture(scope="session")
+def openai_assets(openai_sdist, tmp_path_factory) -> Path:
+    """whisper/assets of the pinned openai-whisper sdist (mel_filters.npz,
+    gpt2.tiktoken, multilingual.tiktoken)."""
     out = tmp_path_factory.mktemp("openai-assets")
     prefix = "openai_whisper-20250625/whisper/assets/"
-    with tarfile.open(tarball) as t:
+    with tarfile.open(openai_sdist) as t:
         for name in ("mel_filters.npz", "gpt2.tiktoken", "multilingual.tiktoken"):
             f = t.extractfile(prefix + name)
             (out / name).write_bytes(f.read())
@@ -235,6 +241,49 @@ def test_tiny_en_suppress(tiny, tiny_ct2):
 def test_tiny_en_alignment_heads(tiny):
     md, _ = tiny
     assert md["whisper.alignment_heads"] == [1, 0, 2, 0, 2, 5, 3, 0, 3, 1, 3, 2, 3, 3, 3, 4]
+
+
+def openai_alignment_heads(openai_sdist) -> dict[str, list[tuple[int, int]]]:
+    """openai's _ALIGNMENT_HEADS (whisper/__init__.py: per release, a
+    base85 gzip'd boolean mask [n_text_layer][n_text_head]) as (layer,
+    head) pairs, read without importing whisper (which needs torch)."""
+    import ast
+    import gzip
+
+    with tarfile.open(openai_sdist) as t:
+        src = t.extractfile("openai_whisper-20250625/whisper/__init__.py").read().decode()
+    table = next(ast.literal_eval(n.value) for n in ast.parse(src).body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "_ALIGNMENT_HEADS")
+    families = json.loads((TOOLS / "families.json").read_text())
+    out = {}
+    for name, dump in table.items():
+        if name not in families:
+            continue
+        f = families[name]
+        mask = np.frombuffer(gzip.decompress(base64.b85decode(dump)), dtype=bool)
+        mask = mask.reshape(f["n_text_layer"], f["n_text_head"])
+        out[name] = [(int(a), int(b)) for a, b in zip(*np.nonzero(mask))]
+    return out
+
+
+def test_known_alignment_heads_match_openai(openai_sdist):
+    """The converter's table for releases recognised by their dimensions
+    is openai's own. large-v1 and large-v2 share dimensions, so a source
+    without heads of its own gets the documented default instead (their
+    CTranslate2 and Hugging Face configs carry their heads)."""
+    from sotto_gguf.build import KNOWN_ALIGNMENT_HEADS, default_alignment_heads
+
+    families = json.loads((TOOLS / "families.json").read_text())
+    heads = openai_alignment_heads(openai_sdist)
+    assert {"tiny.en", "base", "large-v3", "large-v3-turbo"} <= set(heads)
+    for name, want in heads.items():
+        f = families[name]
+        key = (f["n_audio_layer"], f["n_text_layer"], f["n_vocab"])
+        if name in ("large-v1", "large-v2"):
+            assert key not in KNOWN_ALIGNMENT_HEADS
+            assert len(default_alignment_heads(f["n_text_layer"], f["n_text_head"])) == 16 * 20
+            continue
+        assert KNOWN_ALIGNMENT_HEADS.get(key) == want, name
 
 
 def test_bpe_encoder_matches_tiktoken(tiny):

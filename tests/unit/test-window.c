@@ -290,6 +290,49 @@ check_attention(struct attn_win *a, int slot, const float *k,
 }
 
 /*
+ * attn_win_query_keep(): head 1's scores of the first n_keys keys (the
+ * scaled q . k before the softmax, as word timing reads them) are handed
+ * out, head 0's are not, and the attention itself is the same as
+ * without keeping.
+ */
+static void
+check_keep(struct attn_win *a, int slot, const float *k, int n, int n_keys)
+{
+	int d = 128, j, t, c;
+	float *q = frand_array((size_t)d * n, 2.0f);
+	float *out = frand_array((size_t)d * n, 1.0f);
+	float *out0 = frand_array((size_t)d * n, 1.0f);
+	float *kept = malloc((size_t)n * n_keys * sizeof(float));
+	const int8_t slots[2] = { -1, 0 };
+	struct attn_keep keep = { slots, kept, n_keys };
+	char err[SOTTO_ERR_MAX];
+
+	assert_non_null(kept);
+	assert_int_equal(attn_win_query(a, slot, q, n, n, out0, n, err), 0);
+	assert_int_equal(attn_win_query_keep(a, slot, q, n, n, out, n, &keep,
+	    err), 0);
+	assert_memory_equal(out, out0, (size_t)d * n * sizeof(float));
+	for (j = 0; j < n; j++)
+		for (t = 0; t < n_keys; t++) {
+			double want = 0.0;
+
+			for (c = 0; c < 64; c++)
+				want += bf(q[(size_t)(64 + c) * n + j] *
+				    0.125f) * bf(k[(size_t)(64 + c) *
+				    WHISPER_AUDIO_LD + t]);
+			assert_float_equal(kept[(size_t)j * n_keys + t], want,
+			    1e-4 * (1.0 + fabs(want)));
+		}
+	keep.n_keys = WHISPER_N_AUDIO_CTX + 1;
+	assert_int_not_equal(attn_win_query_keep(a, slot, q, n, n, out, n,
+	    &keep, err), 0);
+	free(q);
+	free(out);
+	free(out0);
+	free(kept);
+}
+
+/*
  * Both kernels on the same cases: 1 to 7 queries (a decoder step's
  * beams; the dot-product kernel has an instance per number), 13 (8 + 5
  * and 4 + 4 + 5), 40 (three query blocks), two slots.
@@ -316,6 +359,8 @@ check_attention_kernel(int amx)
 	check_attention(a, 0, k, v, 13);
 	check_attention(a, 1, k2, v, 40);	/* three query blocks */
 	check_attention(a, 0, k, v, 16);	/* slot 0 kept intact */
+	check_keep(a, 1, k2, 40, 777);
+	check_keep(a, 0, k, 3, WHISPER_N_AUDIO_CTX);
 	assert_int_not_equal(attn_win_query(a, 2, k, 1, 1, v, 1, err), 0);
 	assert_int_not_equal(attn_win_query(a, 0, k, 41, 41, v, 41, err), 0);
 	attn_win_free(a);
