@@ -140,23 +140,49 @@ region_of(const struct vad_join *j, size_t sample, int is_end)
 	return lo < j->n_spans ? lo : j->n_spans - 1;
 }
 
+/* Joined time t in region r moved back to the original audio. */
 static double
-original_time(const struct vad_join *j, double t, int is_end)
+shift(const struct vad_join *j, double t, size_t r)
 {
-	size_t r;
-
-	if (j->n_spans == 0)
-		return t;
-	r = region_of(j, (size_t)(t * SOTTO_SAMPLE_RATE), is_end);
 	return round(((double)j->removed[r] / SOTTO_SAMPLE_RATE + t) *
 	    100.0) / 100.0;
 }
 
+static double
+original_time(const struct vad_join *j, double t, int is_end)
+{
+	if (j->n_spans == 0)
+		return t;
+	return shift(j, t, region_of(j, (size_t)(t * SOTTO_SAMPLE_RATE),
+	    is_end));
+}
+
+/*
+ * A segment's times; with words, each word goes back with the region of
+ * its middle (both ends alike) and the segment spans its words, as
+ * faster-whisper's restore_speech_timestamps().
+ */
 static void
 map_segment(const struct vad_join *j, struct sotto_segment *s)
 {
-	s->start = original_time(j, s->start, 0);
-	s->end = original_time(j, s->end, 1);
+	struct sotto_word *w;
+	size_t r;
+	int i;
+
+	if (s->n_words == 0 || j->n_spans == 0) {
+		s->start = original_time(j, s->start, 0);
+		s->end = original_time(j, s->end, 1);
+		return;
+	}
+	for (i = 0; i < s->n_words; i++) {
+		w = &s->words[i];
+		r = region_of(j, (size_t)((w->start + w->end) / 2 *
+		    SOTTO_SAMPLE_RATE), 0);
+		w->start = shift(j, w->start, r);
+		w->end = shift(j, w->end, r);
+	}
+	s->start = s->words[0].start;
+	s->end = s->words[s->n_words - 1].end;
 }
 
 static int
@@ -177,6 +203,9 @@ join_progress(void *user, size_t done, size_t total,
 	}
 	for (i = 0; i < n; i++) {
 		j->mapped[i] = segs[i];
+		/* the words are the result's own, mapped once at the end */
+		j->mapped[i].words = NULL;
+		j->mapped[i].n_words = 0;
 		map_segment(j, &j->mapped[i]);
 	}
 	if (j->n_spans > 0) {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 
 import pytest
 
@@ -138,3 +139,45 @@ def test_no_words_without_flag(sotto_bin, tiny_model):
     obj = json.loads(cp.stdout)
     assert obj["segments"] and all("words" not in s for s in obj["segments"])
 
+
+@pytest.fixture(scope="session")
+def speech_with_silence(tmp_path_factory):
+    """3 s of silence, jfk, 8 s of silence, a LibriSpeech sentence."""
+    d = tmp_path_factory.mktemp("vadwords")
+    padded, out = d / "jfk-pad.wav", d / "silences.wav"
+    subprocess.run(["sox", AUDIO_DIR / "jfk.wav", padded, "pad", "3", "8"],
+                   check=True, stdin=subprocess.DEVNULL)
+    subprocess.run(["sox", padded, AUDIO_DIR / "8455-210777-0068.wav", out],
+                   check=True, stdin=subprocess.DEVNULL)
+    return out
+
+
+def test_words_with_vad(speech_with_silence, tiny_model):
+    """--vad --word-timestamps: the words are timed in the whole file, not
+    in the speech joined end to end (faster-whisper's
+    restore_speech_timestamps: a word moves with the region of its
+    middle), and each segment spans its words; the same words as
+    faster-whisper's vad_filter=True, word_timestamps=True. Their times
+    also carry the two VADs' region edges (a few tens of ms apart), so
+    only the median is held to the bound here; test_words_fp32 holds
+    every word."""
+    cp = run_sotto(["-m", tiny_model, "-q", "-f", "json", "--precision", "fp32",
+                    "--beam-size", str(BEAM), "--vad", "--word-timestamps",
+                    speech_with_silence])
+    assert cp.returncode == 0, cp.stderr
+    got = json.loads(cp.stdout)
+    for s in got["segments"]:
+        assert s["words"] and s["start"] == s["words"][0]["start"] and \
+            s["end"] == s["words"][-1]["end"], s
+    last = got["segments"][-1]["words"]
+    assert last[0]["start"] > 3 + 11 + 8 - 0.5, last   # after the second silence
+    m = refslib._model("tiny.en")
+    opts = refslib.options(BEAM)
+    opts.update(word_timestamps=True, vad_filter=True)
+    segs, _ = m.transcribe(refslib.read_wav(speech_with_silence), **opts)
+    ref = {"segments": [{"words": [{"word": w.word, "start": w.start, "end": w.end,
+                                    "probability": w.probability} for w in s.words]}
+                        for s in segs]}
+    d, _ = _diffs(ref, got)
+    report("word timestamps with --vad " + _figures("jfk + silences", d))
+    assert statistics.median(d) < MEDIAN_MAX
