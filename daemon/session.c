@@ -614,9 +614,9 @@ session_done_now(struct session *s)
 	    (long long)s->next_final);
 	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
 		peer_session_ended(p);
-	if (s->flags & SESSION_SHARED)
-		return;
-	session_expire_arm(s);
+	if (!(s->flags & SESSION_SHARED))
+		session_expire_arm(s);
+	/* A drain may have waited only for this one (the microphone). */
 	server_drain_check();
 }
 
