@@ -60,7 +60,6 @@ static void	peer_read_cb(struct bufferevent *, void *);
 static void	peer_write_cb(struct bufferevent *, void *);
 static void	peer_event_cb(struct bufferevent *, short, void *);
 static void	peer_flushed(struct peer *);
-static void	peer_dispatch(struct peer *, const struct proto_frame *);
 static void	peer_timeout_cb(int, short, void *);
 
 uint64_t
@@ -174,6 +173,8 @@ peer_close_after_flush(struct peer *p)
 	evtimer_del(p->timer);
 	if (p->session != NULL)
 		session_detach(p->session, p);
+	if (p->ops != NULL && p->ops->closing != NULL)
+		p->ops->closing(p);	/* its last words, e.g. a close frame */
 	if (p->ops == NULL)
 		bufferevent_disable(p->bev, EV_READ);
 	else
@@ -617,7 +618,8 @@ peer_allowed(const struct peer *p, uint8_t type)
 	return 0;
 }
 
-static void
+/* One frame from the peer (its socket, or a front door's message). */
+void
 peer_dispatch(struct peer *p, const struct proto_frame *f)
 {
 	static const char *const states[] = { "before HELLO", "before OPEN",

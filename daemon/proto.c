@@ -30,6 +30,7 @@ static const char *const proto_error_names[] = {
 	[PROTO_E_SHUTDOWN] = "shutdown",
 	[PROTO_E_TOO_MANY] = "too_many_connections",
 	[PROTO_E_TIMEOUT] = "timeout",
+	[PROTO_E_TOO_FAST] = "too_fast",
 };
 
 static enum proto_error

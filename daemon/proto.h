@@ -53,6 +53,7 @@ enum proto_error {
 	PROTO_E_SHUTDOWN,	/* the server is stopping */
 	PROTO_E_TOO_MANY,	/* over max_connections_per_uid */
 	PROTO_E_TIMEOUT,	/* no HELLO, or nothing sent, in time */
+	PROTO_E_TOO_FAST,	/* WebSocket: over the message rate cap */
 };
 
 enum proto_format {

@@ -460,6 +460,7 @@ main(int argc, char **argv)
 	    http_start(err, sizeof(err)) != 0 ||
 	    wyoming_start(sottod.cfg.wyoming_listen, err, sizeof(err)) != 0)
 		fatalx("%s", err);
+	web_start();
 	log_info("listening on %s%s", sottod.own_socket ?
 	    sottod.cfg.socket_path : "the socket from systemd",
 	    sottod.own_socket ? "" : " (socket activation)");

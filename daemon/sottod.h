@@ -126,16 +126,18 @@ enum peer_event {
 };
 
 /*
- * A front door other than the sottod protocol (wyoming.c) gives its
+ * A front door other than the sottod protocol (wyoming.c, ws.c) gives its
  * peers ops: it reads their input itself, writes each session event (the
- * sottod protocol's JSON, as peer_send got it) in its own format, and is
- * told when the session ended. NULL ops: the sottod protocol.
+ * sottod protocol's JSON, as peer_send got it) in its own format, is
+ * told when the session ended, and may add last words when the peer
+ * starts closing. NULL ops: the sottod protocol.
  */
 struct peer_ops {
 	void	(*read)(struct peer *);
 	void	(*write)(struct peer *, const char *json);
 	void	(*ended)(struct peer *);	/* instead of peer.c's */
 	void	(*free)(struct peer *);		/* p->front */
+	void	(*closing)(struct peer *);	/* may be NULL */
 };
 
 struct peer {
@@ -165,6 +167,7 @@ TAILQ_HEAD(peer_list, peer);
 extern struct peer_list peers;
 
 struct peer *peer_new(int fd, long uid, const struct peer_ops *);
+void	peer_dispatch(struct peer *, const struct proto_frame *);
 void	peer_send(struct peer *, enum peer_event, const char *json);
 void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
@@ -235,6 +238,13 @@ enum proto_error source_client_decode(struct source_client *,
 /* The resampler's tail at the end of the stream. */
 enum proto_error source_client_flush(struct source_client *,
 	    const float **ret, size_t *ret_n, char *msg);
+
+/* web.c: the live captions page at / and its WebSocket at /ws */
+void	web_start(void);
+
+/* ws.c: WebSocket clients on the HTTP listener */
+struct evhttp_request;
+void	ws_request(struct evhttp_request *);	/* GET /ws */
 
 /* worker.c */
 enum worker_kind {
