@@ -16,8 +16,9 @@ against a real sottod with the real tiny.en model.
   test_mic.py); the page follows the mic session and must show the finals
   `sotto listen` shows.
 
-SOTTO_SCREENSHOT=PATH saves the page at the end of the first test there
-(scripts/screenshot makes docs/live-captions.png this way).
+SOTTO_SCREENSHOT=PATH saves the page in the first test there, once 20 s
+of speech are captioned and a partial shows (scripts/screenshot makes
+docs/live-captions.png this way).
 """
 
 from __future__ import annotations
@@ -242,10 +243,14 @@ def test_browser_own_microphone(http_daemon, manifest, tiny_model, tmp_path):
         # Until the fake microphone has played the whole file.
         deadline = time.monotonic() + duration + 60
         saw_partial = False
+        shot = os.environ.get("SOTTO_SCREENSHOT")
         while time.monotonic() < deadline:
             st = page_state(drv)
             assert st["state"] == "streaming" and not st["error"], st
             saw_partial |= bool(st["partial"])
+            if shot and st["partial"] and st["sent_s"] > 20:
+                drv.save_screenshot(shot)
+                shot = None
             if st["sent_s"] >= duration + 2:
                 break
             time.sleep(0.2)
@@ -262,9 +267,6 @@ def test_browser_own_microphone(http_daemon, manifest, tiny_model, tmp_path):
         import base64
         sent = write_wav(tmp_path / "sent.wav", base64.b64decode(
             drv.execute_script(RECORDED_JS)), rate)
-        shot = os.environ.get("SOTTO_SCREENSHOT")
-        if shot:
-            drv.save_screenshot(shot)
         errors = console_errors(drv)
     finally:
         drv.quit()
