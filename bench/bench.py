@@ -37,16 +37,20 @@ THREADS = 2
 DOCS = REPO / "docs" / "benchmarks.md"
 RUNS_MARK = "<!-- bench/run appends runs below this line -->"
 
-MICRO_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"]
-FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-avx2", "whispercpp", "fw-int8", "fw-fp32"]
+MICRO_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-int8", "sotto-avx2", "whispercpp", "whispercpp-nofa", "fw-int8",
+               "fw-fp32"]
+FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-int8", "sotto-avx2", "whispercpp", "fw-int8", "fw-fp32"]
 # --random: the tools of the big releases' figures (fp32 and AVX2 on demand)
-RANDOM_TOOLS = ["sotto-bf16", "whispercpp", "whispercpp-nofa", "fw-int8"]
+RANDOM_TOOLS = ["sotto-bf16", "sotto-int8", "whispercpp", "whispercpp-nofa", "fw-int8"]
+SOTTO_TOOLS = ("sotto-bf16", "sotto-int8", "sotto-fp32", "sotto-avx2")
+PEERS = ("whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32")
 # sotto-avx2: fp32 with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA), the path
 # of a CPU without AMX or AVX-512; sotto's decoder products follow the
 # setting, its element-wise loops still pick AVX-512 when the CPU has it.
-SOTTO_RUN = {"sotto-fp32": ("fp32", {}), "sotto-bf16": ("bf16", {}),
+SOTTO_RUN = {"sotto-fp32": ("fp32", {}), "sotto-bf16": ("bf16", {}), "sotto-int8": ("int8", {}),
              "sotto-avx2": ("fp32", {"ONEDNN_MAX_CPU_ISA": "AVX2"})}
-LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-avx2": "sotto fp32, oneDNN AVX2 only",
+LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-int8": "sotto int8 (decoder weights)",
+         "sotto-avx2": "sotto fp32, oneDNN AVX2 only",
          "whispercpp": "whisper.cpp (flash attn)", "whispercpp-nofa": "whisper.cpp (no flash attn)",
          "fw-int8": "faster-whisper int8", "fw-fp32": "faster-whisper float32"}
 
@@ -423,10 +427,10 @@ class Bench:
                      "long_wall_s": "long-form wall", "long_rss_mb": "peak RSS"}
             ratio_keys = [k for k in names if any(self.med(model, t, k) is not None for t in MICRO_TOOLS)]
             rows = []
-            for mine in ("sotto-bf16", "sotto-fp32", "sotto-avx2"):
+            for mine in SOTTO_TOOLS:
                 if mine not in self.results.get(model, {}):
                     continue
-                for peer in ("whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"):
+                for peer in PEERS:
                     if peer not in self.results.get(model, {}):
                         continue
                     cells = []
@@ -440,9 +444,8 @@ class Bench:
                 L.append("|---|" + "---:|" * len(ratio_keys))
                 L += rows
                 L.append("")
-            L += fixedfile.table(lambda t, k: self.med(model, t, k), MICRO_TOOLS, LABEL, "sotto-bf16",
-                                 ["whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32"], a.fixed_seconds,
-                                 a.fixed_tokens)
+            L += fixedfile.table(lambda t, k: self.med(model, t, k), MICRO_TOOLS, LABEL, SOTTO_TOOLS, PEERS,
+                                 a.fixed_seconds, a.fixed_tokens)
             ceil, enc = self.med(model, "sotto-bf16", "ceiling_tflops"), self.med(model, "sotto-bf16", "encoder_s")
             if ceil and enc and gf:
                 od, ax = self.med(model, "sotto-bf16", "onednn_tflops"), self.med(model, "sotto-bf16", "kernel_tflops")

@@ -53,7 +53,7 @@ COLUMNS = [("wall s (process)", "fixed_wall_s", "{:.2f}"), ("load s", "fixed_loa
            ("other cores", "fixed_other", "{:.2f}")]
 
 
-def table(med, tools: list[str], label: dict, mine: str, peers: list[str], seconds: float,
+def table(med, tools: list[str], label: dict, mine: tuple, peers: tuple, seconds: float,
           tokens: int) -> list[str]:
     """Markdown lines: medians per tool, then peer / sotto ratios."""
     rows = [t for t in tools if med(t, "fixed_wall_s") is not None]
@@ -67,15 +67,15 @@ def table(med, tools: list[str], label: dict, mine: str, peers: list[str], secon
         cells = [(f.format(med(t, k)) if med(t, k) is not None else "") for _, k, f in COLUMNS]
         L.append(f"| {label[t]} | " + " | ".join(cells) + " |")
     L.append("")
-    if med(mine, "fixed_wall_s") is None:
-        return L
     keys = [c for c in COLUMNS if c[1] in ("fixed_wall_s", "fixed_enc_s", "fixed_tok_ms", "fixed_rss_mb")]
-    L.append(f"Ratios, peer / {label[mine]} (above 1: sotto is faster or smaller):\n")
+    pairs = [(s, p) for s in mine if s in rows for p in peers if p in rows]
+    if not pairs:
+        return L
+    L.append("Ratios, peer / sotto (above 1: sotto is faster or smaller):\n")
     L.append("| | " + " | ".join(c[0] for c in keys) + " |")
     L.append("|---|" + "---:|" * len(keys))
-    for p in peers:
-        if p in rows:
-            L.append(f"| {label[p]} | " + " | ".join(
-                f"{med(p, k) / med(mine, k):.2f}x" if med(p, k) and med(mine, k) else "" for _, k, _ in keys) + " |")
+    for s, p in pairs:
+        L.append(f"| {label[s]} vs {label[p]} | " + " | ".join(
+            f"{med(p, k) / med(s, k):.2f}x" if med(p, k) and med(s, k) else "" for _, k, _ in keys) + " |")
     L.append("")
     return L

@@ -1,7 +1,7 @@
 /*
  * sotto-bench: time the engine's parts on one model, for bench/run.
  *
- *   sotto-bench MODEL [--load-only] [--precision auto|fp32|bf16]
+ *   sotto-bench MODEL [--load-only] [--precision auto|fp32|bf16|int8]
  *               [--threads N] [--runs N] [--file RAW [--tokens N]]
  *
  * Prints one JSON object: load time, encoder time per 30 s window, and
@@ -75,6 +75,13 @@ bench_encoder(struct sotto_state *st, int runs, double *ret)
 	free(mel);
 	*ret = median(t, runs);
 	return 0;
+}
+
+static const char *
+precision_name(const struct sotto_model *m)
+{
+	return m->dec_int8 ? "int8" : m->precision == SOTTO_PRECISION_BF16 ?
+	    "bf16" : "fp32";
 }
 
 /* VmRSS or VmHWM ("VmRSS:", "VmHWM:") of this process in MB, or -1. */
@@ -359,7 +366,8 @@ main(int argc, char **argv)
 			i++;
 			mp.precision = strcmp(argv[i], "fp32") == 0 ?
 			    SOTTO_PRECISION_FP32 : strcmp(argv[i], "bf16") ==
-			    0 ? SOTTO_PRECISION_BF16 : SOTTO_PRECISION_AUTO;
+			    0 ? SOTTO_PRECISION_BF16 : strcmp(argv[i], "int8") ==
+			    0 ? SOTTO_PRECISION_INT8 : SOTTO_PRECISION_AUTO;
 		}
 	}
 	if (runs < 1 || runs > 63)
@@ -395,7 +403,7 @@ main(int argc, char **argv)
 		    "\"windows\":%d,\"tokens_per_window\":%d,"
 		    "\"encoder_s\":%.4f,\"decode_s\":%.4f,"
 		    "\"wall_s\":%.4f,\"peak_rss_mb\":%.1f}\n", m->name,
-		    m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+		    precision_name(m),
 		    m->threads, load, mel, windows, tokens, enc, dec, wall,
 		    status_mb("VmHWM:"));
 		sotto_state_free(st);
@@ -415,7 +423,7 @@ main(int argc, char **argv)
 	    "\"matmul_onednn_tflops\":%.3f,\"matmul_kernel_tflops\":%.3f,"
 	    "\"kernel\":\"%s\",\"load_rss_mb\":%.1f,"
 	    "\"load_peak_rss_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
-	    m->name, m->precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+	    m->name, precision_name(m),
 	    m->threads, load, enc, step1 * 1e3, step5 * 1e3,
 	    encoder_flops(&m->hp) / 1e9, encoder_flops(&m->hp) / enc / 1e12,
 	    onednn > win ? onednn : win, onednn, win,

@@ -62,8 +62,10 @@ static const char usage_tail[] =
 "      --max-line-count N    srt/vtt with words and --max-line-width: at\n"
 "                            most N lines a cue (else a cue is a segment)\n"
 "      --highlight-words     srt/vtt with words: a cue per word, underlined\n"
-"      --precision auto|fp32|bf16    compute precision [auto: bf16 on\n"
-"                            CPUs with AMX or AVX512-BF16, else fp32]\n"
+"      --precision auto|fp32|bf16|int8  compute precision [auto: bf16 on\n"
+"                            CPUs with AMX or AVX512-BF16, else fp32];\n"
+"                            int8: bf16 with the decoder's weights in int8,\n"
+"                            faster per token, slightly less exact\n"
 "  -t, --threads N           compute threads [all cores]; running several\n"
 "                            jobs at once, give each -t 1 (idle threads\n"
 "                            spin briefly, which costs a shared core)\n"
@@ -142,9 +144,11 @@ parse_enum(struct options *o, int c, const char *arg)
 			o->mp.precision = SOTTO_PRECISION_FP32;
 		else if (strcmp(arg, "bf16") == 0)
 			o->mp.precision = SOTTO_PRECISION_BF16;
+		else if (strcmp(arg, "int8") == 0)
+			o->mp.precision = SOTTO_PRECISION_INT8;
 		else
-			return bad_usage("--precision must be auto, fp32 or "
-			    "bf16, not '%s'", arg);
+			return bad_usage("--precision must be auto, fp32, bf16 "
+			    "or int8, not '%s'", arg);
 	} else if (output_format_parse(arg, &o->format) != 0)
 		return bad_usage("--format must be txt, json, srt or vtt, "
 		    "not '%s'", arg);

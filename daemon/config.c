@@ -222,9 +222,9 @@ config_parse_precision(const struct config_key *k, void *field,
     const char *value, char *msg, size_t msglen)
 {
 	if (strcmp(value, "auto") != 0 && strcmp(value, "fp32") != 0 &&
-	    strcmp(value, "bf16") != 0) {
-		snprintf(msg, msglen, "%s: \"%s\" is not auto, fp32 or bf16",
-		    k->key, value);
+	    strcmp(value, "bf16") != 0 && strcmp(value, "int8") != 0) {
+		snprintf(msg, msglen, "%s: \"%s\" is not auto, fp32, bf16 or "
+		    "int8", k->key, value);
 		return -1;
 	}
 	return config_parse_string(k, field, value, msg, msglen);

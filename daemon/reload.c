@@ -120,6 +120,8 @@ model_load_run(struct model_load *l)
 		mp.precision = SOTTO_PRECISION_FP32;
 	else if (strcmp(l->precision, "bf16") == 0)
 		mp.precision = SOTTO_PRECISION_BF16;
+	else if (strcmp(l->precision, "int8") == 0)
+		mp.precision = SOTTO_PRECISION_INT8;
 	l->model = NULL;
 	if (sotto_model_load(l->file.path, &mp, &l->model, err) != 0) {
 		snprintf(l->err, sizeof(l->err), "%s", err);
@@ -158,6 +160,7 @@ model_install(struct model_load *l)
 	sottod.multilingual = info.multilingual;
 	log_info("model %s loaded from %s in %.1f s (%s, %d threads)",
 	    sottod.model_name, l->file.path, l->secs,
+	    info.precision == SOTTO_PRECISION_INT8 ? "int8" :
 	    info.precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
 	    info.threads);
 	return 0;

@@ -55,7 +55,7 @@ static const char usage_text[] =
 "                            (POST /v1/audio/transcriptions, /health,\n"
 "                            /metrics) there, e.g. 127.0.0.1:8000; any\n"
 "                            address but loopback needs [http] token\n"
-"      --precision auto|fp32|bf16\n"
+"      --precision auto|fp32|bf16|int8\n"
 "      --wyoming ADDR:PORT   serve the Wyoming protocol (Home Assistant)\n"
 "                            there (0.0.0.0:10300; docs/protocol.md)\n"
 "  -d, --debug               debug logging\n"
@@ -145,8 +145,9 @@ sottod_check_args(struct sottod_flags *f, const char *threads)
 	}
 	if (f->precision != NULL && strcmp(f->precision, "auto") != 0 &&
 	    strcmp(f->precision, "fp32") != 0 &&
-	    strcmp(f->precision, "bf16") != 0)
-		sottod_usage("--precision must be auto, fp32 or bf16");
+	    strcmp(f->precision, "bf16") != 0 &&
+	    strcmp(f->precision, "int8") != 0)
+		sottod_usage("--precision must be auto, fp32, bf16 or int8");
 	if (f->socket != NULL &&
 	    strlen(f->socket) >= sizeof(sottod.cfg.socket_path))
 		sottod_usage("--socket: path too long");

@@ -43,6 +43,8 @@ struct gemm {
 	size_t gemv_len;
 	uint16_t *win_scratch;		/* owned, win_len bytes */
 	size_t win_len;
+	uint16_t *i8_bf16;		/* owned: an int8 weight as bf16 */
+	size_t i8_len;
 };
 
 static int
@@ -131,6 +133,7 @@ gemm_free(struct gemm *g)
 	free(g->prims);
 	free(g->xbuf);
 	free(g->gemv_scratch);
+	free(g->i8_bf16);
 	free(g->win_scratch);
 	if (g->stream != NULL)
 		dnnl_stream_destroy(g->stream);
@@ -366,6 +369,52 @@ gemm_few(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	return 0;
 }
 
+/*
+ * Precision int8: up to I8_FEW columns from the int8 weights (gemv-i8.c);
+ * more (a prompt) through the weights made bf16 again for the call and
+ * the bf16 products, which run such products at the arithmetic's speed
+ * rather than memory's. Making a [4d][d] weight of large-v3-turbo bf16
+ * costs about what reading its bf16 form once does.
+ */
+#define I8_FEW	16
+
+static int
+gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
+    float *y, int ldy, int accumulate, char *err)
+{
+	struct gemv_i8_args a = { 0 };
+	struct mat t = { 0 };
+	int rc;
+
+	if (n > I8_FEW) {
+		if ((rc = scratch_reserve(&g->i8_bf16, &g->i8_len,
+		    gemv_packed_elems(w->rows, w->cols) * 2, err)) != 0)
+			return rc;
+		gemv_i8_unpack(w->i8, w->i8_scale, w->rows, w->cols,
+		    g->i8_bf16);
+		t.rows = w->rows;
+		t.cols = w->cols;
+		t.packed = g->i8_bf16;
+		return gemm_wx(g, &t, x, ldx, n, y, ldy, accumulate, err);
+	}
+	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+	    GEMV_I8_SCRATCH_BYTES(w->cols), err)) != 0)
+		return rc;
+	a.wp = w->i8;
+	a.scale = w->i8_scale;
+	a.rows = w->rows;
+	a.k = w->cols;
+	a.x = x;
+	a.ldx = ldx;
+	a.n = n;
+	a.y = y;
+	a.ym = ldy;
+	a.yj = 1;
+	a.accumulate = accumulate;
+	gemv_i8(&a, g->gemv_scratch);
+	return 0;
+}
+
 int
 gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, int ldy, int accumulate, char *err)
@@ -373,6 +422,8 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
+	if (w->i8 != NULL)
+		return gemm_i8(g, w, x, ldx, n, y, ldy, accumulate, err);
 	if (use_f16(g, w, n))
 		return gemm_few(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	if (g->precision != SOTTO_PRECISION_BF16)

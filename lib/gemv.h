@@ -55,4 +55,47 @@ void	gemv_bf16(const struct gemv_args *, uint16_t *scratch);
 
 void	gemv_f16(const struct gemv_args *, float *scratch);
 
+/*
+ * Precision int8 (gemv-i8.c): the decoder's weights as int8 with a scale
+ * per row, products of a few columns by AVX512-VNNI. rows and k must be
+ * multiples of GEMV_I8_ALIGN.
+ */
+#define GEMV_I8_ALIGN	64
+#define GEMV_I8_COLS	8	/* columns per pass over the weights */
+
+/* 1 if this CPU runs gemv_i8 (AVX512-VNNI, -BW, -VL, -BF16). */
+int	gemv_i8_supported(void);
+
+/* Bytes of the packed int8 form of [rows][k]. */
+size_t	gemv_i8_bytes(int rows, int k);
+/*
+ * Quantize F16 rows [rows][k] into rows row0.. of wp (gemv_i8_bytes of
+ * the whole matrix) and their scales into scale[row0..].
+ */
+void	gemv_i8_pack(const uint16_t *f16, int rows, int k, int row0,
+	    uint8_t *wp, float *scale);
+
+/*
+ * The dequantized weights as bf16 in gemv_pack's layout (out has
+ * gemv_packed_elems(rows, k)), for products of many columns (gemm-win.h).
+ */
+void	gemv_i8_unpack(const uint8_t *wp, const float *scale, int rows, int k,
+	    uint16_t *out);
+
+struct gemv_i8_args {
+	const uint8_t *wp;	/* gemv_i8_pack; borrowed */
+	const float *scale;	/* [rows]; borrowed */
+	int rows, k;
+	const float *x;		/* x[kk * ldx + j], as gemv_args; borrowed */
+	int ldx, n;
+	float *y;		/* borrowed */
+	ptrdiff_t ym, yj;
+	int accumulate;
+};
+
+#define GEMV_I8_SCRATCH_BYTES(k)	((size_t)(k) * GEMV_I8_COLS * 2)
+
+/* y (+)= W x as gemv_bf16, from int8 weights; needs AVX512-VNNI. */
+void	gemv_i8(const struct gemv_i8_args *, void *scratch);
+
 #endif

@@ -52,6 +52,10 @@ struct mat {
 	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
 	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
 				   bf16 (decoder weights) */
+	/* precision int8 (decoder weights): int8 in gemv-i8.c's blocks and
+	   a scale per row, instead of bf16 and packed; owned */
+	uint8_t *i8;
+	float *i8_scale;
 	/* fp32 decoder weights: F16 [rows][cols] for few-column products
 	   (gemv-f16.c), the GGUF's own or f16_owned */
 	const uint16_t *f16;
@@ -104,6 +108,9 @@ struct sotto_model {
 	struct hparams hp;
 	char name[64];
 	enum sotto_precision precision;	/* FP32 or BF16, never AUTO */
+	int dec_int8;			/* precision int8: the decoder's
+					   products from int8 weights
+					   (precision is BF16) */
 	int threads;
 	int multilingual;
 

@@ -136,6 +136,40 @@ mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
 	return mat_init_f16_stack(m, g, &f16, &rows, 1, cols, err);
 }
 
+int
+mat_init_i8_stack(struct mat *m, const void *const *blocks,
+    const int *block_rows, int n_blocks, int cols, char *err)
+{
+	int i, rows = 0;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < n_blocks; i++)
+		rows += block_rows[i];
+	if (!mat_i8_fits(rows, cols))
+		return err_set(err, SOTTO_EINVAL, "a %dx%d weight cannot be "
+		    "int8 (sides must be multiples of %d)", rows, cols,
+		    GEMV_I8_ALIGN);
+	m->rows = rows;
+	m->cols = cols;
+	m->i8 = aligned_alloc(64, gemv_i8_bytes(rows, cols));
+	m->i8_scale = malloc((size_t)rows * sizeof(float));
+	if (m->i8 == NULL || m->i8_scale == NULL) {
+		mat_free(m);
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", rows, cols);
+	}
+	for (rows = 0, i = 0; i < n_blocks; rows += block_rows[i++])
+		gemv_i8_pack(blocks[i], block_rows[i], cols, rows, m->i8,
+		    m->i8_scale);
+	return 0;
+}
+
+int
+mat_i8_fits(int rows, int cols)
+{
+	return rows % GEMV_I8_ALIGN == 0 && cols % GEMV_I8_ALIGN == 0;
+}
+
 /*
  * fp32: the F16 rows for gemv_f16, the GGUF's own when the matrix is
  * one tensor, else a copy of its blocks side by side.
@@ -168,6 +202,8 @@ mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
 {
 	uint16_t *p;
 
+	if (m->i8 != NULL)
+		return 0;
 	if (gemm_precision(g) != SOTTO_PRECISION_BF16)
 		return window ? 0 : mat_f16_rows(m, err);
 	if (!window && m->cols % GEMV_K_ALIGN != 0)
@@ -199,5 +235,7 @@ mat_free(struct mat *m)
 	free(m->bf16);
 	free(m->packed);
 	free(m->f16_owned);
+	free(m->i8);
+	free(m->i8_scale);
 	memset(m, 0, sizeof(*m));
 }

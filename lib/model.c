@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "gemm.h"
+#include "gemv.h"
 #include "gguf.h"
 #include "internal.h"
 #include "logits.h"
@@ -91,30 +92,51 @@ vec(struct loader *ld, const char *name, int n)
 	return tensor(ld, name, GGUF_DTYPE_F32, 1, n, 0, 0);
 }
 
+/* How a matrix is converted (matrix(), mat_stack()). */
+#define ROWS_KEPT	1	/* fp32 decoder: its steps read the F16 rows */
+#define INT8		2	/* precision int8 decoder: int8 weights */
+
+/* F16 blocks stacked row-wise into out, as flags say. */
+static void
+convert(struct loader *ld, struct mat *out, const void *const *blocks,
+    const int *rows, int n, int cols, int flags)
+{
+	int i, all = 0;
+
+	for (i = 0; i < n; i++)
+		all += rows[i];
+	if (ld->rc != 0)
+		return;
+	if ((flags & INT8) && mat_i8_fits(all, cols))
+		ld->rc = mat_init_i8_stack(out, blocks, rows, n, cols, ld->err);
+	else
+		ld->rc = mat_init_f16_stack(out, ld->m->gemm, blocks, rows, n,
+		    cols, ld->err);
+}
+
 /*
  * A matrix converted from its F16 tensor; the tensor is given back at
- * once unless rows_kept (an fp32 decoder's steps read its F16 rows).
+ * once unless ROWS_KEPT.
  */
 static void
 matrix(struct loader *ld, struct mat *out, const char *name, int rows, int cols,
-    int rows_kept)
+    int flags)
 {
 	const void *p = source(ld, name, GGUF_DTYPE_F16, 2, rows, cols, 0);
 
-	if (p != NULL)
-		ld->rc = mat_init_f16(out, ld->m->gemm, p, rows, cols, ld->err);
-	if (!rows_kept)
+	convert(ld, out, &p, &rows, 1, cols, flags);
+	if (!(flags & ROWS_KEPT))
 		done(ld, p);
 }
 
 /*
  * Stack the F16 matrices part.N.attn.{names[i]}.w into one [n*d][d];
- * given back at once unless rows_kept (an fp32 decoder's F16 rows are
+ * given back at once unless ROWS_KEPT (an fp32 decoder's F16 rows are
  * copied from them when its weights are packed).
  */
 static void
 mat_stack(struct loader *ld, struct mat *out, const char *part, int layer,
-    const char *attn, const char *const *names, int n, int d, int rows_kept)
+    const char *attn, const char *const *names, int n, int d, int flags)
 {
 	const void *blocks[3];
 	int rows[3], i;
@@ -126,10 +148,8 @@ mat_stack(struct loader *ld, struct mat *out, const char *part, int layer,
 		    GGUF_DTYPE_F16, 2, d, d, 0);
 		rows[i] = d;
 	}
-	if (ld->rc == 0)
-		ld->rc = mat_init_f16_stack(out, ld->m->gemm, blocks, rows, n,
-		    d, ld->err);
-	for (i = 0; i < n && !rows_kept; i++)
+	convert(ld, out, blocks, rows, n, d, flags);
+	for (i = 0; i < n && !(flags & ROWS_KEPT); i++)
 		done(ld, blocks[i]);
 }
 
@@ -216,27 +236,30 @@ static void
 bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 {
 	int d = ld->m->hp.n_text_state;
-	int kept = ld->m->precision != SOTTO_PRECISION_BF16;	/* keep_rows */
+	/* ROWS_KEPT (fp32: keep_rows) or INT8; not for the cross K/V,
+	 * a product over the window that stays bf16 */
+	int flags = ld->m->precision != SOTTO_PRECISION_BF16 ? ROWS_KEPT :
+	    ld->m->dec_int8 ? INT8 : 0;
 
 	l->attn_ln_w = vec(ld, lname(ld, "dec", i, "attn_ln.w"), d);
 	l->attn_ln_b = vec(ld, lname(ld, "dec", i, "attn_ln.b"), d);
-	mat_stack(ld, &l->qkv, "dec", i, "attn", qkv_names, 3, d, kept);
+	mat_stack(ld, &l->qkv, "dec", i, "attn", qkv_names, 3, d, flags);
 	l->qkv_b = bias_stack(ld, "dec", i, "attn", qkv_bias, 3, d);
-	matrix(ld, &l->o, lname(ld, "dec", i, "attn.o.w"), d, d, kept);
+	matrix(ld, &l->o, lname(ld, "dec", i, "attn.o.w"), d, d, flags);
 	l->o_b = vec(ld, lname(ld, "dec", i, "attn.o.b"), d);
 	l->cross_ln_w = vec(ld, lname(ld, "dec", i, "cross_ln.w"), d);
 	l->cross_ln_b = vec(ld, lname(ld, "dec", i, "cross_ln.b"), d);
-	matrix(ld, &l->cq, lname(ld, "dec", i, "cross.q.w"), d, d, kept);
+	matrix(ld, &l->cq, lname(ld, "dec", i, "cross.q.w"), d, d, flags);
 	l->cq_b = vec(ld, lname(ld, "dec", i, "cross.q.b"), d);
 	mat_stack(ld, &l->ckv, "dec", i, "cross", kv_names, 2, d, 0);
 	l->ckv_b = bias_stack(ld, "dec", i, "cross", kv_bias, 2, d);
-	matrix(ld, &l->co, lname(ld, "dec", i, "cross.o.w"), d, d, kept);
+	matrix(ld, &l->co, lname(ld, "dec", i, "cross.o.w"), d, d, flags);
 	l->co_b = vec(ld, lname(ld, "dec", i, "cross.o.b"), d);
 	l->mlp_ln_w = vec(ld, lname(ld, "dec", i, "mlp_ln.w"), d);
 	l->mlp_ln_b = vec(ld, lname(ld, "dec", i, "mlp_ln.b"), d);
-	matrix(ld, &l->fc1, lname(ld, "dec", i, "mlp.fc1.w"), 4 * d, d, kept);
+	matrix(ld, &l->fc1, lname(ld, "dec", i, "mlp.fc1.w"), 4 * d, d, flags);
 	l->fc1_b = vec(ld, lname(ld, "dec", i, "mlp.fc1.b"), 4 * d);
-	matrix(ld, &l->fc2, lname(ld, "dec", i, "mlp.fc2.w"), d, 4 * d, kept);
+	matrix(ld, &l->fc2, lname(ld, "dec", i, "mlp.fc2.w"), d, 4 * d, flags);
 	l->fc2_b = vec(ld, lname(ld, "dec", i, "mlp.fc2.b"), d);
 }
 
@@ -364,9 +387,17 @@ static int
 model_setup_compute(struct sotto_model *m, const struct sotto_model_params *p,
     char *err)
 {
+	enum sotto_precision want = p->precision;
 	int rc;
 
-	if ((rc = gemm_pick_precision(p->precision, &m->precision, err)) != 0)
+	if (want == SOTTO_PRECISION_INT8) {
+		if (!gemv_i8_supported())
+			return err_set(err, SOTTO_EINVAL, "precision int8: "
+			    "this CPU has no AVX512-VNNI; use bf16 or auto");
+		m->dec_int8 = 1;
+		want = SOTTO_PRECISION_BF16;
+	}
+	if ((rc = gemm_pick_precision(want, &m->precision, err)) != 0)
 		return rc;
 	m->threads = p->threads > 0 ? p->threads : omp_get_num_procs();
 	omp_set_num_threads(m->threads);
@@ -512,7 +543,7 @@ sotto_model_info(const struct sotto_model *m, struct sotto_model_info *ret)
 	ret->n_text_head = m->hp.n_text_head;
 	ret->n_vocab = m->hp.n_vocab;
 	ret->multilingual = m->multilingual;
-	ret->precision = m->precision;
+	ret->precision = m->dec_int8 ? SOTTO_PRECISION_INT8 : m->precision;
 	ret->threads = m->threads;
 }
 

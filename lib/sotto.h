@@ -40,6 +40,13 @@ enum sotto_precision {
 	SOTTO_PRECISION_AUTO = 0,	/* bf16 where the CPU has it, else fp32 */
 	SOTTO_PRECISION_FP32,
 	SOTTO_PRECISION_BF16,
+	/*
+	 * bf16, with the decoder's per-token products from int8 weights
+	 * (a scale per row): faster steps, at a small cost in accuracy
+	 * (docs/architecture.md, "Numerics"); needs AVX512-VNNI. Never
+	 * chosen by AUTO.
+	 */
+	SOTTO_PRECISION_INT8,
 };
 
 enum sotto_task {

@@ -243,12 +243,19 @@ def sotto_bf16(sotto_bin, tiny_model, audio_files) -> dict[str, dict]:
     return r
 
 
+@pytest.fixture(scope="session")
+def sotto_int8(sotto_bin, tiny_model, audio_files) -> dict[str, dict]:
+    REPORT["sotto_int8"] = r = _sotto_set(sotto_bin, tiny_model, audio_files,
+                                          "--precision", "int8", "--beam-size", "1")
+    return r
+
+
 # --- the report in the terminal summary -------------------------------------------
 
 def _wer_table() -> list[str]:
     cols = [("ref greedy", "ref_greedy"), ("sotto greedy", "sotto_greedy"),
             ("ref beam5", "ref_beam5"), ("sotto beam5", "sotto_beam5"),
-            ("sotto bf16", "sotto_bf16")]
+            ("sotto bf16", "sotto_bf16"), ("sotto int8", "sotto_int8")]
     cols = [(t, k) for t, k in cols if REPORT.get(k)]
     if not cols or not MANIFEST:
         return []

@@ -17,22 +17,31 @@ PY = os.environ.get("SOTTO_PYTHON") or sys.executable
 BUILD = REPO / "build"
 
 
+def cpu_int8() -> bool:
+    """What sotto's precision int8 needs (lib/gemv-i8.c)."""
+    flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
+    return all(f in flags.split() for f in ("avx512_vnni", "avx512bw", "avx512vl", "avx512_bf16"))
+
+
 def test_bench_random_tiny(tmp_path):
     assert (BUILD / "bench" / "sotto-bench").is_file(), "build/ is not compiled (scripts/setup)"
+    tools = ["sotto-bf16", "sotto-int8", "fw-int8"] if cpu_int8() else ["sotto-bf16", "fw-int8"]
     docs = (REPO / "docs" / "benchmarks.md").read_bytes()
     out = tmp_path / "samples.json"
     cp = subprocess.run([PY, REPO / "bench" / "bench.py", "--random", "--models", "tiny", "--quick", "--no-docs",
-                         "--build-dir", BUILD, "--no-build", "--tools", "sotto-bf16,fw-int8", "--fixed-tokens", "20",
+                         "--build-dir", BUILD, "--no-build", "--tools", ",".join(tools),
+                         "--fixed-tokens", "20",
                          "--json", out], capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
                         env=dict(os.environ, SOTTO_PYTHON=PY))
     assert cp.returncode == 0, cp.stderr[-3000:]
     report = cp.stdout
     assert "Random weights (seed 0" in report
-    assert "| sotto bf16 |" in report and "| faster-whisper int8 |" in report
+    assert all(f"| {label} |" in report for label in ("sotto bf16", "faster-whisper int8"))
+    assert ("| sotto int8 (decoder weights) |" in report) == ("sotto-int8" in tools)
     assert "Fixed-token file (60 s, 20 tokens per 30 s window" in report
     assert "WER" not in report  # random weights: no text measured
     res = json.loads(out.read_text())["results"]["tiny"]
-    for tool in ("sotto-bf16", "fw-int8"):
+    for tool in tools:
         r = {k: v[0] for k, v in res[tool].items()}
         assert 0 < r["encoder_s"] < 60 and 0 < r["step1_ms"] < 1000, (tool, r)
         assert 0 < r["fixed_enc_s"] < 60 and 0 < r["fixed_tok_ms"] < 1000, (tool, r)

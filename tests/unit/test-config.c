@@ -378,7 +378,7 @@ test_bad_strings(void **state)
 	test_load_bad("[mic]\nenabled = maybe\n", 2,
 	    "enabled: \"maybe\" is not yes or no");
 	test_load_bad("[engine]\nprecision = fp16\n", 2,
-	    "precision: \"fp16\" is not auto, fp32 or bf16");
+	    "precision: \"fp16\" is not auto, fp32, bf16 or int8");
 	test_load_bad("[engine]\nlanguage = English\n", 2,
 	    "language: \"English\" is not a language code (en, de, ...) "
 	    "or auto");

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the hand-written decoder kernels (lib/gemv.c,
- * gemv-f16.c, logits.c, the bf16 cache attention of layers.c) against naive double-precision references on
+ * gemv-f16.c, gemv-i8.c, logits.c, the bf16 cache attention of layers.c) against naive double-precision references on
  * the same bf16-rounded inputs, over shapes that hit their edges: rows
  * and columns that are not whole blocks, k padded to 32, accumulation,
  * GELU, a prompt's worth of columns. The AMX cases are skipped (and
@@ -95,6 +95,148 @@ test_gemv_amx(void **state)
 	check_gemv(37, 96, 5, 1, 1);
 	check_gemv(64, 384, 16, 1, 0);
 	check_gemv(21, 32, 40, 1, 0);	/* a prompt: three column blocks */
+}
+
+/* The f16 value of h (F16C's conversion). */
+static double
+f16d(uint16_t h)
+{
+	_Float16 v;
+
+	memcpy(&v, &h, sizeof(v));
+	return (double)v;
+}
+
+/*
+ * gemv-i8.c against two references: the weights as it rounds them (row
+ * scale max |w| / 127) in double, where only the columns' 16-bit rounding
+ * is left (bound: half a step of each column times sum |w|), and the F16
+ * weights themselves (bound: also half a row step times sum |x|).
+ * Row 3 is ten times larger, channel 7 of x ten times larger. Also the
+ * weights made bf16 again (gemv_i8_unpack) through gemv_bf16.
+ */
+static void
+check_gemv_i8(int rows, int k, int n, int accumulate, int logits_layout)
+{
+	uint16_t *w = malloc((size_t)rows * k * 2);
+	float *x = frand_array((size_t)k * n, 1.0f);
+	float *y = frand_array((size_t)rows * n, 1.0f);
+	float *y0 = malloc((size_t)rows * n * sizeof(float));
+	uint8_t *wp = aligned_alloc(64, gemv_i8_bytes(rows, k));
+	float *scale = malloc((size_t)rows * sizeof(float));
+	void *scratch = aligned_alloc(64, GEMV_I8_SCRATCH_BYTES(k));
+	struct gemv_i8_args a = { 0 };
+	ptrdiff_t ym = logits_layout ? 1 : n, yj = logits_layout ? rows : 1;
+	int m, j, kk;
+
+	assert_true(w != NULL && y0 != NULL && wp != NULL && scale != NULL);
+	for (m = 0; m < rows; m++)
+		for (kk = 0; kk < k; kk++)
+			w[(size_t)m * k + kk] = to_f16(frand() * (m == 3 ? 0.5f :
+			    0.05f));
+	for (j = 0; j < n; j++)
+		x[7 * n + j] *= 10.0f;
+	memcpy(y0, y, (size_t)rows * n * sizeof(float));
+	gemv_i8_pack(w, rows, k, 0, wp, scale);
+	a.wp = wp;
+	a.scale = scale;
+	a.rows = rows;
+	a.k = k;
+	a.x = x;
+	a.ldx = n;
+	a.n = n;
+	a.y = y;
+	a.ym = ym;
+	a.yj = yj;
+	a.accumulate = accumulate;
+	gemv_i8(&a, scratch);
+	for (m = 0; m < rows; m++)
+		for (j = 0; j < n; j++) {
+			double max = 0.0, want = 0.0, exact = 0.0, sum_w = 0.0;
+			double sum_x = 0.0;
+			double old = accumulate ? y0[m * ym + j * yj] : 0.0;
+			double s = scale[m], got = y[m * ym + j * yj] - old;
+
+			for (kk = 0; kk < k; kk++) {
+				max = fmax(max, fabs(x[(size_t)kk * n + j]));
+				sum_x += fabs(x[(size_t)kk * n + j]);
+			}
+			for (kk = 0; kk < k; kk++) {
+				double wv = f16d(w[(size_t)m * k + kk]);
+				double q = s > 0.0 ? rint((float)wv *
+				    (127.0f / (float)(s * 127.0))) : 0.0;
+
+				want += q * s * x[(size_t)kk * n + j];
+				exact += wv * x[(size_t)kk * n + j];
+				sum_w += fabs(q * s);
+			}
+			assert_float_equal(got, want, sum_w * max / 32639.0 +
+			    1e-5 * (1.0 + fabs(want)));
+			/* and each weight within half a step of its own */
+			assert_float_equal(got, exact, 0.5 * s * sum_x +
+			    sum_w * max / 32639.0 + 1e-5 * (1.0 + fabs(want)));
+		}
+
+	/* bf16 again: gemv_pack's layout */
+	{
+		uint16_t *bp = aligned_alloc(64, gemv_packed_elems(rows, k) *
+		    2);
+		uint16_t *bs = aligned_alloc(64, GEMV_SCRATCH_BYTES(k));
+		struct gemv_args b = { 0 };
+
+		gemv_i8_unpack(wp, scale, rows, k, bp);
+		b.wp = bp;
+		b.rows = rows;
+		b.k = k;
+		b.x = x;
+		b.ldx = n;
+		b.n = n;
+		b.y = y;
+		b.ym = 1;
+		b.yj = rows;
+		gemv_bf16(&b, bs);
+		for (m = 0; m < rows; m++)
+			for (j = 0; j < n; j++) {
+				double want = 0.0, s = scale[m];
+
+				for (kk = 0; kk < k; kk++) {
+					double q = s > 0.0 ? rint((float)f16d(
+					    w[(size_t)m * k + kk]) * (127.0f /
+					    (float)(s * 127.0))) : 0.0;
+
+					want += bf(q * s) * bf(x[(size_t)kk *
+					    n + j]);
+				}
+				assert_float_equal(y[(size_t)j * rows + m], want,
+				    1e-3 * (1.0 + fabs(want)));
+			}
+		free(bp);
+		free(bs);
+	}
+	free(w);
+	free(x);
+	free(y);
+	free(y0);
+	free(wp);
+	free(scale);
+	free(scratch);
+}
+
+static void
+test_gemv_i8(void **state)
+{
+	(void)state;
+	if (!gemv_i8_supported())
+		skip();
+	/* every column instance (1, 2, 3, 4, 5, 8), two passes (11) */
+	check_gemv_i8(64, 64, 1, 0, 0);
+	check_gemv_i8(128, 128, 2, 1, 0);
+	check_gemv_i8(64, 192, 3, 0, 1);
+	check_gemv_i8(192, 64, 4, 1, 1);
+	check_gemv_i8(64, 128, 5, 0, 0);
+	check_gemv_i8(64, 64, 7, 1, 0);
+	check_gemv_i8(128, 64, 11, 0, 1);
+	check_gemv_i8(256, 320, 1, 1, 0);	/* shared among the threads */
 }
 
 /*
@@ -344,6 +486,7 @@ main(void)
 		cmocka_unit_test(test_logits_head_vnni),
 		cmocka_unit_test(test_attend_tm),
 		cmocka_unit_test(test_gemv_f16),
+		cmocka_unit_test(test_gemv_i8),
 	};
 
 	have_bf16 = __builtin_cpu_supports("avx512bf16");
