@@ -26,7 +26,7 @@ static const char usage_text[] =
 "  -h, --help                show this help\n"
 "\n"
 "Exit status: 0 the daemon ended the stream or Ctrl-C; 2 bad usage;\n"
-"1 or 4 as for sotto stream.\n";
+"1, 4 or 5 (audio not transcribed at shutdown) as for sotto stream.\n";
 
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
@@ -70,7 +70,8 @@ listen_loop(struct conn *c, struct stream_output *out)
 			if (out->failed)
 				return EXIT_INPUT;
 			if (out->ended)
-				return 0;
+				return out->undecoded_s > 0 ? EXIT_UNDECODED :
+				    0;
 		}
 		if (bad)
 			return EXIT_DAEMON;

@@ -67,7 +67,9 @@ static const char usage_text[] =
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
 "exits. Exit status: 0 done; 1 bad input or the daemon reported an\n"
-"error; 2 bad usage; 4 cannot reach sottod or it closed the stream.\n";
+"error; 2 bad usage; 4 cannot reach sottod or it closed the stream;\n"
+"5 sottod stopped (shutdown) before transcribing all the audio it\n"
+"received: the message on stderr says how many seconds are missing.\n";
 
 enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
 	OPT_CHANNELS, OPT_CHUNK };
@@ -319,7 +321,7 @@ stream_events(struct stream_run *r, int *ret_code)
 			return 1;
 		}
 		if (r->out.ended) {
-			*ret_code = 0;
+			*ret_code = r->out.undecoded_s > 0 ? EXIT_UNDECODED : 0;
 			return 1;
 		}
 	}

@@ -149,9 +149,17 @@ static void
 stream_output_other(struct stream_output *o, const char *type,
     struct json_object *ev)
 {
-	if (strcmp(type, "end") == 0)
+	if (strcmp(type, "end") == 0) {
 		o->ended = 1;
-	else if (strcmp(type, "error") == 0) {
+		o->undecoded_s = stream_output_num(ev, "undecoded_s");
+		if (o->undecoded_s > 0) {
+			stream_output_clear(o);
+			fprintf(stderr, "sotto: sottod stopped before "
+			    "transcribing the last %.1f s of the %.1f s of "
+			    "audio it received\n", o->undecoded_s,
+			    stream_output_num(ev, "audio_s"));
+		}
+	} else if (strcmp(type, "error") == 0) {
 		stream_output_clear(o);
 		fprintf(stderr, "sotto: sottod: %s: %s\n",
 		    stream_output_str(ev, "code"),

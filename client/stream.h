@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #define EXIT_DAEMON	4	/* cannot connect, or the daemon failed us */
+#define EXIT_UNDECODED	5	/* the daemon stopped before decoding it all */
 #define CONN_SOCKET_DEFAULT	"/run/sotto/sottod.sock"
 
 /* cmd-stream.c, cmd-listen.c, cmd-status.c */
@@ -62,14 +63,17 @@ struct stream_output {
 	int		 partial_shown;
 	int		 cue;		/* srt/vtt cue number */
 	int		 ended, failed;
+	double		 undecoded_s;	/* from "end": audio never decoded */
 	char		 session[64];
 };
 
 int	stream_output_format(const char *, enum stream_format *);
 void	stream_output_init(struct stream_output *, FILE *, enum stream_format);
 /*
- * Print one event (json, len bytes). Sets ->ended on "end", ->failed on
- * an error event (its message goes to stderr).
+ * Print one event (json, len bytes). Sets ->ended on "end" (and
+ * ->undecoded_s, with a message on stderr, when the daemon says part of
+ * the audio was never decoded), ->failed on an error event (its message
+ * goes to stderr).
  */
 void	stream_output_event(struct stream_output *, const char *json,
 	    size_t len);

@@ -32,6 +32,7 @@
  * A peer is freed from a zero-timeout event_base_once(), never inside one
  * of its own callbacks, so a callback may close it and return safely.
  */
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -376,11 +377,11 @@ peer_session_ended(struct peer *p)
 	peer_timer(p);
 }
 
+/* Dispatch the whole frames p's input holds (paused: only with force). */
 static void
-peer_read_cb(struct bufferevent *bev, void *arg)
+peer_frames(struct peer *p, int force)
 {
-	struct peer *p = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer *in = bufferevent_get_input(p->bev);
 	struct proto_frame f;
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX];
@@ -388,15 +389,8 @@ peer_read_cb(struct bufferevent *bev, void *arg)
 	uint8_t *buf;
 	int rc;
 
-	if (p->flags & PEER_CLOSING) {
-		peer_linger_read(p, in);
-		return;
-	}
-	if (p->ops != NULL) {
-		p->ops->read(p);
-		return;
-	}
-	while (!(p->flags & (PEER_DEAD | PEER_CLOSING | PEER_PAUSED))) {
+	while (!(p->flags & (PEER_DEAD | PEER_CLOSING)) &&
+	    (force || !(p->flags & PEER_PAUSED))) {
 		avail = evbuffer_get_length(in);
 		if (avail < PROTO_HEADER_BYTES)
 			break;
@@ -423,6 +417,57 @@ peer_read_cb(struct bufferevent *bev, void *arg)
 		evbuffer_drain(in, used);
 		peer_timer(p);
 	}
+}
+
+static void
+peer_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct peer *p = arg;
+
+	if (p->flags & PEER_CLOSING) {
+		peer_linger_read(p, bufferevent_get_input(bev));
+		return;
+	}
+	if (p->ops != NULL) {
+		p->ops->read(p);
+		return;
+	}
+	peer_frames(p, 0);
+}
+
+/*
+ * SIGTERM: take in what a streaming client wrote before the signal (all
+ * its socket holds now, even while its reading is paused), dispatch those
+ * frames, then stop reading it for good. Its "end" says how much was
+ * received.
+ */
+void
+peer_drain(struct peer *p)
+{
+	struct evbuffer *in;
+	evutil_socket_t fd;
+	int n = 0, got;
+
+	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+		return;
+	if (p->ops != NULL) {	/* another front door: no more input */
+		peer_pause(p, 1);
+		return;
+	}
+	in = bufferevent_get_input(p->bev);
+	fd = bufferevent_getfd(p->bev);
+	if (p->state == PEER_STREAMING && ioctl(fd, FIONREAD, &n) == 0 &&
+	    n > 0) {
+		/* A bufferevent keeps its input's end frozen to all but itself. */
+		evbuffer_unfreeze(in, 0);
+		while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
+			n -= got;
+		evbuffer_freeze(in, 0);
+		log_debug("peer %llu: %zu bytes read at shutdown",
+		    (unsigned long long)p->id, evbuffer_get_length(in));
+	}
+	peer_frames(p, 1);
+	peer_pause(p, 1);
 }
 
 static void

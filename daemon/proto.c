@@ -597,13 +597,19 @@ proto_event_error(enum proto_error code, const char *message)
 }
 
 char *
-proto_event_end(const char *session, int64_t last_final)
+proto_event_end(const char *session, const struct proto_end *e)
 {
 	struct json_object *o = proto_event_new("end", session);
 
-	if (o != NULL)
-		json_object_object_add(o, "last_final",
-		    json_object_new_int64(last_final));
+	if (o == NULL)
+		return NULL;
+	json_object_object_add(o, "last_final",
+	    json_object_new_int64(e->last_final));
+	json_object_object_add(o, "last_final_end",
+	    proto_json_seconds(e->last_final_end));
+	json_object_object_add(o, "audio_s", proto_json_seconds(e->audio_s));
+	json_object_object_add(o, "undecoded_s",
+	    proto_json_seconds(e->undecoded_s));
 	return proto_event_done(o);
 }
 

@@ -164,7 +164,14 @@ char	*proto_event_partial(const char *session, const char *text,
 char	*proto_event_final(const char *session, int64_t id,
 	    const struct proto_segment *, int n);
 char	*proto_event_error(enum proto_error, const char *message);
-char	*proto_event_end(const char *session, int64_t last_final);
+/* The end of a stream: what was received and what was transcribed. */
+struct proto_end {
+	int64_t		 last_final;	/* id, -1 when none */
+	double		 last_final_end; /* end of its last segment; 0 */
+	double		 audio_s;	/* audio received */
+	double		 undecoded_s;	/* of it, never transcribed */
+};
+char	*proto_event_end(const char *session, const struct proto_end *);
 /* Not an error: a shared source skipped audio the engine could not take. */
 char	*proto_event_overload(const char *session, double dropped_s,
 	    double total_s);

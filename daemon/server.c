@@ -3,11 +3,16 @@
  * systemd's), turns signals into a graceful drain, brings worker results
  * back onto the loop, and keeps systemd informed (STATUS, WATCHDOG).
  *
- * Drain (SIGTERM, SIGINT): stop accepting; every stream with a connected
- * client is finished, its last finals and "end" are sent, and then its
- * connection is closed; idle connections are closed at once. The loop
- * ends when no session is decoding and no connection is left, or after
- * shutdown_grace_seconds. A second signal ends it at once. SIGHUP reloads
+ * Drain (SIGTERM, SIGINT): stop accepting; what streaming clients wrote
+ * before the signal is read from their sockets and taken (peer_drain),
+ * then nothing more; every stream with someone to tell is finished, its
+ * last finals and "end" are sent, and then its connection is closed;
+ * idle connections are closed at once. The loop ends when no session is
+ * decoding and no connection is left. When shutdown_grace_seconds pass
+ * first (or on a second signal) the compute thread stops and every
+ * stream ends at once, its "end" saying how much of its audio was not
+ * decoded; the loop then ends once that is written, at most
+ * SERVER_ABORT_MAX_S later. A third signal ends it at once. SIGHUP reloads
  * the config (sottod_reload). Signals arrive as libevent events, so all
  * of this runs on the loop, never in a signal handler.
  *
@@ -35,6 +40,7 @@
 #include "sottod.h"
 
 #define SERVER_STATUS_S		5
+#define SERVER_ABORT_MAX_S	5	/* after the grace: flush, then exit */
 
 static struct {
 	struct evconnlistener	*listener;
@@ -181,11 +187,42 @@ server_watchdog_cb(int fd, short ev, void *arg)
 }
 
 static void
+server_exit_cb(int fd, short ev, void *arg)
+{
+	log_warnx("drain: clients still connected %d s after the streams "
+	    "ended; exiting", SERVER_ABORT_MAX_S);
+	event_base_loopexit(sottod.base, NULL);
+}
+
+/*
+ * The grace is over (or a second signal): stop decoding, end every
+ * stream now with what it did not decode, exit once that is written.
+ */
+static void
+server_drain_abort(void)
+{
+	struct timeval tv = { SERVER_ABORT_MAX_S, 0 };
+
+	sottod.draining = 2;
+	log_warnx("drain: %d streams still decoding; ending them now, with "
+	    "what they did not decode", session_busy());
+	worker_abort();
+	session_abort_all();
+	if (server.drain_timer != NULL) {
+		evtimer_del(server.drain_timer);
+		evtimer_assign(server.drain_timer, sottod.base, server_exit_cb,
+		    NULL);
+		evtimer_add(server.drain_timer, &tv);
+	}
+	server_drain_check();
+}
+
+static void
 server_drain_timeout_cb(int fd, short ev, void *arg)
 {
-	log_warnx("drain: still busy after %d s (shutdown_grace_seconds); "
-	    "exiting", sottod.cfg.shutdown_grace_s);
-	event_base_loopexit(sottod.base, NULL);
+	log_warnx("drain: still busy after %d s (shutdown_grace_seconds)",
+	    sottod.cfg.shutdown_grace_s);
+	server_drain_abort();
 }
 
 /* Exit the loop once a drain has nothing left to wait for. */
@@ -215,7 +252,7 @@ server_drain(void)
 		if (p->session == NULL && !(p->flags & PEER_BUSY))
 			peer_close(p);
 		else
-			peer_pause(p, 1);	/* no audio after the signal */
+			peer_drain(p);	/* what came before the signal */
 	}
 	session_drain_all();
 	server.drain_timer = evtimer_new(sottod.base, server_drain_timeout_cb,
@@ -232,8 +269,13 @@ server_signal_cb(int sig, short ev, void *arg)
 		sottod_reload();
 		return;
 	}
+	if (sottod.draining == 1) {
+		log_info("second signal: ending the streams now");
+		server_drain_abort();
+		return;
+	}
 	if (sottod.draining) {
-		log_info("second signal: exiting now");
+		log_info("third signal: exiting now");
 		event_base_loopexit(sottod.base, NULL);
 		return;
 	}

@@ -19,6 +19,9 @@
  * slowed down and nothing is dropped. A shared source cannot wait: past
  * SESSION_LAG_MAX_S its new audio is dropped, counted, and announced to
  * subscribers with an "overload" event.
+ *
+ * What happens to worker results, and how a stream ends (END or a
+ * shutdown), is in session-result.c.
  */
 #include <sys/random.h>
 
@@ -29,41 +32,12 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "session.h"
 #include "sottod.h"
-
-#define SESSION_LAG_HIGH_S	8.0
-#define SESSION_LAG_LOW_S	4.0
-#define SESSION_LAG_MAX_S	30.0
-
-struct session {
-	uint64_t		 id;
-	char			 name[PROTO_SESSION_MAX];
-	int			 flags;
-#define SESSION_SHARED	0x1	/* no owner; subscribers */
-#define SESSION_ENDING	0x2	/* finish once the worker is idle */
-#define SESSION_DONE	0x4	/* finished or failed: finals only */
-#define SESSION_NO_RESUME 0x8	/* its owner cannot resume: no grace */
-	struct peer		*owner;
-	struct peer_list	 subs;
-	struct source_client	*src;
-	struct worker_stream	*ws;
-	int			 in_flight, due;
-	size_t			 step_samples;
-	uint64_t		 received;	/* 16 kHz samples */
-	double			 audio_time;	/* what the engine holds */
-	char			*last_partial;
-	char			*hist[SESSION_HISTORY_MAX];
-	int64_t			 next_final;
-	double			 overload_s, dropping_s;
-	struct event		*expire;
-	TAILQ_ENTRY(session)	 entry;
-};
 
 struct session_list sessions = TAILQ_HEAD_INITIALIZER(sessions);
 struct sottod_stats sottod_stats;
 static uint64_t session_next_id = 1;
-
-static void	session_kick(struct session *);
 
 const char *
 session_name(const struct session *s)
@@ -107,7 +81,7 @@ session_find(const char *name)
 	return NULL;
 }
 
-static struct session *
+struct session *
 session_find_id(uint64_t id)
 {
 	struct session *s;
@@ -167,7 +141,7 @@ session_max_lag(void)
 	return m;
 }
 
-static void
+void
 session_free(struct session *s)
 {
 	struct peer *p;
@@ -214,7 +188,7 @@ session_expire_cb(int fd, short ev, void *arg)
 }
 
 /* Keep s for the grace period (restarting the clock). */
-static void
+void
 session_expire_arm(struct session *s)
 {
 	struct timeval tv = { sottod.cfg.reconnect_grace_s, 0 };
@@ -232,7 +206,7 @@ session_expire_arm(struct session *s)
 }
 
 /* Send json to every subscriber. */
-static void
+void
 session_broadcast(struct session *s, enum peer_event kind, const char *json)
 {
 	struct peer *p, *next;
@@ -395,7 +369,7 @@ session_attach(struct session *s, struct peer *p, int64_t since)
 	free(ev);
 	session_replay(s, p, since);
 	if (s->flags & SESSION_DONE) {
-		ev = proto_event_end(s->name, session_last_final(s));
+		ev = session_end_event(s);
 		peer_send(p, PEER_EVENT_CONTROL, ev);
 		free(ev);
 		peer_session_ended(p);
@@ -438,7 +412,7 @@ session_detach(struct session *s, struct peer *p)
 		session_expire_arm(s);
 }
 
-static void
+void
 session_flow(struct session *s)
 {
 	double lag = session_lag(s);
@@ -451,7 +425,7 @@ session_flow(struct session *s)
 		peer_pause(s->owner, 0);
 }
 
-static int
+int
 session_push(struct session *s, const float *pcm, size_t n)
 {
 	if (n > 0 && worker_stream_push(s->ws, pcm, n) != 0)
@@ -510,172 +484,3 @@ session_shared_audio(struct session *s, const int16_t *pcm, size_t frames)
 		log_warnx("session %s: %s", s->name, msg);
 }
 
-/* End of stream: decode the rest, send the last finals and "end". */
-void
-session_end(struct session *s)
-{
-	const float *pcm;
-	size_t n;
-	char msg[PROTO_MSG_MAX];
-
-	if (s->flags & (SESSION_ENDING | SESSION_DONE))
-		return;
-	if (source_client_flush(s->src, &pcm, &n, msg) != PROTO_OK ||
-	    session_push(s, pcm, n) != 0)
-		log_warnx("session %s: resampler tail lost: %s", s->name, msg);
-	s->flags |= SESSION_ENDING;
-	session_kick(s);
-}
-
-/* Queue the next job if one is due and none is running. */
-static void
-session_kick(struct session *s)
-{
-	if (s->in_flight || (s->flags & SESSION_DONE))
-		return;
-	if (s->flags & SESSION_ENDING) {
-		if (worker_queue(s->ws, WORKER_FINISH) == 0)
-			s->in_flight = 1;
-		return;
-	}
-	if (s->due || worker_stream_pending(s->ws) >= s->step_samples)
-		if (worker_queue(s->ws, WORKER_STEP) == 0)
-			s->in_flight = 1;
-}
-
-static void
-session_finals(struct session *s, const struct worker_result *r)
-{
-	struct proto_segment segs[64];
-	int i, n;
-	char *ev;
-
-	for (i = 0; i < r->n_finals; i += n) {
-		for (n = 0; n < 64 && i + n < r->n_finals; n++) {
-			segs[n].start = r->finals[i + n].start;
-			segs[n].end = r->finals[i + n].end;
-			segs[n].text = r->finals[i + n].text;
-		}
-		if ((ev = proto_event_final(s->name, s->next_final, segs,
-		    n)) == NULL) {
-			log_warnx("session %s: out of memory", s->name);
-			continue;
-		}
-		free(s->hist[s->next_final % SESSION_HISTORY_MAX]);
-		s->hist[s->next_final % SESSION_HISTORY_MAX] = ev;
-		s->next_final++;
-		session_broadcast(s, PEER_EVENT_FINAL, ev);
-	}
-}
-
-static void
-session_partial(struct session *s, const struct worker_result *r)
-{
-	const char *text = r->partial ? r->partial : "";
-	char *ev;
-
-	if (strcmp(text, s->last_partial ? s->last_partial : "") == 0)
-		return;
-	free(s->last_partial);
-	s->last_partial = strdup(text);
-	ev = proto_event_partial(s->name, text, r->partial_start,
-	    r->partial_end);
-	session_broadcast(s, PEER_EVENT_PARTIAL, ev);
-	free(ev);
-}
-
-/*
- * A done session keeps only its finals: its engine stream (tens of MB)
- * goes now, not when the session expires.
- */
-static void
-session_release_engine(struct session *s)
-{
-	if (s->ws != NULL && worker_queue(s->ws, WORKER_FREE) == 0)
-		s->ws = NULL;
-}
-
-/* The stream is over: "end" to everyone, then keep finals a while. */
-static void
-session_done_now(struct session *s)
-{
-	struct peer *p, *next;
-	char *ev;
-
-	s->flags |= SESSION_DONE;
-	if ((double)s->received / SOTTO_SAMPLE_RATE > s->audio_time)
-		sottod_stats.audio_done_s += (double)s->received /
-		    SOTTO_SAMPLE_RATE - s->audio_time;
-	session_release_engine(s);
-	ev = proto_event_end(s->name, session_last_final(s));
-	session_broadcast(s, PEER_EVENT_CONTROL, ev);
-	free(ev);
-	log_info("session %s: ended, %lld finals", s->name,
-	    (long long)s->next_final);
-	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
-		peer_session_ended(p);
-	if (!(s->flags & SESSION_SHARED))
-		session_expire_arm(s);
-	/* A drain may have waited only for this one (the microphone). */
-	server_drain_check();
-}
-
-static void
-session_failed(struct session *s, const struct worker_result *r)
-{
-	struct peer *p, *next;
-
-	log_warnx("session %s: engine: %s", s->name, r->err);
-	s->flags |= SESSION_DONE;
-	session_release_engine(s);
-	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
-		peer_fail(p, PROTO_E_INTERNAL, "engine: %s", r->err);
-	if (!(s->flags & SESSION_SHARED))
-		session_expire_arm(s);
-	server_drain_check();
-}
-
-/* A job of the worker is done (loop thread). */
-void
-session_result(struct worker_result *r)
-{
-	struct session *s;
-
-	if ((s = session_find_id(r->id)) == NULL)
-		return;
-	s->in_flight = 0;
-	if (r->error) {
-		session_failed(s, r);
-		return;
-	}
-	if (r->stepped && r->audio_time > s->audio_time) {
-		sottod_stats.audio_done_s += r->audio_time - s->audio_time;
-		s->audio_time = r->audio_time;
-	}
-	s->due = r->due;
-	session_finals(s, r);
-	if (r->kind == WORKER_FINISH) {
-		session_done_now(s);
-		return;
-	}
-	if (r->stepped)
-		session_partial(s, r);
-	session_kick(s);
-	session_flow(s);
-}
-
-/* SIGTERM: finish every stream that has someone to tell. */
-void
-session_drain_all(void)
-{
-	struct session *s, *next;
-
-	TAILQ_FOREACH_SAFE(s, &sessions, entry, next) {
-		if (s->flags & SESSION_DONE)
-			session_free(s);
-		else if (s->owner == NULL && !(s->flags & SESSION_SHARED))
-			session_free(s);
-		else
-			session_end(s);
-	}
-}

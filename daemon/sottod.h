@@ -42,7 +42,8 @@ struct sottod {
 	char			 model_name[PROTO_NAME_MAX];
 	int			 multilingual;
 	double			 started;	/* monotonic seconds */
-	int			 draining;	/* SIGTERM: finishing streams */
+	int			 draining;	/* SIGTERM: 1 finishing streams,
+						   2 ending them (grace over) */
 	int			 listen_fd;
 	int			 own_socket;	/* created by us, not systemd */
 };
@@ -174,6 +175,7 @@ void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
 void	peer_close(struct peer *);
 void	peer_close_after_flush(struct peer *);
 void	peer_pause(struct peer *, int);
+void	peer_drain(struct peer *);
 void	peer_timer(struct peer *);
 void	peer_session_ended(struct peer *);
 uint64_t peer_dropped_partials(void);
@@ -197,6 +199,7 @@ void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
 void	session_end(struct session *);
 void	session_result(struct worker_result *);
 void	session_drain_all(void);
+void	session_abort_all(void);
 int	session_busy(void);
 double	session_max_lag(void);
 const char *session_name(const struct session *);
@@ -248,8 +251,8 @@ void	ws_request(struct evhttp_request *);	/* GET /ws */
 
 /* worker.c */
 enum worker_kind {
-	WORKER_STEP,
-	WORKER_FINISH,
+	WORKER_STEP,		/* one step, if one is due */
+	WORKER_FINISH,		/* one step of the rest, or the end */
 	WORKER_FREE,
 	WORKER_FILE,		/* a whole file: worker-file.c */
 };
@@ -265,6 +268,8 @@ struct worker_result {
 	enum worker_kind	 kind;
 	struct worker_file	*file;		/* WORKER_FILE: the job */
 	int			 error, stepped, due;
+	int			 aborted;	/* shutdown: not run */
+	int			 ended;		/* FINISH: the stream is over */
 	char			 err[SOTTO_ERR_MAX];
 	struct worker_segment	*finals;
 	int			 n_finals;
@@ -290,6 +295,8 @@ struct worker_result *worker_next_result(void);
 void	worker_result_free(struct worker_result *);
 double	worker_step_seconds(void);
 int	worker_start(struct event *wake, char *err, size_t errlen);
+/* Shutdown: no more engine work; jobs return at once, aborted. */
+void	worker_abort(void);
 void	worker_stop(void);
 int	worker_alive(void);
 int	worker_queue_depth(void);

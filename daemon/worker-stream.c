@@ -159,9 +159,8 @@ worker_feed_size(struct worker_stream *ws)
 }
 
 /*
- * Everything pending, fed as worker_run_steps feeds it (so the result
- * does not depend on when END arrived), every due step, then the end of
- * the stream.
+ * The end of the stream (a FINISH job once nothing is due and nothing
+ * pending): the rest of its audio decoded and all of it made final.
  */
 int
 worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
@@ -169,24 +168,10 @@ worker_finish(struct worker_stream *ws, struct worker_result *r, char *err)
 	struct sotto_stream_update u;
 	int rc;
 
-	for (;;) {
-		if (!sotto_stream_due(ws->stream)) {
-			if (worker_stream_pending(ws) == 0)
-				break;
-			if ((rc = worker_feed(ws, worker_feed_size(ws),
-			    err)) != 0)
-				return rc;
-		}
-		if (!sotto_stream_due(ws->stream))
-			continue;
-		if ((rc = sotto_stream_step(ws->stream, &u, err)) != 0)
-			return rc;
-		if (worker_copy(ws, r, &u) != 0)
-			return SOTTO_ENOMEM;
-	}
 	if ((rc = sotto_stream_finish(ws->stream, &u, err)) != 0)
 		return rc;
 	r->stepped = 1;
+	r->ended = 1;
 	return worker_copy(ws, r, &u) != 0 ? SOTTO_ENOMEM : 0;
 }
 

@@ -18,12 +18,23 @@
  * pending, so "pending + undecoded" is the session's lag and one busy
  * session cannot starve the others (the loop requeues it at the back).
  *
- * STEP jobs of different streams run as one batch: with a STEP job the
- * worker takes the queue's other STEP jobs (up to WORKER_BATCH in all)
- * whose streams have no earlier job queued, feeds each, and steps the
- * due ones together (sotto_stream_step_many), so their decoders read the
- * weights once per token for all of them. A stream's jobs keep their
- * order: one with an earlier job waiting is left in the queue.
+ * A FINISH job (the stream ended: END, or a shutdown) is a STEP that,
+ * once nothing is due and nothing pending, ends the engine stream
+ * instead; the loop queues FINISH jobs until one ends it, so a finishing
+ * stream takes one step per turn like the others, and its finals go out
+ * as they come.
+ *
+ * STEP and FINISH jobs of different streams run as one batch: with one
+ * the worker takes the queue's other STEP and FINISH jobs (up to
+ * WORKER_BATCH in all) whose streams have no earlier job queued, feeds
+ * each, and steps the due ones together (sotto_stream_step_many), so
+ * their decoders read the weights once per token for all of them. A
+ * stream's jobs keep their order: one with an earlier job waiting is
+ * left in the queue.
+ *
+ * Shutdown: after worker_abort() no engine work is done for streams;
+ * each STEP or FINISH job comes back at once with aborted set (FREE
+ * jobs still run), and a step already running completes.
  *
  * A FILE job (worker-file.c) transcribes a whole uploaded file as `sotto
  * transcribe` does. Between two of its 30 s windows it runs the jobs of
@@ -59,6 +70,12 @@ struct worker_job {
 	TAILQ_ENTRY(worker_job)	 entry;
 };
 
+/* A STEP or FINISH job taken into a batch. */
+struct worker_task {
+	struct worker_stream	*ws;
+	enum worker_kind	 kind;
+};
+
 static struct {
 	pthread_t		 thread;
 	pthread_mutex_t		 lock;
@@ -66,6 +83,7 @@ static struct {
 	TAILQ_HEAD(, worker_job) jobs;
 	TAILQ_HEAD(, worker_result) done;
 	int			 stop, running;
+	int			 abort;		/* shutdown: no engine work */
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
 	int			 n_streams;	/* alive */
@@ -217,93 +235,93 @@ worker_fail(struct worker_stream *ws, struct worker_result *r)
 	r->error = 1;
 }
 
-/* Run a FINISH or FREE job; returns its result, or NULL for FREE. */
+/* Shutdown: a job's result without running it. */
 static struct worker_result *
-worker_run(struct worker_stream *ws, enum worker_kind kind)
+worker_skip(struct worker_stream *ws, enum worker_kind kind)
 {
 	struct worker_result *r;
-	double t0 = worker_now();
-	int rc;
 
-	if (kind == WORKER_FREE) {
-		worker_stream_free(ws);
-		return NULL;
+	if ((r = calloc(1, sizeof(*r))) != NULL) {
+		r->id = ws->id;
+		r->kind = kind;
+		r->aborted = 1;
 	}
-	if ((r = worker_prepare(ws, kind)) == NULL || r->error)
-		return r;
-	if ((rc = worker_finish(ws, r, r->err)) != 0)
-		worker_fail(ws, r);
-	r->due = !ws->failed && sotto_stream_due(ws->stream);
-	r->compute_s = worker_now() - t0;
 	return r;
 }
 
 /*
- * STEP jobs of n different streams: each fed worker_feed_size() of its
- * pending audio beyond what the engine holds, then the due ones stepped
- * as one batch. out[i] is ws[i]'s result (NULL when out of memory);
- * compute_s is the batch's time per stream stepped.
+ * STEP and FINISH jobs of n different streams: each fed
+ * worker_feed_size() of its pending audio beyond what the engine holds,
+ * then the due ones stepped as one batch; a FINISH with nothing left to
+ * step ends its stream instead. out[i] is task i's result (NULL when out
+ * of memory); compute_s is the batch's time per stream stepped.
  */
 static void
-worker_run_steps(struct worker_stream **ws, int n, struct worker_result **out)
+worker_run_steps(const struct worker_task *t, int n,
+    struct worker_result **out)
 {
 	struct sotto_stream *due[WORKER_BATCH];
 	struct sotto_stream_update u[WORKER_BATCH];
 	char err[WORKER_BATCH][SOTTO_ERR_MAX];
 	int at[WORKER_BATCH], rc[WORKER_BATCH], k = 0, i, j;
-	double t0 = worker_now(), t;
+	double t0 = worker_now(), dt;
+	struct worker_stream *ws;
 
 	for (i = 0; i < n; i++) {
-		if ((out[i] = worker_prepare(ws[i], WORKER_STEP)) == NULL ||
+		ws = t[i].ws;
+		if ((out[i] = worker_prepare(ws, t[i].kind)) == NULL ||
 		    out[i]->error)
 			continue;
-		if (!sotto_stream_due(ws[i]->stream) &&
-		    worker_feed(ws[i], worker_feed_size(ws[i]),
-		    out[i]->err) != 0) {
-			worker_fail(ws[i], out[i]);
+		if (!sotto_stream_due(ws->stream) && worker_feed(ws,
+		    worker_feed_size(ws), out[i]->err) != 0) {
+			worker_fail(ws, out[i]);
 			continue;
 		}
-		if (sotto_stream_due(ws[i]->stream)) {
+		if (sotto_stream_due(ws->stream)) {
 			at[k] = i;
-			due[k++] = ws[i]->stream;
-		}
+			due[k++] = ws->stream;
+		} else if (t[i].kind == WORKER_FINISH &&
+		    worker_finish(ws, out[i], out[i]->err) != 0)
+			worker_fail(ws, out[i]);
 	}
 	if (k > 0)
 		sotto_stream_step_many(due, k, u, rc, err);
 	for (j = 0; j < k; j++) {
 		struct worker_result *r = out[at[j]];
 
+		ws = t[at[j]].ws;
 		if (rc[j] != 0) {
 			snprintf(r->err, sizeof(r->err), "%s", err[j]);
-			worker_fail(ws[at[j]], r);
-		} else if (worker_copy(ws[at[j]], r, &u[j]) != 0) {
+			worker_fail(ws, r);
+		} else if (worker_copy(ws, r, &u[j]) != 0) {
 			snprintf(r->err, sizeof(r->err), "out of memory");
-			worker_fail(ws[at[j]], r);
+			worker_fail(ws, r);
 		} else
 			r->stepped = 1;
 	}
-	t = (worker_now() - t0) / (k > 0 ? k : 1);
+	dt = (worker_now() - t0) / (k > 0 ? k : 1);
 	for (i = 0; i < n; i++)
 		if (out[i] != NULL) {
-			out[i]->due = !ws[i]->failed &&
-			    sotto_stream_due(ws[i]->stream);
-			out[i]->compute_s = t;
+			out[i]->due = !t[i].ws->failed &&
+			    sotto_stream_due(t[i].ws->stream);
+			out[i]->compute_s = dt;
 		}
 }
 
 /*
- * With the lock held: the STEP jobs after the head job j that may run
- * with it (other streams, none with an earlier job queued), taken out of
- * the queue into batch after j's stream; returns how many in all.
+ * With the lock held: the STEP and FINISH jobs after the head job j that
+ * may run with it (other streams, none with an earlier job queued), taken
+ * out of the queue into batch after j's; returns how many in all.
  */
 static int
-worker_take_steps(struct worker_job *j, struct worker_stream **batch)
+worker_take_steps(struct worker_job *j, struct worker_task *batch)
 {
 	struct worker_stream *seen[64];
 	struct worker_job *q, *next;
 	int n = 1, n_seen = 1, i, dup;
 
-	batch[0] = seen[0] = j->ws;
+	batch[0].ws = seen[0] = j->ws;
+	batch[0].kind = j->kind;
 	for (q = TAILQ_FIRST(&worker.jobs); q != NULL && n < WORKER_BATCH &&
 	    n_seen < 64; q = next) {
 		next = TAILQ_NEXT(q, entry);
@@ -312,10 +330,11 @@ worker_take_steps(struct worker_job *j, struct worker_stream **batch)
 		if (dup)
 			continue;
 		seen[n_seen++] = q->ws;
-		if (q->kind != WORKER_STEP)
+		if (q->kind != WORKER_STEP && q->kind != WORKER_FINISH)
 			continue;
 		TAILQ_REMOVE(&worker.jobs, q, entry);
-		batch[n++] = q->ws;
+		batch[n].ws = q->ws;
+		batch[n++].kind = q->kind;
 		free(q);
 	}
 	return n;
@@ -358,18 +377,23 @@ worker_run_file(struct worker_file *f)
 static void
 worker_run_job(struct worker_job *j)
 {
-	struct worker_stream *batch[WORKER_BATCH];
+	struct worker_task batch[WORKER_BATCH];
 	struct worker_result *r[WORKER_BATCH];
-	int n, i;
+	int n = 0, i, skip, step;
 
-	n = j->kind == WORKER_STEP ? worker_take_steps(j, batch) : 0;
+	step = j->kind == WORKER_STEP || j->kind == WORKER_FINISH;
+	skip = worker.abort && step;
+	if (step && !skip)
+		n = worker_take_steps(j, batch);
 	pthread_mutex_unlock(&worker.lock);
-	if (n > 0)
+	if (skip)
+		r[n++] = worker_skip(j->ws, j->kind);
+	else if (n > 0)
 		worker_run_steps(batch, n, r);
 	else if (j->kind == WORKER_FILE)
 		r[n++] = worker_run_file(j->file);
 	else
-		r[n++] = worker_run(j->ws, j->kind);
+		worker_stream_free(j->ws);
 	free(j);
 	pthread_mutex_lock(&worker.lock);
 	for (i = 0; i < n; i++)
@@ -447,6 +471,14 @@ worker_next_result(void)
 		TAILQ_REMOVE(&worker.done, r, entry);
 	pthread_mutex_unlock(&worker.lock);
 	return r;
+}
+
+void
+worker_abort(void)
+{
+	pthread_mutex_lock(&worker.lock);
+	worker.abort = 1;
+	pthread_mutex_unlock(&worker.lock);
 }
 
 /* Recent compute seconds per step (moving average). */

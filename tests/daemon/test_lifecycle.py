@@ -1,7 +1,9 @@
 """sottod as a long-running service: connections that say nothing time
 out instead of holding their uid's slots; the connection limit and the
 session limit are separate, so `sotto status` answers while every session
-is in use.
+is in use; SIGTERM decodes what clients wrote before it, or says exactly
+what it did not (`end` undecoded_s), and exits at once with the
+microphone enabled.
 
 Real daemon, real tiny.en, real speech, driven by the real `sotto` client
 and by a raw protocol client (conftest.py).
@@ -10,12 +12,19 @@ and by a raw protocol client (conftest.py).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
 import subprocess
+import threading
 import time
 import wave
 
-from conftest import (AUDIO_DIR, MSG_HELLO, MSG_OPEN, MSG_STATUS, SOTTO, RawClient,
-                      frame, jframe, report)
+import pytest
+
+from conftest import (AUDIO_DIR, BUILD, MSG_AUDIO, MSG_END, MSG_HELLO,
+                      MSG_OPEN, MSG_STATUS, SOTTO, RawClient, Stream, frame,
+                      jframe, report, werlib)
 
 OPEN = jframe(MSG_OPEN, {"format": "s16le"})
 
@@ -25,6 +34,20 @@ def pcm16(name: str) -> bytes:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == \
             (16000, 1, 2), f"{name}: not 16 kHz mono s16"
         return w.readframes(w.getnframes())
+
+
+class Listen(Stream):
+    """`sotto listen --format jsonl --since -1` with arrival times."""
+
+    def __init__(self, socket_path: str):
+        self.cmd = [str(SOTTO), "listen", "-s", socket_path, "-f", "jsonl",
+                    "--since", "-1"]
+        self.lines = []
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
 
 def sotto_status(sock: str) -> subprocess.CompletedProcess:
@@ -145,3 +168,187 @@ def test_connection_limit_is_its_own(make_daemon):
     for c in held:
         c.close()
     assert d.stop() == 0
+
+
+# --- SIGTERM -----------------------------------------------------------------------
+
+PLUGIN = (BUILD / "tests" / "daemon" /
+          "libasound_module_pcm_sottofake.so").resolve()
+
+
+def mic_env(tmp_path, pcm: bytes) -> dict:
+    """An asoundrc whose PCM "sottomic" plays pcm as a live microphone
+    (sottofake, as tests/daemon/test_mic.py uses it)."""
+    if not PLUGIN.is_file():
+        pytest.fail(f"{PLUGIN} is missing: meson compile -C {BUILD}")
+    raw = tmp_path / "speech.raw"
+    raw.write_bytes(pcm)
+    rc = tmp_path / "asoundrc"
+    rc.write_text(
+        f'pcm_type.sottofake {{\n\tlib "{PLUGIN}"\n}}\n'
+        f'pcm.sottomic {{\n\ttype sottofake\n\tfile "{raw}"\n'
+        f'\torigin "{tmp_path / "origin"}"\n}}\n')
+    return {"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{rc}"}
+
+
+MIC_CONF = "[mic]\nenabled = yes\ndevice = sottomic\n"
+
+
+def stop_timed(d, timeout: float = 90) -> tuple[float, float]:
+    """SIGTERM d: (seconds until it exited, when it was signalled)."""
+    t0 = time.monotonic()
+    rc = d.stop(timeout=timeout)
+    took = time.monotonic() - t0
+    assert rc == 0, d.log()
+    return took, t0
+
+
+def quick_bound(quiet: float) -> float:
+    """quiet seconds on a machine with its 2 cores to itself; the shared
+    CI machine (load average L) gives a process about 2/L of them, up to
+    5x that bound."""
+    return quiet * min(5.0, max(1.0, os.getloadavg()[0] / 2))
+
+
+def test_sigterm_with_the_microphone(make_daemon, tmp_path):
+    """[mic] enabled: SIGTERM ends the microphone's session, its last
+    finals reach the listener, and sottod exits within 2 s (it waited for
+    60 s: the shared session's end never reached the drain check); also
+    with no listener at all."""
+    pcm = pcm16("jfk.wav") + bytes(16000 * 2 * 60)
+    conf = "shutdown_grace_seconds = 60\n" + MIC_CONF
+    bound = quick_bound(2.0)
+    (tmp_path / "a").mkdir()
+    d = make_daemon(env=mic_env(tmp_path / "a", pcm), conf=conf).start()
+    time.sleep(3)
+    took0, _ = stop_timed(d)
+    assert took0 < bound, f"SIGTERM took {took0:.1f} s:\n{d.log()}"
+
+    (tmp_path / "b").mkdir()
+    d = make_daemon(env=mic_env(tmp_path / "b", pcm), conf=conf).start()
+    listener = Listen(d.socket)
+    deadline = time.monotonic() + 60
+    # Stop as soon as "americans" is heard (in a partial, not yet final).
+    while not any("americans" in e["text"].lower()
+                  for e in listener.events("partial")):
+        assert time.monotonic() < deadline, listener.lines
+        time.sleep(0.02)
+    took, t0 = stop_timed(d)
+    assert listener.wait(10) == 0, listener.stderr
+    assert took < bound, f"SIGTERM took {took:.1f} s:\n{d.log()}"
+    types = [e["type"] for _, e in listener.lines]
+    assert types[-1] == "end" and "error" not in types, types
+    t_end = next(t for t, e in listener.lines if e["type"] == "end") - t0
+    assert took - t_end < 1.0, f"exit {took - t_end:.1f} s after the end"
+    text = listener.text().lower()
+    # What it had heard before the signal became final.
+    assert "fellow americans" in text, text
+    assert listener.events("end")[0]["undecoded_s"] == 0, listener.lines
+    report(f"SIGTERM with the microphone: exit in {took0:.2f} s with no "
+           f"listener, {took:.2f} s with one (its end after {t_end:.2f} "
+           f"s); bound {bound:.1f} s at load "
+           f"{os.getloadavg()[0]:.1f}")
+
+
+CLIPS = ("jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav",
+         "sense_and_sensibility_01_austen_64kb-0890.wav")
+
+
+def speech(manifest) -> tuple[bytes, str]:
+    """23.4 s of real speech (three clips back to back), its reference."""
+    pcm = b"".join(pcm16(c) for c in CLIPS)
+    return pcm, " ".join(manifest[c] for c in CLIPS)
+
+
+def write_all(sock: str, pcm: bytes) -> RawClient:
+    """A client that writes every byte of pcm and END into its socket at
+    once (a socket buffer that holds them all), as fast as it can."""
+    c = RawClient(sock)
+    c.s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    c.hello()
+    c.send(OPEN)
+    assert c.event()["type"] == "opened"
+    c.send(b"".join(frame(MSG_AUDIO, pcm[i:i + 16000])
+                    for i in range(0, len(pcm), 16000)) + frame(MSG_END))
+    return c
+
+
+def segments(evs: list[dict]) -> list[tuple[float, float, str]]:
+    return [(s["start"], s["end"], s["text"]) for e in evs
+            if e["type"] == "final" for s in e["segments"]]
+
+
+def test_sigterm_decodes_what_was_written(make_daemon, manifest, tmp_path):
+    """A client writes 23 s of speech and END as fast as it can, then
+    sottod gets SIGTERM: what the client wrote before the signal (most of
+    it still in the socket) is read and decoded within the grace, and
+    `end` says so (audio_s, undecoded_s 0). Cut short by a second
+    SIGTERM, `end` says exactly what was not decoded: the finals are the
+    same as the whole run's up to that point, none after it, and `sotto
+    stream` says so and exits 5."""
+    pcm, ref = speech(manifest)
+    total = len(pcm) / 2 / 16000
+
+    d = make_daemon(conf="shutdown_grace_seconds = 60\n").start()
+    c = write_all(d.socket, pcm)
+    t0 = time.monotonic()
+    d.proc.send_signal(signal.SIGTERM)
+    evs = c.events_until("end")
+    assert c.event() is None
+    took = time.monotonic() - t0
+    assert d.stop() == 0
+    end = evs[-1]
+    full = segments(evs)
+    text = "".join(s[2] for s in full)
+    w = werlib.wer([ref], [text])
+    assert full[-1][1] > total - 1.5, (full[-1], total)
+    assert w < 0.15, (w, text)
+    assert abs(end["audio_s"] - total) < 0.01, (end, total)
+    assert end["undecoded_s"] == 0, end
+    assert end["last_final_end"] == full[-1][1], (end, full[-1])
+
+    wav = tmp_path / "speech.wav"
+    with wave.open(str(wav), "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes(pcm)
+    d = make_daemon(conf="shutdown_grace_seconds = 60\n").start()
+    c = write_all(d.socket, pcm)
+    other = Stream(d.socket, "--fast", wav)
+    while not other.events("opened"):
+        time.sleep(0.02)
+    d.proc.send_signal(signal.SIGTERM)
+    evs = []
+    while len(segments(evs)) < 3:   # cut it once a few finals came
+        evs.append(c.event())
+        assert evs[-1]["type"] in ("partial", "final"), evs
+    d.proc.send_signal(signal.SIGTERM)
+    evs += c.events_until("end")
+    assert c.event() is None
+    assert d.stop() == 0
+    end = evs[-1]
+    cut = segments(evs)
+    through = end["audio_s"] - end["undecoded_s"]
+    assert abs(end["audio_s"] - total) < 0.01, (end, total)
+    assert 0 < end["undecoded_s"] <= total, end
+    # The finals sent are the whole run's first ones (a stream that is
+    # not live is decoded the same whatever the load), none past the
+    # point end names, and every final the whole run had before it.
+    assert cut == full[:len(cut)], (cut, full)
+    assert all(s[1] <= through + 0.01 for s in cut), (through, cut)
+    assert all(s in cut for s in full if s[1] <= through - 1.0), \
+        (through, cut, full)
+    if cut:
+        assert end["last_final_end"] == cut[-1][1], end
+    rc = other.wait()
+    assert rc == 5, (rc, other.stderr)
+    oend = other.events("end")[0]
+    assert oend["undecoded_s"] > 0, oend
+    assert f"last {oend['undecoded_s']:.1f} s of the " \
+        f"{oend['audio_s']:.1f} s" in other.stderr, other.stderr
+    report(f"SIGTERM after a client wrote {total:.1f} s fast: all "
+           f"received and decoded in {took:.1f} s (WER {w:.2f}); cut by "
+           f"a second SIGTERM: end says {end['undecoded_s']:.1f} s "
+           f"undecoded, {len(cut)} of {len(full)} finals, as the whole "
+           f"run's; sotto stream exits 5")

@@ -327,7 +327,14 @@ test_events(void **state)
 	json_object_put(o);
 	json_object_put(event_json(proto_event_opened("s1", -1)));
 	json_object_put(event_json(proto_event_subscribed("mic", "mic")));
-	json_object_put(event_json(proto_event_end("s1", 3)));
+	o = event_json(proto_event_end("s1", &(struct proto_end){ 3, 21.25,
+	    23.0, 1.5 }));
+	assert_string_equal(field(o, "session"), "s1");
+	assert_string_equal(field(o, "last_final"), "3");
+	assert_string_equal(field(o, "last_final_end"), "21.250");
+	assert_string_equal(field(o, "audio_s"), "23.000");
+	assert_string_equal(field(o, "undecoded_s"), "1.500");
+	json_object_put(o);
 }
 
 static void

@@ -1,0 +1,242 @@
+/*
+ * A session's results and its end: each worker result becomes final and
+ * partial events for the session's peers and the next job is queued
+ * (session_kick); END, or a shutdown, finishes the stream one step per
+ * job, then "end" goes out with what was received and what, if anything,
+ * was never decoded.
+ *
+ * Shutdown (server.c): session_drain_all ends every stream that has
+ * someone to tell; if the grace runs out, session_abort_all ends them at
+ * once, each "end" saying how many seconds of its audio were not
+ * transcribed (undecoded_s: audio received past the point where every
+ * word is final), so that no loss is silent.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+#include "sottod.h"
+
+/* The "end" event of s (malloc'd; NULL when out of memory). */
+char *
+session_end_event(const struct session *s)
+{
+	struct proto_end e;
+
+	e.last_final = session_last_final(s);
+	e.last_final_end = s->final_end;
+	e.audio_s = (double)s->received / SOTTO_SAMPLE_RATE;
+	e.undecoded_s = s->undecoded_s;
+	return proto_event_end(s->name, &e);
+}
+
+/* End of stream: decode the rest, send the last finals and "end". */
+void
+session_end(struct session *s)
+{
+	const float *pcm;
+	size_t n;
+	char msg[PROTO_MSG_MAX];
+
+	if (s->flags & (SESSION_ENDING | SESSION_DONE))
+		return;
+	if (source_client_flush(s->src, &pcm, &n, msg) != PROTO_OK ||
+	    session_push(s, pcm, n) != 0)
+		log_warnx("session %s: resampler tail lost: %s", s->name, msg);
+	s->flags |= SESSION_ENDING;
+	session_kick(s);
+}
+
+/* Queue the next job if one is due and none is running. */
+void
+session_kick(struct session *s)
+{
+	if (s->in_flight || (s->flags & (SESSION_DONE | SESSION_ABORTED)))
+		return;
+	if (s->flags & SESSION_ENDING) {
+		if (worker_queue(s->ws, WORKER_FINISH) == 0)
+			s->in_flight = 1;
+		return;
+	}
+	if (s->due || worker_stream_pending(s->ws) >= s->step_samples)
+		if (worker_queue(s->ws, WORKER_STEP) == 0)
+			s->in_flight = 1;
+}
+
+static void
+session_finals(struct session *s, const struct worker_result *r)
+{
+	struct proto_segment segs[64];
+	int i, n;
+	char *ev;
+
+	for (i = 0; i < r->n_finals; i += n) {
+		for (n = 0; n < 64 && i + n < r->n_finals; n++) {
+			segs[n].start = r->finals[i + n].start;
+			segs[n].end = r->finals[i + n].end;
+			segs[n].text = r->finals[i + n].text;
+		}
+		if ((ev = proto_event_final(s->name, s->next_final, segs,
+		    n)) == NULL) {
+			log_warnx("session %s: out of memory", s->name);
+			continue;
+		}
+		free(s->hist[s->next_final % SESSION_HISTORY_MAX]);
+		s->hist[s->next_final % SESSION_HISTORY_MAX] = ev;
+		s->next_final++;
+		if (segs[n - 1].end > s->final_end)
+			s->final_end = segs[n - 1].end;
+		session_broadcast(s, PEER_EVENT_FINAL, ev);
+	}
+}
+
+static void
+session_partial(struct session *s, const struct worker_result *r)
+{
+	const char *text = r->partial ? r->partial : "";
+	char *ev;
+
+	if (strcmp(text, s->last_partial ? s->last_partial : "") == 0)
+		return;
+	free(s->last_partial);
+	s->last_partial = strdup(text);
+	ev = proto_event_partial(s->name, text, r->partial_start,
+	    r->partial_end);
+	session_broadcast(s, PEER_EVENT_PARTIAL, ev);
+	free(ev);
+}
+
+/*
+ * A done session keeps only its finals: its engine stream (tens of MB)
+ * goes now, not when the session expires.
+ */
+static void
+session_release_engine(struct session *s)
+{
+	if (s->ws != NULL && worker_queue(s->ws, WORKER_FREE) == 0)
+		s->ws = NULL;
+}
+
+/* The stream is over: "end" to everyone, then keep finals a while. */
+static void
+session_done_now(struct session *s)
+{
+	struct peer *p, *next;
+	double done;
+	char *ev;
+
+	s->flags |= SESSION_DONE;
+	session_release_engine(s);
+	if (!(s->flags & SESSION_FINISHED)) {
+		s->undecoded_s = (double)s->received / SOTTO_SAMPLE_RATE -
+		    s->decoded_s;
+		if (s->undecoded_s < 0)
+			s->undecoded_s = 0;
+	}
+	done = (double)s->received / SOTTO_SAMPLE_RATE - s->undecoded_s;
+	if (done > s->audio_time)
+		sottod_stats.audio_done_s += done - s->audio_time;
+	ev = session_end_event(s);
+	session_broadcast(s, PEER_EVENT_CONTROL, ev);
+	free(ev);
+	if (s->undecoded_s > 0)
+		log_warnx("session %s: ended at shutdown, %.1f s of %.1f s of "
+		    "audio not transcribed", s->name, s->undecoded_s,
+		    (double)s->received / SOTTO_SAMPLE_RATE);
+	else
+		log_info("session %s: ended, %lld finals", s->name,
+		    (long long)s->next_final);
+	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
+		peer_session_ended(p);
+	if (!(s->flags & SESSION_SHARED))
+		session_expire_arm(s);
+	server_drain_check();	/* the microphone's end too */
+}
+
+static void
+session_failed(struct session *s, const struct worker_result *r)
+{
+	struct peer *p, *next;
+
+	log_warnx("session %s: engine: %s", s->name, r->err);
+	s->flags |= SESSION_DONE;
+	session_release_engine(s);
+	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
+		peer_fail(p, PROTO_E_INTERNAL, "engine: %s", r->err);
+	if (!(s->flags & SESSION_SHARED))
+		session_expire_arm(s);
+	server_drain_check();
+}
+
+/* A job of the worker is done (loop thread). */
+void
+session_result(struct worker_result *r)
+{
+	struct session *s;
+
+	if ((s = session_find_id(r->id)) == NULL)
+		return;
+	s->in_flight = 0;
+	if (r->error) {
+		session_failed(s, r);
+		return;
+	}
+	if (r->stepped) {
+		if (r->audio_time > s->audio_time) {
+			sottod_stats.audio_done_s += r->audio_time -
+			    s->audio_time;
+			s->audio_time = r->audio_time;
+		}
+		s->decoded_s = r->partial != NULL && r->partial[0] != '\0' ?
+		    r->partial_start : r->audio_time;
+	}
+	s->due = r->due;
+	session_finals(s, r);
+	if (r->ended)
+		s->flags |= SESSION_FINISHED;
+	if (r->ended || r->aborted || (s->flags & SESSION_ABORTED)) {
+		session_done_now(s);
+		return;
+	}
+	if (r->stepped)
+		session_partial(s, r);
+	session_kick(s);
+	session_flow(s);
+}
+
+/* SIGTERM: finish every stream that has someone to tell. */
+void
+session_drain_all(void)
+{
+	struct session *s, *next;
+
+	TAILQ_FOREACH_SAFE(s, &sessions, entry, next) {
+		if (s->flags & SESSION_DONE)
+			session_free(s);
+		else if (s->owner == NULL && !(s->flags & SESSION_SHARED))
+			session_free(s);
+		else
+			session_end(s);
+	}
+}
+
+/*
+ * Shutdown grace over (or a second signal): the worker stops (worker_abort)
+ * and every stream ends now, its "end" saying how much of its audio was
+ * never decoded; one with a job running ends when that job returns.
+ */
+void
+session_abort_all(void)
+{
+	struct session *s, *next;
+
+	TAILQ_FOREACH_SAFE(s, &sessions, entry, next) {
+		if (s->flags & SESSION_DONE)
+			continue;
+		s->flags |= SESSION_ABORTED;
+		if (!s->in_flight)
+			session_done_now(s);
+	}
+}
