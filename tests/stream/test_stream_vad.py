@@ -2,7 +2,7 @@
 non-speech made with sox (white, pink and brown noise, a tone, clicks,
 a chord, a plucked chord, a tune) gives no partial and no final, and no
 step runs the encoder; speech still comes through. The daemon's WER bound
-with VAD is in tests/daemon/test_vad.py."""
+with VAD is in tests/daemon/test_daemon_vad.py."""
 
 from __future__ import annotations
 
