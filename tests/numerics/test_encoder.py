@@ -2,7 +2,7 @@
 
 The reference (tests/numerics/whisper_np.py) is whisper/model.py's
 AudioEncoder computed in float64 from the GGUF's own weights (F16 -> f64);
-the C side is build/lib/libsotto.so through ctypes (sotto_log_mel,
+the C side is build/lib/libsotto.so.0 through ctypes (sotto_log_mel,
 sotto_encode).  Input: ../shared/audio/jfk.wav padded with zeros to 30 s,
 as log_mel_spectrogram(pad_or_trim(audio)).  Both encoders get the same
 float32 mel (the reference's), so the encoder error is the encoder's own.
@@ -34,7 +34,7 @@ import pytest
 import whisper_np as wn
 from conftest import AUDIO_DIR, REPO, read_wav
 
-LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so"))
+LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so.0"))
 MODEL = Path(os.environ.get("SOTTO_MODEL", REPO / "models" / "tiny.en.gguf"))
 WAV = AUDIO_DIR / "jfk.wav"
 N_CTX = 1500

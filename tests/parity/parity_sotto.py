@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so"))
+LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so.0"))
 PREC = {"fp32": 1, "bf16": 2}
 N_CTX = 1500
 F32P = ctypes.POINTER(ctypes.c_float)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so"))
+LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so.0"))
 AUDIO_DIR = Path(os.environ.get("SOTTO_AUDIO_DIR", REPO.parent / "shared" / "audio"))
 PY = os.environ.get("SOTTO_PYTHON") or sys.executable
 CHUNK = 512
