@@ -29,7 +29,13 @@ MAX_FRAME = 64 * 1024
 
 
 def http_port(d) -> int:
-    m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
+    # The line may reach the log after the Unix socket answers (busy machine).
+    deadline = time.monotonic() + 60
+    while True:
+        m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
+        if m or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert m, f"no http listening line in the log:\n{d.log()}"
     return int(m.group(1))
 
