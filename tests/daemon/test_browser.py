@@ -81,7 +81,12 @@ PLUGIN = (BUILD / "tests" / "daemon" /
 
 
 def http_port(d) -> int:
+    # The line may reach the log after the Unix socket answers (busy machine).
+    deadline = time.monotonic() + 60
     m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
+    while not m and time.monotonic() < deadline:
+        time.sleep(0.1)
+        m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
     assert m, f"no http listening line in the log:\n{d.log()}"
     return int(m.group(1))
 
