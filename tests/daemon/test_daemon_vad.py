@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (AUDIO_DIR, REPO, SOTTOD, Stream, report, werlib)
+from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, REPO, SOTTOD, RawClient,
+                      Stream, frame, report, werlib)
 
 VAD_POINTS = 0.005
 
@@ -164,7 +165,6 @@ def test_idle_mic_with_room_noise(make_daemon, tmp_path):
     noise above the -50 dBFS energy gate (brown noise, about -40 dBFS RMS)
     with a listener: no event but the stream's own, and sottod's CPU over
     10 s is reported (bench/daemon --only idle measures it for longer)."""
-    from conftest import BUILD, MSG_STATUS, RawClient, frame
     from test_mic import Listen
 
     plugin = (BUILD / "tests" / "daemon" / "libasound_module_pcm_sottofake.so").resolve()

@@ -20,7 +20,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from conftest import AUDIO_DIR, SOTTO, Daemon, Stream, report
+from conftest import AUDIO_DIR, REPO, SOTTO, Daemon, Stream, report
 
 JFK = AUDIO_DIR / "jfk.wav"
 GO = AUDIO_DIR / "goforward.wav"
@@ -202,7 +202,6 @@ def test_translations_base(daemons, tmp_path):
 
 def _fetch_base() -> Path:
     import os
-    from conftest import REPO
     env = dict(os.environ)
     venv = REPO / ".venv" / "bin" / "python"
     if venv.exists():
@@ -417,17 +416,32 @@ def metric(d, name: str) -> float:
     return float(m.group(1))
 
 
-def test_file_beside_stream_busy_drain(daemons):
-    """A 118 s file and a live stream share the compute thread: the
-    stream keeps up (the file yields between its windows). max_sessions =
-    2: a third request gets 429. SIGTERM then lets the file finish and
-    answer, and sottod exits 0."""
-    d = daemons.start(conf="[server]\nmax_sessions = 2\n")
+def _repeat_wav(src: Path, times: int, dst: Path) -> Path:
+    import wave
+    with wave.open(str(src), "rb") as r:
+        params, frames = r.getparams(), r.readframes(r.getnframes())
+    with wave.open(str(dst), "wb") as w:
+        w.setparams(params)
+        for _ in range(times):
+            w.writeframes(frames)
+    return dst
+
+
+def test_file_beside_stream_busy_drain(daemons, tmp_path):
+    """A 472 s file (the 118 s one four times: on a quiet machine the 118 s
+    file alone is done before a 2.8 s live stream, which proves nothing)
+    and a live stream share the compute thread: the stream keeps up (the
+    file yields between its windows). max_sessions = 2: a third request
+    gets 429. SIGTERM then lets the file finish and answer, and sottod
+    exits 0."""
+    d = daemons.start(conf="[server]\nmax_sessions = 2\n"
+                           "shutdown_grace_seconds = 300\n")
+    long4 = _repeat_wav(LONG, 4, tmp_path / "long4.wav")
     result = {}
 
     def upload():
         try:
-            result["r"] = sdk(d, LONG, "json")
+            result["r"] = sdk(d, long4, "json")
         except Exception as e:  # noqa: BLE001 - reported below
             result["e"] = e
         result["t"] = time.monotonic()
@@ -461,6 +475,6 @@ def test_file_beside_stream_busy_drain(daemons):
     assert result["r"].text.startswith("Printing, in the only sense")
     rc = d.proc.wait(60)
     assert rc == 0, d.log()
-    report(f"http: a live stream beside a 118 s file ended {late:.1f} s "
+    report(f"http: a live stream beside a 472 s file ended {late:.1f} s "
            f"after its audio; SIGTERM during the file: answered and "
            f"sottod exited 0 {time.monotonic() - t0:.1f} s later")

@@ -23,7 +23,7 @@ from websockets.http11 import Response
 from websockets.sync.client import connect
 from websockets.uri import parse_uri
 
-from conftest import AUDIO_DIR, report
+from conftest import AUDIO_DIR, Daemon, report
 
 MAX_FRAME = 64 * 1024
 
@@ -53,7 +53,6 @@ def wd(make_daemon_module):
 def make_daemon_module(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     import signal
 
-    from conftest import Daemon
     made = []
 
     def make(**kw) -> Daemon:
