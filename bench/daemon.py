@@ -288,7 +288,7 @@ class Bench:
         self.models = {}
         want = a.models + a.idle_models + ([a.rss_model] if "rss" in a.only else [])
         want += ["tiny.en"] if {"bursts", "soak"} & set(a.only) else []
-        for name in dict.fromkeys(want):
+        for name in dict.fromkeys(want + ["silero-vad"]):  # the VAD live streams get, beside the models
             out = subprocess.run([str(REPO / "scripts" / "fetch-model"), name], cwd=REPO, env=env, check=True,
                                  capture_output=True, text=True).stdout.split()
             self.models[name] = Path(out[-1])
@@ -404,18 +404,25 @@ class Bench:
         finally:
             d.stop()
 
-        # The microphone on, a quiet floor, no listener, then one listener.
+        # The microphone on, a quiet floor, no listener, then one listener;
+        # once per [engine] vad of --idle-vad.
         total = 30 + 2 * a.idle_seconds + 2 * a.wait + 60
         raw = self.tmp / "floor.raw"
         raw.write_bytes(noise_floor(total, a.idle_dbfs))
+        for vad in a.idle_vad:
+            self.idle_mic(model, raw, vad, rows)
+
+    def idle_mic(self, model: str, raw: Path, vad: str, rows: list) -> None:
+        a = self.a
         rc = self.tmp / "asoundrc"
         origin = self.tmp / f"origin-{model}"
         origin.unlink(missing_ok=True)
         rc.write_text(f'pcm_type.sottofake {{\n\tlib "{self.plugin.resolve()}"\n}}\n'
                       f'pcm.sottomic {{\n\ttype sottofake\n\tfile "{raw}"\n\torigin "{origin}"\n}}\n')
         env = {"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{rc}"}
-        d = self.daemon(model, f"idle-mic-{model}", env=env,
-                        conf="[mic]\nenabled = yes\ndevice = sottomic\nrate = 16000\nchannels = 1\n")
+        d = self.daemon(model, f"idle-mic-{model}-vad-{vad}", env=env,
+                        conf=f"[engine]\nvad = {vad}\n"
+                        "[mic]\nenabled = yes\ndevice = sottomic\nrate = 16000\nchannels = 1\n")
         try:
             st = conftest.RawClient(d.socket)
             st.hello()
@@ -435,7 +442,7 @@ class Bench:
             w = Window(d.proc.pid)
             time.sleep(a.idle_seconds)
             w.end()
-            rows.append(dict(case="microphone on, no listener", pct=w.sottod_pct, wall=w.wall,
+            rows.append(dict(case=f"microphone on (vad = {vad}), no listener", pct=w.sottod_pct, wall=w.wall,
                              other=w.other, load0=w.load0, events="",
                              rss_mb=proc_mem_kb(d.proc.pid)["VmRSS"] / 1024))
             listener = Listen(d.socket)
@@ -451,7 +458,8 @@ class Bench:
         for _, e in listener.lines:
             kinds[e["type"]] = kinds.get(e["type"], 0) + 1
         text = listener.text().strip()
-        rows.append(dict(case="microphone on, 1 listener", pct=w.sottod_pct, wall=w.wall, other=w.other,
+        rows.append(dict(case=f"microphone on (vad = {vad}), 1 listener", pct=w.sottod_pct, wall=w.wall,
+                         other=w.other,
                          load0=w.load0, rss_mb=rss,
                          events=", ".join(f"{v} {k}" for k, v in kinds.items()) + (f"; text {text[:40]!r}"
                                                                                    if text else "; no text")))
@@ -583,7 +591,7 @@ class Bench:
         if "idle" in a.only:
             L.append(f"**Idle microphone.** sottod with `[mic] enabled = yes` on sottofake "
                      f"(tests/daemon/pcm-sottofake.c: a capture device paced by the clock) playing white "
-                     f"noise at {a.idle_dbfs:g} dBFS RMS (a quiet microphone's floor); CPU time of sottod "
+                     f"noise at {a.idle_dbfs:g} dBFS RMS (the energy gate is at -50); CPU time of sottod "
                      f"(utime + stime, all threads, /proc/PID/stat) over {a.idle_seconds:g} s.")
             L.append("")
             L.append("| model | case | sottod CPU, % of one core | CPU s per minute | VmRSS MB | "
@@ -674,6 +682,9 @@ def main() -> int:
     ap.add_argument("--idle-seconds", type=float, help="length of each idle measurement [60]")
     ap.add_argument("--idle-dbfs", type=float, default=-60.0,
                     help="RMS of the microphone's noise floor, dBFS [-60; sottod's gate is at -50]")
+    ap.add_argument("--idle-vad", default="live",
+                    help="comma-separated [engine] vad values the microphone is measured with [live; "
+                         "live,off compares]")
     ap.add_argument("--minutes", type=float, help="audio of the memory stream, minutes [60]")
     ap.add_argument("--fast", action="store_true", help="send the memory stream as fast as sottod takes it")
     ap.add_argument("--rss-model", help="model of the memory stream [tiny.en]")
@@ -715,6 +726,9 @@ def main() -> int:
     a.soak_slot = a.soak_slot or max(1.0, a.soak_minutes / 12)
     a.models = (a.models or ("tiny.en" if q else "tiny.en,base")).split(",")
     a.idle_models = a.idle_models.split(",") if a.idle_models else a.models[:1]
+    a.idle_vad = a.idle_vad.split(",")
+    if any(v not in ("live", "all", "off") for v in a.idle_vad):
+        ap.error("--idle-vad: live, all or off")
     a.stream_seconds = a.stream_seconds or (20 if q else 60)
     a.max_streams = a.max_streams or (2 if q else 12)
     a.idle_seconds = a.idle_seconds or (15 if q else 60)

@@ -9,10 +9,11 @@
         whole file (16 kHz s16le mono), then per 30 s window the encoder
         and N tokens greedily with every token but the text ones
         suppressed (CTranslate2's generate()); prints one JSON object.
-    fw.py transcribe CT2_DIR --compute-type T FILE... [--language en]
+    fw.py transcribe CT2_DIR --compute-type T FILE... [--language en] [--vad]
         greedy transcription (beam_size=1, faster-whisper's defaults
         otherwise: temperature fallback, conditioning on earlier text,
-        timestamps, no VAD); prints one JSON object per file.
+        timestamps, no VAD unless --vad: vad_filter=True with its default
+        VadOptions); prints one JSON object per file.
 
 Always cpu_threads=2 unless --threads says otherwise, num_workers=1.
 
@@ -142,10 +143,12 @@ def transcribe(args) -> None:
     model, load_s = load(args)
     print(json.dumps({"load_s": load_s}), flush=True)
     for f in args.files:
-        segs, _ = model.transcribe(f, beam_size=1, language=args.language,
-                                   vad_filter=False)
+        segs, info = model.transcribe(f, beam_size=1, language=args.language,
+                                      vad_filter=args.vad)
+        segs = list(segs)
         text = "".join(s.text for s in segs)
-        print(json.dumps({"file": f, "text": text}), flush=True)
+        print(json.dumps({"file": f, "text": text, "duration_after_vad": info.duration_after_vad,
+                          "segments": [[s.start, s.end] for s in segs]}), flush=True)
 
 
 def main() -> int:
@@ -160,6 +163,7 @@ def main() -> int:
     ap.add_argument("--audio")
     ap.add_argument("--raw", help="fixed: 16 kHz s16le mono samples")
     ap.add_argument("--language", default="en")
+    ap.add_argument("--vad", action="store_true", help="transcribe: vad_filter=True")
     args = ap.parse_intermixed_args()
     if args.mode == "micro":
         if not args.audio:
