@@ -26,7 +26,7 @@ struct stream_opts {
 	const char *socket, *file, *language, *task;
 	enum stream_format format;
 	enum proto_format raw_format, send_format;
-	int fast, rate, channels, chunk_ms, quiet;
+	int fast, rate, channels, chunk_ms, quiet, words;
 };
 
 struct stream_src {
@@ -63,6 +63,8 @@ static const char usage_text[] =
 "      --rate N              standard input's rate [16000]\n"
 "      --channels N          standard input's channels [1]\n"
 "      --chunk-ms N          audio per frame [100]\n"
+"      --word-timestamps     finals carry words with their times (jsonl:\n"
+"                            \"words\" in each final segment)\n"
 "  -h, --help                show this help\n"
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
@@ -72,7 +74,7 @@ static const char usage_text[] =
 "received: the message on stderr says how many seconds are missing.\n";
 
 enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
-	OPT_CHANNELS, OPT_CHUNK };
+	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS };
 
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
@@ -86,6 +88,7 @@ static const struct option long_options[] = {
 	{ "rate", required_argument, NULL, OPT_RATE },
 	{ "channels", required_argument, NULL, OPT_CHANNELS },
 	{ "chunk-ms", required_argument, NULL, OPT_CHUNK },
+	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -107,6 +110,7 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 	case OPT_TASK: o->task = arg; return 0;
 	case OPT_FAST: o->fast = 1; return 0;
 	case OPT_REALTIME: o->fast = 0; return 0;
+	case OPT_WORDS: o->words = 1; return 0;
 	case OPT_OPUS: o->send_format = PROTO_FORMAT_OPUS; return 0;
 	case 'f':
 		return stream_output_format(arg, &o->format) ? stream_usage(
@@ -194,8 +198,9 @@ stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 	/* live unless --fast: the daemon may then step it in larger steps
 	 * to keep up when it has more streams than it can step in time */
 	n = snprintf(json, sizeof(json), "{\"format\":\"%s\",\"rate\":%d,"
-	    "\"channels\":%d%s%s%s}", proto_format_name(fmt), rate, ch, lang,
-	    task, o->fast ? "" : ",\"live\":true");
+	    "\"channels\":%d%s%s%s%s}", proto_format_name(fmt), rate, ch, lang,
+	    task, o->fast ? "" : ",\"live\":true", o->words ?
+	    ",\"word_timestamps\":true" : "");
 	return conn_queue(c, MSG_OPEN, json, (size_t)n);
 }
 

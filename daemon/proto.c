@@ -300,6 +300,9 @@ proto_open_fields(struct json_object *o, struct msg_open *m, char *msg)
 		return rc;
 	if ((rc = proto_get_bool(o, "live", &m->live, msg)) < 0)
 		return rc;
+	if ((rc = proto_get_bool(o, "word_timestamps", &m->word_timestamps,
+	    msg)) < 0)
+		return rc;
 	return 0;
 }
 
@@ -558,6 +561,40 @@ proto_event_partial(const char *session, const char *text, double start,
 	return proto_event_done(o);
 }
 
+/* A probability to 4 decimals, printed as such. */
+static struct json_object *
+proto_json_probability(double p)
+{
+	char buf[32];
+
+	if (!(p >= 0.0 && p <= 1.0))
+		p = 0;
+	snprintf(buf, sizeof(buf), "%.4f", p);
+	return json_object_new_double_s(p, buf);
+}
+
+/* faster-whisper's Word fields: word, start, end, probability. */
+static struct json_object *
+proto_json_words(const struct proto_segment *seg)
+{
+	struct json_object *a = json_object_new_array(), *w;
+	int i;
+
+	for (i = 0; i < seg->n_words; i++) {
+		w = json_object_new_object();
+		json_object_object_add(w, "word",
+		    proto_json_text(seg->words[i].word));
+		json_object_object_add(w, "start",
+		    proto_json_seconds(seg->words[i].start));
+		json_object_object_add(w, "end",
+		    proto_json_seconds(seg->words[i].end));
+		json_object_object_add(w, "probability",
+		    proto_json_probability(seg->words[i].probability));
+		json_object_array_add(a, w);
+	}
+	return a;
+}
+
 char *
 proto_event_final(const char *session, int64_t id,
     const struct proto_segment *segs, int n)
@@ -577,6 +614,9 @@ proto_event_final(const char *session, int64_t id,
 		    proto_json_seconds(segs[i].end));
 		json_object_object_add(s, "text",
 		    proto_json_text(segs[i].text));
+		if (segs[i].words != NULL)
+			json_object_object_add(s, "words",
+			    proto_json_words(&segs[i]));
 		json_object_array_add(a, s);
 	}
 	json_object_object_add(o, "segments", a);

@@ -89,6 +89,8 @@ struct msg_open {
 	int64_t		 since;			/* last final id seen; -1 */
 	int		 live;			/* audio comes as it is
 						   spoken; default 0 */
+	int		 word_timestamps;	/* finals carry words;
+						   default 0 */
 };
 
 struct msg_subscribe {
@@ -151,9 +153,17 @@ int	proto_session_valid(const char *);
  * written as valid JSON whatever bytes they hold (invalid UTF-8 is
  * replaced).
  */
+struct proto_word {
+	double		 start, end;
+	const char	*word;
+	double		 probability;
+};
+
 struct proto_segment {
 	double		 start, end;
 	const char	*text;
+	const struct proto_word *words;	/* NULL: no "words" field */
+	int		 n_words;
 };
 
 char	*proto_event_hello(const char *server, const char *model);

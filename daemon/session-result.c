@@ -65,11 +65,31 @@ session_kick(struct session *s)
 			s->in_flight = 1;
 }
 
+/* The words of a final as the protocol writes them (NULL: none). */
+static struct proto_word *
+final_words(const struct worker_segment *f)
+{
+	struct proto_word *w;
+	int i;
+
+	if (f->words == NULL ||
+	    (w = calloc(f->n_words + 1, sizeof(*w))) == NULL)
+		return NULL;
+	for (i = 0; i < f->n_words; i++) {
+		w[i].start = f->words[i].start;
+		w[i].end = f->words[i].end;
+		w[i].word = f->words[i].word;
+		w[i].probability = f->words[i].probability;
+	}
+	return w;
+}
+
 static void
 session_finals(struct session *s, const struct worker_result *r)
 {
 	struct proto_segment segs[64];
-	int i, n;
+	struct proto_word *words[64];
+	int i, k, n;
 	char *ev;
 
 	for (i = 0; i < r->n_finals; i += n) {
@@ -77,9 +97,15 @@ session_finals(struct session *s, const struct worker_result *r)
 			segs[n].start = r->finals[i + n].start;
 			segs[n].end = r->finals[i + n].end;
 			segs[n].text = r->finals[i + n].text;
+			segs[n].words = words[n] = final_words(&r->finals[i +
+			    n]);
+			segs[n].n_words = words[n] != NULL ?
+			    r->finals[i + n].n_words : 0;
 		}
-		if ((ev = proto_event_final(s->name, s->next_final, segs,
-		    n)) == NULL) {
+		ev = proto_event_final(s->name, s->next_final, segs, n);
+		for (k = 0; k < n; k++)
+			free(words[k]);
+		if (ev == NULL) {
 			log_warnx("session %s: out of memory", s->name);
 			continue;
 		}

@@ -260,6 +260,8 @@ enum worker_kind {
 struct worker_segment {
 	double			 start, end;
 	char			*text;
+	struct sotto_word	*words;		/* owned; NULL: none asked */
+	int			 n_words;
 };
 
 struct worker_file;

@@ -59,6 +59,28 @@ worker_stream_pending(struct worker_stream *ws)
 	return n;
 }
 
+/* Copies of a final's words (if it has any), times moved by t0. */
+static int
+copy_words(struct worker_segment *f, const struct sotto_segment *s,
+    double t0)
+{
+	int i;
+
+	if (s->words == NULL)
+		return 0;
+	if ((f->words = calloc(s->n_words + 1, sizeof(*f->words))) == NULL)
+		return -1;
+	for (i = 0; i < s->n_words; i++) {
+		f->words[i] = s->words[i];
+		f->words[i].start += t0;
+		f->words[i].end += t0;
+		if ((f->words[i].word = strdup(s->words[i].word)) == NULL)
+			return -1;
+		f->n_words++;
+	}
+	return 0;
+}
+
 /*
  * Append copies of an update's finals and take its partial; times move
  * by the stream's offset (a following stream's earlier engine streams).
@@ -81,10 +103,14 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
 			f = &r->finals[r->n_finals];
 			f->start = u->finals[i].start + t0;
 			f->end = u->finals[i].end + t0;
+			f->words = NULL;
+			f->n_words = 0;
 			if ((f->text = strdup(u->finals[i].text ?
 			    u->finals[i].text : "")) == NULL)
 				return -1;
 			r->n_finals++;
+			if (copy_words(f, &u->finals[i], t0) != 0)
+				return -1;
 		}
 	}
 	free(r->partial);

@@ -165,12 +165,16 @@ worker_queue_file(struct worker_file *f)
 void
 worker_result_free(struct worker_result *r)
 {
-	int i;
+	int i, j;
 
 	if (r == NULL)
 		return;
-	for (i = 0; i < r->n_finals; i++)
+	for (i = 0; i < r->n_finals; i++) {
 		free(r->finals[i].text);
+		for (j = 0; j < r->finals[i].n_words; j++)
+			free(r->finals[i].words[j].word);
+		free(r->finals[i].words);
+	}
 	free(r->finals);
 	free(r->partial);
 	free(r);

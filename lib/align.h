@@ -52,6 +52,8 @@ struct align_seg {
 	int n_tokens;
 	double start, end;		/* seconds */
 	struct sotto_word *words;	/* owned until handed over */
+	int *word_tokens;		/* owned: [n_words] text tokens of each
+					   word (merged punctuation included) */
 	int n_words;
 };
 
@@ -73,5 +75,7 @@ int	words_window(struct sotto_state *, const struct words_opts *,
 	    struct align_seg *segs, int n_segs, double offset,
 	    size_t n_frames, double *last_speech, char *err);
 void	words_free(struct sotto_word *, int n);
+/* Free what words_window() gave the segment. */
+void	align_seg_clear(struct align_seg *);
 
 #endif

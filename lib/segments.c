@@ -98,6 +98,10 @@ segment_add(const struct sotto_model *m, struct run *r, struct align_seg *c,
 	s->words = c->words;
 	s->n_words = c->n_words;
 	c->words = NULL;
+	/* with word timestamps every segment has words, if none */
+	if (r->params->word_timestamps && s->words == NULL &&
+	    (s->words = calloc(1, sizeof(*s->words))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	if ((s->tokens = malloc((c->n_tokens ? c->n_tokens : 1) *
 	    sizeof(int32_t))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
@@ -234,7 +238,7 @@ segments_add(struct sotto_state *st, struct run *r,
 	for (i = 0; i < w->n && rc == 0; i++)
 		rc = segment_add(r->model, r, &w->c[i], d, err);
 	for (i = 0; i < w->n; i++)
-		words_free(w->c[i].words, w->c[i].n_words);
+		align_seg_clear(&w->c[i]);
 	if (rc == 0)
 		r->seek = w->seek;
 	free(w);

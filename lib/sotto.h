@@ -312,6 +312,12 @@ struct sotto_stream_params {
 					   decoded (borrowed: outlive the
 					   stream) */
 	float vad_threshold;		/* speech probability, 0.5 */
+	/*
+	 * Finals carry words (struct sotto_segment words): each time
+	 * something becomes final, the window's text is aligned to its
+	 * audio as sotto_transcribe_params.word_timestamps does; default 0.
+	 */
+	int word_timestamps;
 };
 
 SOTTO_API void	sotto_stream_params_init(struct sotto_stream_params *);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "align.h"
 #include "err.h"
 #include "stream.h"
 #include "tokenizer.h"
@@ -120,6 +121,17 @@ blank(const char *t)
 	return *t == '\0';
 }
 
+/* Text tokens of seq[0, i). */
+static int
+text_tokens(const struct sotto_stream *s, const int32_t *seq, int i)
+{
+	int k, n = 0;
+
+	for (k = 0; k < i; k++)
+		n += !stream_is_ts(s, seq[k]);
+	return n;
+}
+
 /* A final of seq[from, to) whose text tokens are seq[a, b). */
 static int
 emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
@@ -150,6 +162,13 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 	f->n_tokens = to - from;
 	f->start = start > s->last_end ? start : s->last_end;
 	f->end = end > f->start ? end : f->start;
+	if (s->words != NULL && (rc = stream_words_take(s->words,
+	    text_tokens(s, seq, a), text_tokens(s, seq, b), &f->words,
+	    &f->n_words, err)) != 0) {
+		free(f->text);
+		free(f->tokens);
+		return rc;
+	}
 	if (s->n_finals == 0)
 		s->first_id = s->next_id;
 	s->next_id++;
@@ -194,12 +213,23 @@ static int
 commit_range(struct sotto_stream *s, const int32_t *h, int n, int k,
     char *err)
 {
+	struct stream_words sw;
 	int np = s->n_prefix, rc;
 
 	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
 	memmove(s->seq + np, h, n * sizeof(int32_t));
-	if (k > 0 && (rc = emit_range(s, s->seq, np + n, np, np + k,
-	    err)) != 0)
+	if (k > 0 && s->p.word_timestamps) {
+		if ((rc = stream_words_align(s, s->seq, np + n, &sw,
+		    err)) != 0)
+			return rc;
+		s->words = &sw;
+	}
+	rc = k > 0 ? emit_range(s, s->seq, np + n, np, np + k, err) : 0;
+	if (s->words != NULL) {
+		stream_words_free(&sw);
+		s->words = NULL;
+	}
+	if (rc != 0)
 		return rc;
 	memcpy(s->prefix + np, s->seq + np, k * sizeof(int32_t));
 	s->n_prefix = np + k;
@@ -323,6 +353,7 @@ stream_commit_reset(struct sotto_stream *s)
 	for (i = 0; i < s->n_finals; i++) {
 		free(s->finals[i].text);
 		free(s->finals[i].tokens);
+		words_free(s->finals[i].words, s->finals[i].n_words);
 	}
 	s->n_finals = 0;
 	free(s->partial);

@@ -214,13 +214,15 @@ silent(const float *pcm, size_t n)
 }
 
 /* Log-mel of the window into st->mel_window, then the encoder. */
-static int
-encode(struct sotto_stream *s, size_t n, char *err)
+int
+stream_encode(struct sotto_stream *s, size_t n, char *err)
 {
 	struct sotto_state *st = s->st;
 	int n_mels = s->model->hp.n_mels, i, rc;
 	size_t cols = n / WHISPER_HOP;
 	float max;
+
+	s->enc_n = 0;
 
 	if ((rc = mel_log(st->mel, s->pcm, n, WHISPER_N_SAMPLES, 0, cols,
 	    st->mel_window, WHISPER_N_FRAMES, &max, err)) != 0)
@@ -229,7 +231,11 @@ encode(struct sotto_stream *s, size_t n, char *err)
 	for (i = 0; i < n_mels; i++)
 		memset(st->mel_window + (size_t)i * WHISPER_N_FRAMES + cols, 0,
 		    (WHISPER_N_FRAMES - cols) * sizeof(float));
-	return encoder_forward(st, st->mel_window, err);
+	if ((rc = encoder_forward(st, st->mel_window, err)) != 0)
+		return rc;
+	s->enc_start = s->window_start;
+	s->enc_n = n;
+	return 0;
 }
 
 /* Detect the language until the window is long enough to trust it. */
@@ -419,7 +425,7 @@ window_begin(struct sotto_stream *s, int final, int *need, char *err)
 			stream_drop(s, n);
 		return 0;
 	}
-	if ((rc = encode(s, n, err)) != 0 ||
+	if ((rc = stream_encode(s, n, err)) != 0 ||
 	    (rc = detect(s, n, final, err)) != 0)
 		return rc;
 	*need = 1;

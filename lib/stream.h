@@ -61,6 +61,9 @@ struct sotto_stream {
 	int32_t seq[2 * STREAM_MAX_TOKENS];	/* scratch: prefix + new */
 
 	double last_end;		/* stream seconds: end of the last final */
+	uint64_t enc_start;		/* window_start of the encoded window */
+	size_t enc_n;			/* its samples; 0: none encoded */
+	struct stream_words *words;	/* borrowed while finals are cut */
 	uint64_t next_id;
 	uint64_t rng;
 
@@ -79,6 +82,27 @@ stream_is_ts(const struct sotto_stream *s, int32_t t)
 {
 	return t >= s->tb;
 }
+
+/* stream.c: log-mel and encoder of the window's first n samples */
+int	stream_encode(struct sotto_stream *, size_t n, char *err);
+
+/*
+ * stream-words.c: the words of seq[n] (the window's committed and new
+ * tokens) aligned to the window's audio, in stream seconds, and each
+ * word's first text token (counting the text tokens of seq).
+ */
+struct stream_words {
+	struct sotto_word *w;
+	int *tok0;
+	int n;
+};
+
+int	stream_words_align(struct sotto_stream *, const int32_t *seq, int n,
+	    struct stream_words *ret, char *err);
+/* Copies of the words whose first text token is in [t0, t1). */
+int	stream_words_take(const struct stream_words *, int t0, int t1,
+	    struct sotto_word **ret, int *ret_n, char *err);
+void	stream_words_free(struct stream_words *);
 
 /* stream-commit.c */
 void	stream_commit_reset(struct sotto_stream *);

@@ -392,7 +392,9 @@ give_words(struct align_seg *s, int n_text, struct wlist *l, int *next,
 {
 	int saved = 0, k;
 
-	if ((s->words = calloc(l->n ? l->n : 1, sizeof(*s->words))) == NULL)
+	s->words = calloc(l->n ? l->n : 1, sizeof(*s->words));
+	s->word_tokens = calloc(l->n ? l->n : 1, sizeof(int));
+	if (s->words == NULL || s->word_tokens == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	for (; *next < l->n && saved < n_text; (*next)++) {
 		struct wt *w = &l->w[*next];
@@ -401,6 +403,7 @@ give_words(struct align_seg *s, int n_text, struct wlist *l, int *next,
 		if (w->word[0] == '\0')
 			continue;
 		k = s->n_words++;
+		s->word_tokens[k] = w->n;
 		s->words[k].word = w->word;
 		w->word = NULL;
 		s->words[k].start = round2(offset + w->start);
@@ -521,4 +524,14 @@ words_free(struct sotto_word *w, int n)
 	for (i = 0; w != NULL && i < n; i++)
 		free(w[i].word);
 	free(w);
+}
+
+void
+align_seg_clear(struct align_seg *s)
+{
+	words_free(s->words, s->n_words);
+	free(s->word_tokens);
+	s->words = NULL;
+	s->word_tokens = NULL;
+	s->n_words = 0;
 }

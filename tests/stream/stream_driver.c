@@ -3,15 +3,17 @@
  * live source would, and print what the stream reports as JSON lines.
  *
  *	stream-driver [-s step_ms] [-c chunk_ms] [-l lang] [-b beams]
- *	    [-t threads] [-v VAD.gguf] [-r] MODEL.gguf FILE|-
+ *	    [-t threads] [-v VAD.gguf] [-r] [-w] MODEL.gguf FILE|-
  *	stream-driver -B [options] MODEL.gguf FILE...
  *
  * FILE is anything libsndfile reads (resampled to 16 kHz mono), or "-"
  * for raw s16le 16 kHz mono on standard input. Audio goes in chunk_ms
  * pieces (default 100); whenever sotto_stream_due() says so the driver
  * steps, and at the end it finishes. With -r it sleeps to pace the
- * audio as live; with -v the stream has that Silero VAD. Lines:
- *	{"type":"final","id":N,"start":S,"end":E,"text":T,"audio_time":A}
+ * audio as live; with -v the stream has that Silero VAD; with -w finals
+ * have words (word timestamps). Lines:
+ *	{"type":"final","id":N,"start":S,"end":E,"text":T,"audio_time":A,
+ *	    "words":[{"word":W,"start":S,"end":E,"probability":P}] (-w)}
  *	{"type":"partial","text":T,"start":S,"end":E,"audio_time":A}
  *	{"type":"step","audio_time":A,"compute_ms":M,"finish":0|1}
  * audio_time is the seconds of audio pushed when the event was made.
@@ -70,6 +72,27 @@ print_event_of(json_object *o, int stream)
 	print_event(o);
 }
 
+static json_object *
+json_words(const struct sotto_segment *f)
+{
+	json_object *a = json_object_new_array(), *w;
+	int i;
+
+	for (i = 0; i < f->n_words; i++) {
+		w = json_object_new_object();
+		json_object_object_add(w, "word",
+		    json_object_new_string(f->words[i].word));
+		json_object_object_add(w, "start",
+		    json_object_new_double(f->words[i].start));
+		json_object_object_add(w, "end",
+		    json_object_new_double(f->words[i].end));
+		json_object_object_add(w, "probability",
+		    json_object_new_double(f->words[i].probability));
+		json_object_array_add(a, w);
+	}
+	return a;
+}
+
 static void
 print_update(const struct sotto_stream_update *u, double ms, int fin,
     int stream)
@@ -90,6 +113,9 @@ print_update(const struct sotto_stream_update *u, double ms, int fin,
 		    json_object_new_string(u->finals[i].text));
 		json_object_object_add(o, "audio_time",
 		    json_object_new_double(u->audio_time));
+		if (u->finals[i].words != NULL)
+			json_object_object_add(o, "words",
+			    json_words(&u->finals[i]));
 		print_event_of(o, stream);
 	}
 	o = json_object_new_object();
@@ -246,7 +272,7 @@ parse(int argc, char **argv, struct opts *o)
 	o->many = 0;
 	o->vad_path = NULL;
 	o->vad = NULL;
-	while ((c = getopt(argc, argv, "s:c:l:b:t:v:rBS")) != -1) {
+	while ((c = getopt(argc, argv, "s:c:l:b:t:v:rwBS")) != -1) {
 		switch (c) {
 		case 's': o->sp.step_ms = atoi(optarg); break;
 		case 'c': o->chunk_ms = atoi(optarg); break;
@@ -254,6 +280,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'b': o->sp.beam_size = atoi(optarg); break;
 		case 't': o->mp.threads = atoi(optarg); break;
 		case 'r': o->realtime = 1; break;
+		case 'w': o->sp.word_timestamps = 1; break;
 		case 'B': o->many = MANY_BATCH; break;
 		case 'S': o->many = MANY_SERIAL; break;
 		case 'v': o->vad_path = optarg; break;

@@ -180,10 +180,12 @@ test_open(void **state)
 	assert_string_equal(m.session, "");
 	assert_int_equal(m.since, -1);
 	assert_int_equal(m.live, 0);
+	assert_int_equal(m.word_timestamps, 0);
 	assert_int_equal(proto_parse_open(S("{\"format\":\"opus\",\"rate\":"
 	    "48000,\"channels\":2,\"language\":\"de\",\"task\":\"translate\","
-	    "\"session\":\"ab12-_\",\"since\":41,\"live\":true}"), &m, msg),
-	    PROTO_OK);
+	    "\"session\":\"ab12-_\",\"since\":41,\"live\":true,"
+	    "\"word_timestamps\":true}"), &m, msg), PROTO_OK);
+	assert_int_equal(m.word_timestamps, 1);
 	assert_int_equal(m.format, PROTO_FORMAT_OPUS);
 	assert_int_equal(m.rate, 48000);
 	assert_int_equal(m.channels, 2);
@@ -222,6 +224,7 @@ test_open_bad_fields(void **state)
 		{ "{\"since\":true}", PROTO_E_BAD_JSON },
 		{ "{\"live\":1}", PROTO_E_BAD_JSON },
 		{ "{\"live\":\"yes\"}", PROTO_E_BAD_JSON },
+		{ "{\"word_timestamps\":1}", PROTO_E_BAD_JSON },
 	};
 	struct msg_open m;
 	char msg[PROTO_MSG_MAX];
@@ -289,11 +292,13 @@ field(struct json_object *o, const char *k)
 static void
 test_events(void **state)
 {
-	struct proto_segment segs[2] = { { 0.5, 1.25, " Hello" },
-	    { 1.25, 2.0, " \"world\"\n" } };
+	const struct proto_word words[2] = { { 0.5, 0.75, " Hello", 0.98765 },
+	    { 0.75, 1.25, ",", 1.0 } };
+	struct proto_segment segs[2] = { { 0.5, 1.25, " Hello", words, 2 },
+	    { 1.25, 2.0, " \"world\"\n", NULL, 0 } };
 	struct proto_status st = { 2, 3, 1, "tiny.en", 0.25, 1.5, 10, 1, 4,
 	    0 };
-	struct json_object *o, *a;
+	struct json_object *o, *a, *w;
 
 	(void)state;
 	o = event_json(proto_event_hello("sottod/0.1.0", "tiny.en"));
@@ -311,6 +316,19 @@ test_events(void **state)
 	    " \"world\"\n");
 	assert_string_equal(field(json_object_array_get_idx(a, 0), "end"),
 	    "1.250");
+	/* words where a segment has them, none where it has not */
+	w = json_object_object_get(json_object_array_get_idx(a, 0), "words");
+	assert_int_equal(json_object_array_length(w), 2);
+	assert_string_equal(field(json_object_array_get_idx(w, 0), "word"),
+	    " Hello");
+	assert_string_equal(field(json_object_array_get_idx(w, 0), "start"),
+	    "0.500");
+	assert_string_equal(field(json_object_array_get_idx(w, 1), "end"),
+	    "1.250");
+	assert_string_equal(field(json_object_array_get_idx(w, 0),
+	    "probability"), "0.9877");
+	assert_false(json_object_object_get_ex(json_object_array_get_idx(a,
+	    1), "words", NULL));
 	json_object_put(o);
 
 	o = event_json(proto_event_partial("s1", "caf\xc3\xa9 \xe2\x82", 3, 4));
