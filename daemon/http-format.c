@@ -94,10 +94,43 @@ http_segment(const struct sotto_segment *s, int id)
 	return o;
 }
 
-/* json and verbose_json. */
+/*
+ * The words of all segments in one array, as OpenAI's: word (without
+ * its blanks), start, end.
+ */
 static struct json_object *
-http_json(enum http_format format, enum sotto_task task,
-    const struct worker_file *f, const char *text)
+http_words(const struct sotto_result *res)
+{
+	struct json_object *a = json_object_new_array(), *o;
+	const struct sotto_word *w;
+	size_t b, e;
+	int i, k;
+
+	for (i = 0; i < res->n_segments; i++)
+		for (k = 0; k < res->segments[i].n_words; k++) {
+			w = &res->segments[i].words[k];
+			for (b = 0; isspace((unsigned char)w->word[b]); b++)
+				;
+			for (e = strlen(w->word); e > b &&
+			    isspace((unsigned char)w->word[e - 1]); e--)
+				;
+			o = json_object_new_object();
+			json_object_object_add(o, "word",
+			    json_object_new_string_len(w->word + b,
+			    (int)(e - b)));
+			json_object_object_add(o, "start",
+			    json_object_new_double(http_round3(w->start)));
+			json_object_object_add(o, "end",
+			    json_object_new_double(http_round3(w->end)));
+			json_object_array_add(a, o);
+		}
+	return a;
+}
+
+/* json and verbose_json (with segments, words or both). */
+static struct json_object *
+http_json(enum http_format format, enum sotto_task task, int segments,
+    int words, const struct worker_file *f, const char *text)
 {
 	struct json_object *o = json_object_new_object(), *u, *segs;
 	int i;
@@ -107,12 +140,15 @@ http_json(enum http_format format, enum sotto_task task,
 		    task == SOTTO_TASK_TRANSLATE ? "translate" :
 		    "transcribe"));
 		json_object_object_add(o, "language", json_object_new_string(
-		    f->res->language != NULL ? f->res->language : ""));
+		    f->res->language != NULL ?
+		    http_language_name(f->res->language) : ""));
 		json_object_object_add(o, "duration",
 		    json_object_new_double(http_round3(f->duration)));
 	}
 	json_object_object_add(o, "text", json_object_new_string(text));
-	if (format == HTTP_FORMAT_VERBOSE) {
+	if (format == HTTP_FORMAT_VERBOSE && words)
+		json_object_object_add(o, "words", http_words(f->res));
+	if (format == HTTP_FORMAT_VERBOSE && segments) {
 		segs = json_object_new_array_ext(f->res->n_segments);
 		for (i = 0; i < f->res->n_segments; i++)
 			json_object_array_add(segs,
@@ -159,7 +195,8 @@ http_reply_text(struct evhttp_request *req, enum http_format format,
 
 void
 http_reply_transcript(struct evhttp_request *req, enum http_format format,
-    enum sotto_task task, const struct worker_file *f)
+    enum sotto_task task, int segments, int words,
+    const struct worker_file *f)
 {
 	char *text;
 
@@ -169,8 +206,8 @@ http_reply_transcript(struct evhttp_request *req, enum http_format format,
 		return;
 	}
 	if (format == HTTP_FORMAT_JSON || format == HTTP_FORMAT_VERBOSE)
-		http_reply_object(req, HTTP_OK, http_json(format, task, f,
-		    text));
+		http_reply_object(req, HTTP_OK, http_json(format, task,
+		    segments, words, f, text));
 	else
 		http_reply_text(req, format, f, text);
 	free(text);

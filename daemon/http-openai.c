@@ -11,6 +11,12 @@
  * answered when the job comes back. A job counts as a session against
  * max_sessions (429 when over it) and a drain (SIGTERM) waits for it
  * and for its reply to be written.
+ *
+ * evhttp does not read a connection while its request waits for the
+ * reply, so it would not notice a client that went away: an EV_CLOSED
+ * event on the socket (epoll's EPOLLRDHUP) does, and the job is
+ * canceled at its next window (worker_file_cancel) and the connection
+ * freed; the job is forgotten when it comes back.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +26,8 @@
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
@@ -32,11 +40,18 @@
 #define HTTP_FORM_PARTS		32
 #define HTTP_PROMPT_MAX		4096
 
+/* timestamp_granularities[] (verbose_json) */
+#define HTTP_GRAN_SEGMENT	0x1
+#define HTTP_GRAN_WORD		0x2
+
 /* One request being answered. */
 struct http_job {
 	struct evhttp_request	*req;		/* NULL once evhttp freed it */
 	struct evhttp_connection *evcon;	/* while the reply is written */
+	struct worker_file	*file;		/* until done(), or NULL */
+	struct event		*gone;		/* the client closes, or NULL */
 	enum http_format	 format;
+	int			 granularity;	/* HTTP_GRAN_* */
 	enum sotto_task		 task;
 	double			 t0;
 	int			 replied;
@@ -50,6 +65,7 @@ struct http_form {
 	const struct multipart_part *file;
 	struct worker_file_params p;
 	enum http_format format;
+	int granularity;		/* HTTP_GRAN_* */
 	char prompt[HTTP_PROMPT_MAX + 1];
 };
 
@@ -64,9 +80,19 @@ http_busy(void)
 	return n;
 }
 
+/* Stop watching for the client going away. */
+static void
+http_job_unwatch(struct http_job *j)
+{
+	if (j->gone != NULL)
+		event_free(j->gone);
+	j->gone = NULL;
+}
+
 static void
 http_job_free(struct http_job *j)
 {
+	http_job_unwatch(j);
 	TAILQ_REMOVE(&http_jobs, j, entry);
 	free(j);
 	server_drain_check();
@@ -97,6 +123,7 @@ http_job_closed(struct evhttp_connection *evcon, void *arg)
 static void
 http_job_replying(struct http_job *j)
 {
+	http_job_unwatch(j);
 	j->replied = 1;
 	j->evcon = evhttp_request_get_connection(j->req);
 	if (j->evcon == NULL)
@@ -125,8 +152,53 @@ http_openai_stop(void)
 			http_job_free(j);
 			continue;
 		}
+		http_job_unwatch(j);
 		j->req = NULL;	/* the job's done() frees it */
 	}
+}
+
+/* The client closed its connection before the reply: give up the job. */
+static void
+http_job_gone(evutil_socket_t fd, short what, void *arg)
+{
+	struct http_job *j = arg;
+	struct evhttp_connection *evcon;
+
+	(void)fd;
+	(void)what;
+	http_job_unwatch(j);
+	if (j->req == NULL || j->replied)
+		return;
+	log_info("http: the client went away: its %s is canceled",
+	    j->task == SOTTO_TASK_TRANSLATE ? "translation" :
+	    "transcription");
+	if (j->file != NULL)
+		worker_file_cancel(j->file);
+	evcon = evhttp_request_get_connection(j->req);
+	j->req = NULL;		/* freed with its connection */
+	if (evcon != NULL)
+		evhttp_connection_free(evcon);
+}
+
+/*
+ * Watch j's connection for the client closing it (where the event
+ * backend can tell: EV_FEATURE_EARLY_CLOSE; elsewhere the job runs on).
+ */
+static void
+http_job_watch(struct http_job *j)
+{
+	struct evhttp_connection *evcon;
+	struct bufferevent *bev;
+	evutil_socket_t fd;
+
+	if (!(event_base_get_features(sottod.base) & EV_FEATURE_EARLY_CLOSE) ||
+	    (evcon = evhttp_request_get_connection(j->req)) == NULL ||
+	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL ||
+	    (fd = bufferevent_getfd(bev)) < 0)
+		return;
+	if ((j->gone = event_new(sottod.base, fd, EV_CLOSED, http_job_gone,
+	    j)) != NULL && event_add(j->gone, NULL) != 0)
+		http_job_unwatch(j);
 }
 
 /* A field's value as a string (at most len - 1 bytes); -1 when longer. */
@@ -236,11 +308,15 @@ http_form_field(struct http_form *f, const struct multipart_part *p,
 	}
 	if (strcmp(p->name, "timestamp_granularities[]") == 0) {
 		if (strcmp(v, "segment") == 0) {
-			*granularity = 1;
+			*granularity |= HTTP_GRAN_SEGMENT;
+			return 0;
+		}
+		if (strcmp(v, "word") == 0) {
+			*granularity |= HTTP_GRAN_WORD;
 			return 0;
 		}
 		snprintf(msg, msglen, "timestamp_granularities[]: '%s' is "
-		    "not supported (segment is)", v);
+		    "not segment or word", v);
 		return -1;
 	}
 	if (strcmp(p->name, "stream") == 0 && strcmp(v, "false") != 0) {
@@ -261,7 +337,7 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 	char boundary[MULTIPART_BOUNDARY_MAX];
 	size_t len = evbuffer_get_length(in);
 	const uint8_t *body;
-	int n, i, granularity = 0;
+	int n, i;
 
 	memset(f, 0, sizeof(*f));
 	f->p.task = task;
@@ -278,7 +354,7 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 	    msg, msglen)) < 0)
 		return -1;
 	for (i = 0; i < n; i++)
-		if (http_form_field(f, &parts[i], &granularity, msg,
+		if (http_form_field(f, &parts[i], &f->granularity, msg,
 		    msglen) != 0)
 			return -1;
 	if (f->file == NULL) {
@@ -286,11 +362,15 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 		    "field 'file'");
 		return -1;
 	}
-	if (granularity && f->format != HTTP_FORMAT_VERBOSE) {
+	if (f->granularity && f->format != HTTP_FORMAT_VERBOSE) {
 		snprintf(msg, msglen, "timestamp_granularities[] needs "
 		    "response_format verbose_json");
 		return -1;
 	}
+	/* OpenAI's default: segments; words only when asked for */
+	if (f->granularity == 0)
+		f->granularity = HTTP_GRAN_SEGMENT;
+	f->p.word_timestamps = (f->granularity & HTTP_GRAN_WORD) != 0;
 	if (task == SOTTO_TASK_TRANSLATE && !sottod.multilingual) {
 		snprintf(msg, msglen, "model %s is English-only: it cannot "
 		    "translate", sottod.model_name);
@@ -305,6 +385,7 @@ http_file_done(struct worker_file *f, void *arg)
 {
 	struct http_job *j = arg;
 
+	j->file = NULL;
 	sottod_stats.audio_in_s += f->duration;
 	sottod_stats.audio_done_s += f->duration;
 	sottod_stats.files++;
@@ -313,7 +394,7 @@ http_file_done(struct worker_file *f, void *arg)
 	    j->task == SOTTO_TASK_TRANSLATE ? "translation" : "transcription",
 	    f->duration, f->compute_s, sottod_now() - j->t0,
 	    f->error ? ": " : "", f->error ? f->err : "");
-	if (j->req == NULL) {		/* evhttp is gone */
+	if (j->req == NULL) {		/* evhttp or the client is gone */
 		http_job_free(j);
 		worker_file_free(f);
 		return;
@@ -321,7 +402,9 @@ http_file_done(struct worker_file *f, void *arg)
 	http_job_replying(j);
 	switch (f->error) {
 	case WORKER_FILE_OK:
-		http_reply_transcript(j->req, j->format, j->task, f);
+		http_reply_transcript(j->req, j->format, j->task,
+		    (j->granularity & HTTP_GRAN_SEGMENT) != 0,
+		    (j->granularity & HTTP_GRAN_WORD) != 0, f);
 		break;
 	case WORKER_FILE_BAD_INPUT:
 		http_reply_error(j->req, 400, "invalid_request_error",
@@ -344,6 +427,7 @@ static void
 http_audio(struct evhttp_request *req, enum sotto_task task)
 {
 	struct multipart_part parts[HTTP_FORM_PARTS];
+	struct worker_file *wf;
 	struct http_form form;
 	struct http_job *j;
 	char msg[PROTO_MSG_MAX];
@@ -380,15 +464,19 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	    evbuffer_get_length(evhttp_request_get_input_buffer(req)));
 	j->req = req;
 	j->format = form.format;
+	j->granularity = form.granularity;
 	j->task = task;
 	j->t0 = sottod_now();
 	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
-	if (worker_file_new(http_next_job++, data, form.file->len, &form.p,
-	    http_file_done, j, msg) == NULL) {
+	if ((wf = worker_file_new(http_next_job++, data, form.file->len,
+	    &form.p, http_file_done, j, msg)) == NULL) {
 		http_job_replying(j);
 		http_reply_error(req, 500, "server_error", NULL, "%s", msg);
 		http_job_over(j);
+		return;
 	}
+	j->file = wf;
+	http_job_watch(j);
 }
 
 void

@@ -58,8 +58,15 @@ enum http_format {
 };
 struct worker_file;
 int	http_format_parse(const char *, enum http_format *);
+/* verbose_json has segments, words (their own array) or both. */
 void	http_reply_transcript(struct evhttp_request *, enum http_format,
-	    enum sotto_task, const struct worker_file *);
+	    enum sotto_task, int segments, int words,
+	    const struct worker_file *);
+/*
+ * http-language.c: Whisper's English name of a language code ("en":
+ * "english"), as OpenAI's verbose_json gives it; the code when unknown.
+ */
+const char *http_language_name(const char *code);
 
 /* http-openai.c */
 void	http_transcriptions(struct evhttp_request *);

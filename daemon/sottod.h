@@ -15,6 +15,7 @@
 	    (var) = (tvar))
 #endif
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -310,13 +311,14 @@ struct worker_file_params {
 	int		 beam_size;
 	float		 temperature;	/* the first; fallback by 0.2 to 1 */
 	const char	*prompt;	/* NULL or copied */
+	int		 word_timestamps;	/* segments get their words */
 };
 
 enum worker_file_error {
 	WORKER_FILE_OK = 0,
 	WORKER_FILE_BAD_INPUT,	/* not audio, damaged, empty: the client's */
 	WORKER_FILE_FAILED,	/* the engine failed */
-	WORKER_FILE_CANCELED,	/* sottod is stopping */
+	WORKER_FILE_CANCELED,	/* sottod is stopping, or worker_file_cancel */
 };
 
 typedef void worker_file_done_fn(struct worker_file *, void *arg);
@@ -330,6 +332,7 @@ struct worker_file {
 	struct model_ref	*model;
 	worker_file_done_fn	*done;
 	void			*arg;
+	atomic_int		 cancel;	/* set by worker_file_cancel */
 	/* the result, once done */
 	enum worker_file_error	 error;
 	char			 err[SOTTO_ERR_MAX];
@@ -349,6 +352,11 @@ struct worker_file *worker_file_new(uint64_t id, void *data, size_t len,
 	    const struct worker_file_params *, worker_file_done_fn *done,
 	    void *arg, char *msg);
 void	worker_file_free(struct worker_file *);
+/*
+ * Loop thread, before done(): stop the job at its next window (it has no
+ * one to go to); done() still comes, with WORKER_FILE_CANCELED.
+ */
+void	worker_file_cancel(struct worker_file *);
 /* Jobs queued or running (they count as sessions). */
 int	worker_file_count(void);
 void	worker_file_done(struct worker_file *);		/* server.c */

@@ -11,7 +11,8 @@
  * the compute thread runs the other jobs queued by then (worker_yield):
  * live streams wait for one window, never for a whole file. Files run
  * one after another in the order they came. A job sees sottod stopping
- * (worker_stop) at its next window and ends as canceled.
+ * (worker_stop), or its owner's worker_file_cancel (the HTTP client went
+ * away), at its next window and ends as canceled.
  *
  * Ownership: the loop owns a job until worker_file_new() queues it and
  * again from done() on; in between only the compute thread touches it.
@@ -75,6 +76,12 @@ worker_file_new(uint64_t id, void *data, size_t len,
 	return f;
 }
 
+void
+worker_file_cancel(struct worker_file *f)
+{
+	atomic_store(&f->cancel, 1);
+}
+
 /* Loop thread: the job came back; hand it to its owner. */
 void
 worker_file_done(struct worker_file *f)
@@ -118,12 +125,13 @@ static int
 worker_file_progress(void *user, size_t done, size_t total,
     const struct sotto_segment *segs, int n)
 {
-	(void)user;
+	struct worker_file *f = user;
+
 	(void)done;
 	(void)total;
 	(void)segs;
 	(void)n;
-	if (worker_stopping())
+	if (worker_stopping() || atomic_load(&f->cancel))
 		return 1;
 	worker_yield();
 	return 0;
@@ -151,7 +159,18 @@ worker_file_options(struct worker_file *f, struct sotto_transcribe_params *tp,
 	}
 	tp->temperatures = temps;
 	tp->n_temperatures = n;
+	tp->word_timestamps = p->word_timestamps;
 	tp->progress = worker_file_progress;
+	tp->progress_user = f;
+}
+
+/* Why a job ends canceled. */
+static void
+worker_file_canceled(struct worker_file *f)
+{
+	f->error = WORKER_FILE_CANCELED;
+	snprintf(f->err, sizeof(f->err), "%s", atomic_load(&f->cancel) ?
+	    "canceled: the client went away" : "sottod is stopping");
 }
 
 /* Compute thread: decode and transcribe f; sets its result or error. */
@@ -167,9 +186,8 @@ worker_file_run(struct worker_file *f)
 	size_t n = 0;
 	int rc;
 
-	if (worker_stopping()) {
-		f->error = WORKER_FILE_CANCELED;
-		snprintf(f->err, sizeof(f->err), "sottod is stopping");
+	if (worker_stopping() || atomic_load(&f->cancel)) {
+		worker_file_canceled(f);
 		goto out;
 	}
 	if (audio_mem_open(f->data, f->len, "the file", &fr.af, f->err,
@@ -185,10 +203,9 @@ worker_file_run(struct worker_file *f)
 	worker_file_options(f, &tp, temps);
 	rc = sotto_transcribe_reader(st, &rd, &tp, &f->res, &n, f->err);
 	f->duration = (double)n / SOTTO_SAMPLE_RATE;
-	if (rc == SOTTO_ECANCELED) {
-		f->error = WORKER_FILE_CANCELED;
-		snprintf(f->err, sizeof(f->err), "sottod is stopping");
-	} else if (rc != 0 && fr.err[0] != '\0') {
+	if (rc == SOTTO_ECANCELED)
+		worker_file_canceled(f);
+	else if (rc != 0 && fr.err[0] != '\0') {
 		f->error = WORKER_FILE_BAD_INPUT;
 		snprintf(f->err, sizeof(f->err), "%s", fr.err);
 	} else if (rc != 0)
