@@ -246,4 +246,10 @@ int	decoder_reserve(struct sotto_state *, int n_beams, char *err);
 int	decoder_fork(struct sotto_state *, int n_beams);
 int	decoder_reorder(struct sotto_state *, const int *source, int n_beams);
 
+/*
+ * segments.c: keep a segment and its words inside [0, limit] seconds, the
+ * audio's end (a timestamp token can name a time past the last sample).
+ */
+void	segment_clamp(struct sotto_segment *, double limit);
+
 #endif

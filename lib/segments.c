@@ -61,6 +61,25 @@ result_grow(struct sotto_result *res, char *err)
 	return 0;
 }
 
+static double
+clamp_time(double t, double limit)
+{
+	return t > limit ? limit : t;
+}
+
+void
+segment_clamp(struct sotto_segment *s, double limit)
+{
+	int i;
+
+	s->start = clamp_time(s->start, limit);
+	s->end = clamp_time(s->end, limit);
+	for (i = 0; i < s->n_words; i++) {
+		s->words[i].start = clamp_time(s->words[i].start, limit);
+		s->words[i].end = clamp_time(s->words[i].end, limit);
+	}
+}
+
 /*
  * A cut of the window kept as a segment, with its words if any; one that
  * is instantaneous or has no text is dropped (openai blanks it), and
@@ -102,6 +121,7 @@ segment_add(const struct sotto_model *m, struct run *r, struct align_seg *c,
 	if (r->params->word_timestamps && s->words == NULL &&
 	    (s->words = calloc(1, sizeof(*s->words))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	segment_clamp(s, (double)r->n / SOTTO_SAMPLE_RATE);
 	if ((s->tokens = malloc((c->n_tokens ? c->n_tokens : 1) *
 	    sizeof(int32_t))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");

@@ -53,6 +53,13 @@ base_seconds(const struct sotto_stream *s)
 	return (double)s->window_start / SOTTO_SAMPLE_RATE;
 }
 
+/* The end of the audio pushed so far: no time goes past it. */
+static double
+audio_end(const struct sotto_stream *s)
+{
+	return (double)s->received / SOTTO_SAMPLE_RATE;
+}
+
 static size_t
 text_bytes(const struct sotto_stream *s, const int32_t *t, int from, int to)
 {
@@ -160,7 +167,11 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 	}
 	memcpy(f->tokens, seq + from, (to - from) * sizeof(int32_t));
 	f->n_tokens = to - from;
+	if (end > audio_end(s))
+		end = audio_end(s);
 	f->start = start > s->last_end ? start : s->last_end;
+	if (f->start > end)
+		f->start = end > s->last_end ? end : s->last_end;
 	f->end = end > f->start ? end : f->start;
 	if (s->words != NULL && (rc = stream_words_take(s->words,
 	    text_tokens(s, seq, a), text_tokens(s, seq, b), &f->words,
@@ -169,6 +180,7 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 		free(f->tokens);
 		return rc;
 	}
+	segment_clamp(f, audio_end(s));
 	if (s->n_finals == 0)
 		s->first_id = s->next_id;
 	s->next_id++;
@@ -381,6 +393,11 @@ stream_commit_partial(struct sotto_stream *s, char *err)
 	if (s->partial_start < s->last_end)
 		s->partial_start = s->last_end;
 	s->partial_end = base + stream_estimate(s, s->seq, n, n);
+	if (s->partial_end > audio_end(s))
+		s->partial_end = audio_end(s);
+	if (s->partial_start > s->partial_end)
+		s->partial_start = s->partial_end > s->last_end ?
+		    s->partial_end : s->last_end;
 	if (s->partial_end < s->partial_start)
 		s->partial_end = s->partial_start;
 	return 0;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "internal.h"
 #include "vad.h"
 
 #define READ_BLOCK	(64 * SOTTO_VAD_CHUNK)
@@ -207,6 +208,8 @@ join_progress(void *user, size_t done, size_t total,
 		j->mapped[i].words = NULL;
 		j->mapped[i].n_words = 0;
 		map_segment(j, &j->mapped[i]);
+		segment_clamp(&j->mapped[i], (double)j->total /
+		    SOTTO_SAMPLE_RATE);
 	}
 	if (j->n_spans > 0) {
 		r = region_of(j, done, 1);
@@ -291,8 +294,11 @@ sotto_transcribe_vad(struct sotto_state *st, const struct sotto_vad *v,
 	joined.user = &j;
 	if ((rc = sotto_transcribe_reader(st, &joined, &p, ret, NULL,
 	    err)) == 0) {
-		for (i = 0; i < (*ret)->n_segments; i++)
+		for (i = 0; i < (*ret)->n_segments; i++) {
 			map_segment(&j, &(*ret)->segments[i]);
+			segment_clamp(&(*ret)->segments[i],
+			    (double)n / SOTTO_SAMPLE_RATE);
+		}
 		if (ret_n != NULL)
 			*ret_n = n;
 	}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import statistics
 import struct
+import wave
 
 import pytest
 
@@ -110,9 +111,19 @@ def test_longform_nothing_lost_or_repeated(runs):
         assert k < 3 or a[-k:] != b[:k], f"repeated at a seam: {a} | {b}"
 
 
+def wav_seconds(path) -> float:
+    with wave.open(str(path)) as w:
+        return w.getnframes() / w.getframerate()
+
+
 def test_ids_and_times(runs):
     for name, ev in list(runs["stream"].items()) + [("jfk@1s", runs["jfk_fine"])]:
         fs = finals(ev)
+        # no time after the end of the audio (lib/stream-commit.c clamps)
+        duration = wav_seconds(AUDIO_DIR / name.replace("jfk@1s", "jfk.wav"))
+        for e in ev:
+            if e["type"] in ("partial", "final"):
+                assert e["end"] <= duration + 1e-6, f"{name}: {e}"
         for a, b in zip(fs, fs[1:]):
             assert b["id"] == a["id"] + 1, name
             assert b["start"] >= a["start"] - 1e-6, name
