@@ -79,6 +79,17 @@ int	output_write(FILE *, enum output_format, const struct output_opts *,
 	    const char *file, double duration, const struct sotto_result *,
 	    int n_files);
 
+/*
+ * output-dir.c: DIR/NAME.EXT for the input NAME.wav (buf of len; -1 if it
+ * does not fit or the input has no name); the check that DIR is a
+ * writable directory and that no two inputs share a name (-1 with a
+ * message in err).
+ */
+int	output_dir_path(const char *dir, const char *file,
+	    enum output_format, char *buf, size_t len);
+int	output_dir_check(const char *dir, char *const *files, int n_files,
+	    enum output_format, char *err, size_t errlen);
+
 /* subtitles.c: srt (or vtt) cues from the words of every segment */
 void	subtitles_write_words(FILE *, const struct sotto_result *, int srt,
 	    const struct output_opts *);

@@ -1,6 +1,7 @@
 /*
  * sotto transcribe: files in, transcripts out, with the engine in-process.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 struct options {
 	const char *model;
 	const char *output;
+	const char *output_dir;
 	enum output_format format;
 	struct output_opts out;
 	int quiet;
@@ -40,7 +42,12 @@ static const char usage_text[] =
 "  -l, --language CODE|auto  spoken language [en for .en models, else auto]\n"
 "      --task transcribe|translate   translate into English [transcribe]\n"
 "  -f, --format txt|json|srt|vtt     output format [txt]\n"
-"  -o, --output FILE         write to FILE instead of standard output\n"
+"  -o, --output FILE         write to FILE instead of standard output;\n"
+"                            several inputs go one after the other (txt\n"
+"                            with a '==> FILE <==' line before each, json\n"
+"                            a line each, srt/vtt each file's cues in turn)\n"
+"      --output-dir DIR      one file per input in DIR, named after it:\n"
+"                            DIR/NAME.txt|json|srt|vtt for NAME.wav\n"
 "      --beam-size N         beams at temperature 0; 1 = greedy [5]\n"
 "      --best-of N           samples per window at temperature > 0 [5]\n"
 "      --patience X          beam search patience [1.0]\n"
@@ -86,7 +93,7 @@ enum {
 	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
 	OPT_INC, OPT_NO_FALLBACK, OPT_PROMPT, OPT_NO_COND, OPT_NO_TS,
 	OPT_PRECISION, OPT_SILENCE, OPT_WORDS, OPT_LINE_WIDTH, OPT_LINE_COUNT,
-	OPT_HIGHLIGHT,
+	OPT_HIGHLIGHT, OPT_OUTPUT_DIR,
 };
 
 static const struct option long_options[] = {
@@ -95,6 +102,7 @@ static const struct option long_options[] = {
 	{ "task", required_argument, NULL, OPT_TASK },
 	{ "format", required_argument, NULL, 'f' },
 	{ "output", required_argument, NULL, 'o' },
+	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
 	{ "beam-size", required_argument, NULL, OPT_BEAM },
 	{ "best-of", required_argument, NULL, OPT_BEST_OF },
 	{ "patience", required_argument, NULL, OPT_PATIENCE },
@@ -203,6 +211,7 @@ parse_option(struct options *o, int c, const char *arg)
 	case 'm': o->model = arg; return 0;
 	case 'l': o->tp.language = arg; return 0;
 	case 'o': o->output = arg; return 0;
+	case OPT_OUTPUT_DIR: o->output_dir = arg; return 0;
 	case 'q': o->quiet = 1; return 0;
 	case OPT_NO_FALLBACK: o->increment = 0.0f; return 0;
 	case OPT_PROMPT: o->tp.initial_prompt = arg; return 0;
@@ -276,6 +285,8 @@ parse_args(struct options *o, int argc, char **argv)
 	    o->out.highlight_words) && !o->tp.word_timestamps)
 		return bad_usage("%s", "--max-line-width, --max-line-count and "
 		    "--highlight-words lay out words: add --word-timestamps");
+	if (o->output != NULL && o->output_dir != NULL)
+		return bad_usage("%s", "--output and --output-dir: give one");
 	set_temperatures(o);
 	return 0;
 }
@@ -346,6 +357,40 @@ report_input(const char *path, const struct audio_file *f, size_t n)
 	return -1;
 }
 
+/* The transcript to out, or to its own file in --output-dir. */
+static int
+write_result(const struct options *o, FILE *out, const char *path,
+    double duration, const struct sotto_result *res, int n_files)
+{
+	char name[PATH_MAX] = "";
+	int rc;
+
+	if (o->output_dir != NULL) {
+		if (output_dir_path(o->output_dir, path, o->format, name,
+		    sizeof(name)) != 0 || (out = fopen(name, "w")) == NULL) {
+			fprintf(stderr, "sotto transcribe: %s: cannot write "
+			    "the transcript of %s: %s\n", name, path,
+			    strerror(errno));
+			return -1;
+		}
+		n_files = 1;
+	}
+	rc = output_write(out, o->format, &o->out, path, duration, res,
+	    n_files);
+	if (o->output_dir != NULL) {
+		if (fclose(out) != 0)
+			rc = -1;
+		if (rc == 0 && !o->quiet)
+			fprintf(stderr, "sotto transcribe: wrote %s\n", name);
+	} else
+		fflush(out);
+	if (rc != 0)
+		fprintf(stderr, "sotto transcribe: writing the transcript of "
+		    "%s failed%s%s\n", path, o->output_dir ? " to " : "",
+		    o->output_dir ? name : "");
+	return rc;
+}
+
 /*
  * Decode the file as it is transcribed (read twice: see audio.c), print
  * the transcript, then fail if the file ended early.
@@ -387,11 +432,8 @@ transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
 		    audio_file_problem(fr.f) : "");
 		rc = -1;
 	} else {
-		if ((rc = output_write(out, o->format, &o->out, path,
-		    (double)n / AUDIO_RATE, res, n_files)) != 0)
-			fprintf(stderr, "sotto transcribe: writing the "
-			    "transcript of %s failed\n", path);
-		fflush(out);
+		rc = write_result(o, out, path, (double)n / AUDIO_RATE, res,
+		    n_files);
 		if (report_input(path, fr.f, n) != 0)
 			rc = -1;
 	}
@@ -427,10 +469,16 @@ cmd_transcribe(int argc, char **argv)
 	struct sotto_state *st;
 	struct options o;
 	FILE *out = stdout;
+	char err[512];
 	int i, failed = 0;
 
 	if (parse_args(&o, argc, argv) != 0)
 		return EXIT_USAGE;
+	if (o.output_dir != NULL && output_dir_check(o.output_dir,
+	    argv + optind, argc - optind, o.format, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s\n", err);
+		return EXIT_USAGE;
+	}
 	if (load_model(&o, &model) != 0)
 		return EXIT_MODEL;
 	if ((st = sotto_state_new(model)) == NULL) {
