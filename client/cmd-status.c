@@ -20,6 +20,11 @@ static const char usage_text[] =
 "  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
 "                            " CONN_SOCKET_DEFAULT "]\n"
 "      --json                print the daemon's status event as is\n"
+"\n"
+"Without --json: the daemon's figures, one a line, then a line per\n"
+"session (the microphone's, streams, HTTP files): id, source (socket,\n"
+"ws, wyoming, mic, http), state, audio seconds received, lag, and\n"
+"real-time factor (compute time over audio decoded).\n"
 "  -h, --help                show this help\n"
 "\n"
 "Exit status: 0 ok; 2 bad usage; 4 sottod cannot be reached.\n";
@@ -31,18 +36,50 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Print every field but "type" as "key: value". */
+/* A number of the session list, or "-" where the daemon has none. */
+static const char *
+cell(struct json_object *o, const char *key)
+{
+	struct json_object *v = json_object_object_get(o, key);
+
+	return v != NULL ? json_object_get_string(v) : "-";
+}
+
+/* One line per session: id, source, state, audio, lag, RTF. */
+static void
+status_sessions(struct json_object *list)
+{
+	struct json_object *e;
+	size_t i, n = json_object_array_length(list);
+
+	if (n == 0)
+		return;
+	printf("\n%-18s %-8s %-12s %9s %7s %6s\n", "SESSION", "SOURCE",
+	    "STATE", "AUDIO_S", "LAG_S", "RTF");
+	for (i = 0; i < n; i++) {
+		e = json_object_array_get_idx(list, i);
+		printf("%-18s %-8s %-12s %9s %7s %6s\n", cell(e, "id"),
+		    cell(e, "source"), cell(e, "state"), cell(e, "audio_s"),
+		    cell(e, "lag_s"), cell(e, "rtf"));
+	}
+}
+
+/* Every field but "type" as "key: value", then the sessions' table. */
 static void
 status_print(const char *json)
 {
-	struct json_object *o;
+	struct json_object *o, *list = NULL;
 
 	if ((o = json_tokener_parse(json)) == NULL)
 		return;
 	json_object_object_foreach(o, key, val) {
-		if (strcmp(key, "type") != 0)
+		if (strcmp(key, "session_list") == 0)
+			list = val;
+		else if (strcmp(key, "type") != 0)
 			printf("%-17s %s\n", key, json_object_get_string(val));
 	}
+	if (list != NULL && json_object_is_type(list, json_type_array))
+		status_sessions(list);
 	json_object_put(o);
 }
 

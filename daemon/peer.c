@@ -617,6 +617,7 @@ static void
 peer_dispatch_status(struct peer *p, const struct proto_frame *f)
 {
 	struct proto_status st;
+	struct proto_session_info *list;
 	struct session *mic = session_mic();
 	struct peer *q;
 	enum proto_error e;
@@ -625,7 +626,10 @@ peer_dispatch_status(struct peer *p, const struct proto_frame *f)
 	if ((e = proto_parse_empty(f->payload, f->len, msg)) != PROTO_OK)
 		return peer_fail(p, e, "STATUS: %s", msg);
 	memset(&st, 0, sizeof(st));
-	st.sessions = session_count();
+	st.sessions = session_count() + (mic != NULL && !session_done(mic));
+	if ((st.n_list = session_list(&list)) < 0)
+		return peer_fail(p, PROTO_E_INTERNAL, "STATUS: out of memory");
+	st.list = list;
 	TAILQ_FOREACH(q, &peers, entry) {
 		st.clients++;
 		if (q->state == PEER_SUBSCRIBED)
@@ -639,6 +643,7 @@ peer_dispatch_status(struct peer *p, const struct proto_frame *f)
 	st.dropped_partials = peer_dropped_partials();
 	st.overload_s = mic != NULL ? (uint64_t)session_overload_s(mic) : 0;
 	ev = proto_event_status(&st);
+	free(list);
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);
 }

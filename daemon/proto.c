@@ -666,6 +666,35 @@ proto_event_overload(const char *session, double dropped_s, double total_s)
 	return proto_event_done(o);
 }
 
+static struct json_object *
+proto_json_or_null(double v)
+{
+	return v < 0 ? NULL : proto_json_seconds(v);
+}
+
+static struct json_object *
+proto_json_session_list(const struct proto_session_info *l, int n)
+{
+	struct json_object *a = json_object_new_array_ext(n), *o;
+	int i;
+
+	for (i = 0; a != NULL && i < n; i++) {
+		o = json_object_new_object();
+		json_object_object_add(o, "id", proto_json_text(l[i].id));
+		json_object_object_add(o, "source",
+		    json_object_new_string(l[i].source));
+		json_object_object_add(o, "state",
+		    json_object_new_string(l[i].state));
+		json_object_object_add(o, "audio_s",
+		    proto_json_or_null(l[i].audio_s));
+		json_object_object_add(o, "lag_s",
+		    proto_json_or_null(l[i].lag_s));
+		json_object_object_add(o, "rtf", proto_json_or_null(l[i].rtf));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
 char *
 proto_event_status(const struct proto_status *st)
 {
@@ -689,5 +718,7 @@ proto_event_status(const struct proto_status *st)
 	    json_object_new_int64((int64_t)st->dropped_partials));
 	json_object_object_add(o, "overload_s",
 	    json_object_new_int64((int64_t)st->overload_s));
+	json_object_object_add(o, "session_list",
+	    proto_json_session_list(st->list, st->n_list));
 	return proto_event_done(o);
 }

@@ -186,12 +186,21 @@ char	*proto_event_end(const char *session, const struct proto_end *);
 char	*proto_event_overload(const char *session, double dropped_s,
 	    double total_s);
 
+/* One session in a status event; a file has no audio_s, lag_s, rtf (< 0). */
+struct proto_session_info {
+	char		 id[PROTO_SESSION_MAX];
+	const char	*source, *state;
+	double		 audio_s, lag_s, rtf;
+};
+
 struct proto_status {
 	int		 sessions, clients, subscribers;
 	const char	*model;
 	double		 rtf, lag_s, uptime_s;
 	int		 mic;		/* -1 off, 0 device down, 1 capturing */
 	uint64_t	 dropped_partials, overload_s;
+	const struct proto_session_info *list;
+	int		 n_list;
 };
 char	*proto_event_status(const struct proto_status *);
 

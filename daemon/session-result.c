@@ -210,6 +210,7 @@ session_result(struct worker_result *r)
 		return;
 	}
 	if (r->stepped) {
+		s->compute_s += r->compute_s;
 		if (r->audio_time > s->audio_time) {
 			sottod_stats.audio_done_s += r->audio_time -
 			    s->audio_time;

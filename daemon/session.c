@@ -141,6 +141,60 @@ session_max_lag(void)
 	return m;
 }
 
+/* What a status event says a session is doing. */
+static const char *
+session_state(const struct session *s)
+{
+	if (s->flags & SESSION_SHARED)
+		return "live";
+	if (s->flags & SESSION_DONE)
+		return "done";
+	if (s->owner == NULL)
+		return "waiting";
+	return s->flags & SESSION_ENDING ? "ending" : "streaming";
+}
+
+int
+session_list(struct proto_session_info **ret)
+{
+	struct proto_session_info *l, *e;
+	struct worker_file **files;
+	struct session *s;
+	int n = worker_file_count(), i, j, k;
+
+	TAILQ_FOREACH(s, &sessions, entry)
+		n++;
+	*ret = l = calloc(n ? n : 1, sizeof(*l));
+	files = calloc(n ? n : 1, sizeof(*files));
+	if (l == NULL || files == NULL) {
+		free(l);
+		free(files);
+		*ret = NULL;
+		return -1;
+	}
+	i = 0;
+	TAILQ_FOREACH(s, &sessions, entry) {
+		e = &l[i++];
+		snprintf(e->id, sizeof(e->id), "%s", s->name);
+		e->source = s->source != NULL ? s->source : "socket";
+		e->state = session_state(s);
+		e->audio_s = (double)s->received / SOTTO_SAMPLE_RATE;
+		e->lag_s = session_lag(s);
+		e->rtf = s->audio_time > 0 ? s->compute_s / s->audio_time : 0;
+	}
+	k = worker_file_list(files, n - i);
+	for (j = 0; j < k; j++) {
+		e = &l[i++];
+		snprintf(e->id, sizeof(e->id), "file-%llu",
+		    (unsigned long long)files[j]->id);
+		e->source = "http";
+		e->state = "transcribing";
+		e->audio_s = e->lag_s = e->rtf = -1;
+	}
+	free(files);
+	return i;
+}
+
 void
 session_free(struct session *s)
 {
@@ -310,6 +364,7 @@ session_open(struct peer *p, const struct msg_open *m, char *msg)
 	    m->live, msg)) == NULL)
 		return NULL;
 	s->owner = p;
+	s->source = p->ops != NULL ? p->ops->name : "socket";
 	TAILQ_INSERT_TAIL(&s->subs, p, sub_entry);
 	p->session = s;
 	log_info("session %s: opened (%s %d Hz x%d, language %s%s)",
@@ -333,6 +388,7 @@ session_shared_new(const char *name, int rate, int channels,
 		return NULL;
 	}
 	s->flags |= SESSION_SHARED;
+	s->source = "mic";
 	worker_stream_follow(s->ws);	/* it never ends: moves on a reload */
 	return s;
 }

@@ -34,6 +34,8 @@ struct session {
 	double			 decoded_s;	/* its words are all final */
 	double			 final_end;	/* end of the last final */
 	double			 undecoded_s;	/* at the end: never decoded */
+	double			 compute_s;	/* its steps' compute time */
+	const char		*source;	/* status: socket, ws, ... */
 	char			*last_partial;
 	char			*hist[SESSION_HISTORY_MAX];
 	int64_t			 next_final;

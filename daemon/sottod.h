@@ -135,6 +135,7 @@ enum peer_event {
  * starts closing. NULL ops: the sottod protocol.
  */
 struct peer_ops {
+	const char *name;			/* in status: "ws", "wyoming" */
 	void	(*read)(struct peer *);
 	void	(*write)(struct peer *, const char *json);
 	void	(*ended)(struct peer *);	/* instead of peer.c's */
@@ -193,6 +194,13 @@ struct session *session_open(struct peer *, const struct msg_open *,
 	    char *msg);
 struct session *session_find(const char *name);
 int	session_count(void);
+/*
+ * Every session and file job for a status event, the microphone's
+ * included (ret owned by the caller); their number, or -1 when out of
+ * memory.
+ */
+struct proto_session_info;
+int	session_list(struct proto_session_info **ret);
 void	session_attach(struct session *, struct peer *, int64_t since);
 void	session_detach(struct session *, struct peer *);
 void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
@@ -339,6 +347,7 @@ struct worker_file {
 	struct sotto_result	*res;		/* NULL on error */
 	double			 duration;	/* seconds of audio */
 	double			 compute_s;
+	TAILQ_ENTRY(worker_file) entry;		/* loop: jobs not yet done */
 };
 
 /*
@@ -359,6 +368,8 @@ void	worker_file_free(struct worker_file *);
 void	worker_file_cancel(struct worker_file *);
 /* Jobs queued or running (they count as sessions). */
 int	worker_file_count(void);
+/* The first n of them (the loop's list, oldest first). */
+int	worker_file_list(struct worker_file **, int n);
 void	worker_file_done(struct worker_file *);		/* server.c */
 
 #endif

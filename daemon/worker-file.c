@@ -28,11 +28,27 @@
 #define WORKER_FILE_TEMPERATURES	16
 
 static int	worker_file_n;		/* loop: jobs not yet done */
+static TAILQ_HEAD(, worker_file) worker_files =
+    TAILQ_HEAD_INITIALIZER(worker_files);
 
 int
 worker_file_count(void)
 {
 	return worker_file_n;
+}
+
+int
+worker_file_list(struct worker_file **out, int n)
+{
+	struct worker_file *f;
+	int i = 0;
+
+	TAILQ_FOREACH(f, &worker_files, entry) {
+		if (i == n)
+			break;
+		out[i++] = f;
+	}
+	return i;
 }
 
 void
@@ -73,6 +89,7 @@ worker_file_new(uint64_t id, void *data, size_t len,
 		return NULL;
 	}
 	worker_file_n++;
+	TAILQ_INSERT_TAIL(&worker_files, f, entry);
 	return f;
 }
 
@@ -87,6 +104,7 @@ void
 worker_file_done(struct worker_file *f)
 {
 	worker_file_n--;
+	TAILQ_REMOVE(&worker_files, f, entry);
 	f->done(f, f->arg);
 	server_drain_check();
 }

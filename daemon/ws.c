@@ -174,6 +174,7 @@ ws_free(struct peer *p)
 }
 
 static const struct peer_ops ws_ops = {
+	.name = "ws",
 	.read = ws_read,
 	.write = ws_write,
 	.free = ws_free,

@@ -45,6 +45,7 @@ static void	wy_ended(struct peer *);
 static void	wy_free(struct peer *);
 
 static const struct peer_ops wy_ops = {
+	.name = "wyoming",
 	.read = wy_read,
 	.write = wy_session_event,
 	.ended = wy_ended,

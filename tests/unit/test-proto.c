@@ -296,8 +296,11 @@ test_events(void **state)
 	    { 0.75, 1.25, ",", 1.0 } };
 	struct proto_segment segs[2] = { { 0.5, 1.25, " Hello", words, 2 },
 	    { 1.25, 2.0, " \"world\"\n", NULL, 0 } };
+	const struct proto_session_info list[2] = {
+	    { "ab12", "ws", "streaming", 12.5, 0.25, 0.125 },
+	    { "file-3", "http", "transcribing", -1, -1, -1 } };
 	struct proto_status st = { 2, 3, 1, "tiny.en", 0.25, 1.5, 10, 1, 4,
-	    0 };
+	    0, list, 2 };
 	struct json_object *o, *a, *w;
 
 	(void)state;
@@ -342,6 +345,16 @@ test_events(void **state)
 	o = event_json(proto_event_status(&st));
 	assert_string_equal(field(o, "model"), "tiny.en");
 	assert_string_equal(field(o, "mic"), "capturing");
+	a = json_object_object_get(o, "session_list");
+	assert_int_equal(json_object_array_length(a), 2);
+	w = json_object_array_get_idx(a, 0);
+	assert_string_equal(field(w, "id"), "ab12");
+	assert_string_equal(field(w, "source"), "ws");
+	assert_string_equal(field(w, "audio_s"), "12.500");
+	assert_string_equal(field(w, "rtf"), "0.125");
+	w = json_object_array_get_idx(a, 1);
+	assert_true(json_object_object_get_ex(w, "lag_s", NULL));
+	assert_null(json_object_object_get(w, "lag_s"));
 	json_object_put(o);
 	json_object_put(event_json(proto_event_opened("s1", -1)));
 	json_object_put(event_json(proto_event_subscribed("mic", "mic")));
