@@ -169,6 +169,13 @@ stream_output_other(struct stream_output *o, const char *type,
 		stream_output_clear(o);
 		fprintf(stderr, "sotto: sottod fell behind and skipped %s s "
 		    "of audio\n", stream_output_str(ev, "dropped_s"));
+	} else if (strcmp(type, "language") == 0 &&
+	    json_object_get_boolean(json_object_object_get(ev, "settled")) &&
+	    o->format != STREAM_JSONL) {
+		stream_output_clear(o);
+		fprintf(stderr, "sotto: language %s (probability %s)\n",
+		    stream_output_str(ev, "language"),
+		    stream_output_str(ev, "probability"));
 	} else if (strcmp(type, "opened") == 0 ||
 	    strcmp(type, "subscribed") == 0)
 		snprintf(o->session, sizeof(o->session), "%s",

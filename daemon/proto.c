@@ -573,6 +573,22 @@ proto_json_probability(double p)
 	return json_object_new_double_s(p, buf);
 }
 
+char *
+proto_event_language(const char *session, const char *language,
+    double probability, int settled)
+{
+	struct json_object *o = proto_event_new("language", session);
+
+	if (o == NULL)
+		return NULL;
+	json_object_object_add(o, "language", proto_json_text(language));
+	json_object_object_add(o, "probability",
+	    proto_json_probability(probability));
+	json_object_object_add(o, "settled",
+	    json_object_new_boolean(settled));
+	return proto_event_done(o);
+}
+
 /* faster-whisper's Word fields: word, start, end, probability. */
 static struct json_object *
 proto_json_words(const struct proto_segment *seg)

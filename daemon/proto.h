@@ -168,6 +168,8 @@ struct proto_segment {
 
 char	*proto_event_hello(const char *server, const char *model);
 char	*proto_event_opened(const char *session, int64_t last_final);
+char	*proto_event_language(const char *session, const char *language,
+	    double probability, int settled);
 char	*proto_event_subscribed(const char *source, const char *session);
 char	*proto_event_partial(const char *session, const char *text,
 	    double start, double end);

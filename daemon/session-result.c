@@ -196,6 +196,24 @@ session_failed(struct session *s, const struct worker_result *r)
 	server_drain_check();
 }
 
+/*
+ * The detected language, when it first comes, changes, or settles (then
+ * it stays); kept for a resume or a new subscriber.
+ */
+static void
+session_language(struct session *s, const struct worker_result *r)
+{
+	if (r->language[0] == '\0' || s->language_settled ||
+	    (strcmp(r->language, s->language) == 0 && !r->language_settled))
+		return;
+	snprintf(s->language, sizeof(s->language), "%s", r->language);
+	s->language_settled = r->language_settled;
+	free(s->language_ev);
+	s->language_ev = proto_event_language(s->name, r->language,
+	    r->language_prob, r->language_settled);
+	session_broadcast(s, PEER_EVENT_CONTROL, s->language_ev);
+}
+
 /* A job of the worker is done (loop thread). */
 void
 session_result(struct worker_result *r)
@@ -220,6 +238,7 @@ session_result(struct worker_result *r)
 		    r->partial_start : r->audio_time;
 	}
 	s->due = r->due;
+	session_language(s, r);
 	session_finals(s, r);
 	if (r->ended)
 		s->flags |= SESSION_FINISHED;

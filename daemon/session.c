@@ -214,6 +214,7 @@ session_free(struct session *s)
 	for (i = 0; i < SESSION_HISTORY_MAX; i++)
 		free(s->hist[i]);
 	free(s->last_partial);
+	free(s->language_ev);
 	log_debug("session %s freed", s->name);
 	free(s);
 	server_drain_check();
@@ -424,6 +425,8 @@ session_attach(struct session *s, struct peer *p, int64_t since)
 	ev = proto_event_opened(s->name, session_last_final(s));
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);
+	if (s->language_ev != NULL)
+		peer_send(p, PEER_EVENT_CONTROL, s->language_ev);
 	session_replay(s, p, since);
 	if (s->flags & SESSION_DONE) {
 		ev = session_end_event(s);
@@ -446,6 +449,8 @@ session_subscribe(struct session *s, struct peer *p, int64_t since)
 	ev = proto_event_subscribed(s->name, s->name);
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);
+	if (s->language_ev != NULL)
+		peer_send(p, PEER_EVENT_CONTROL, s->language_ev);
 	if (since != PROTO_SINCE_NONE)
 		session_replay(s, p, since);
 }

@@ -37,6 +37,9 @@ struct session {
 	double			 compute_s;	/* its steps' compute time */
 	const char		*source;	/* status: socket, ws, ... */
 	char			*last_partial;
+	char			*language_ev;	/* the last language event */
+	char			 language[8];	/* its language, settled */
+	int			 language_settled;
 	char			*hist[SESSION_HISTORY_MAX];
 	int64_t			 next_final;
 	double			 overload_s, dropping_s;

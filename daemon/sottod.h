@@ -287,6 +287,9 @@ struct worker_result {
 	char			*partial;
 	double			 partial_start, partial_end, audio_time;
 	double			 compute_s;
+	char			 language[8];	/* detected; "" none */
+	float			 language_prob;
+	int			 language_settled;
 	TAILQ_ENTRY(worker_result) entry;
 };
 

@@ -118,6 +118,11 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
 	r->partial_start = u->partial_start + t0;
 	r->partial_end = u->partial_end + t0;
 	r->audio_time = u->audio_time + t0;
+	if (u->language != NULL) {
+		snprintf(r->language, sizeof(r->language), "%s", u->language);
+		r->language_prob = u->language_prob;
+		r->language_settled = u->language_settled;
+	}
 	return r->partial == NULL ? -1 : 0;
 }
 

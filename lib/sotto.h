@@ -330,6 +330,17 @@ struct sotto_stream_update {
 	const char *partial;		/* the current tentative text, "" if none */
 	double partial_start, partial_end;	/* stream seconds */
 	double audio_time;		/* seconds of audio received */
+	/*
+	 * With language "auto" on a multilingual model, once a window was
+	 * decoded: the language detected (a code; NULL before, and for a
+	 * given language or an English-only model) and its probability.
+	 * It is detected again at each step until 3 s of audio were heard
+	 * (or the stream ended): then language_settled is 1 and it no
+	 * longer changes.
+	 */
+	const char *language;
+	float language_prob;
+	int language_settled;
 };
 
 SOTTO_API int	sotto_stream_new(const struct sotto_model *,

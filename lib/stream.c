@@ -250,6 +250,8 @@ detect(struct sotto_stream *s, size_t n, int final, char *err)
 	if ((rc = decode_detect_language(s->st, &s->language, &prob, NULL,
 	    err)) != 0)
 		return rc;
+	s->detected = 1;
+	s->language_prob = prob;
 	if (final || n >= MS(STREAM_DETECT_MS))
 		s->detect = 0;
 	return 0;
@@ -483,6 +485,11 @@ fill_update(struct sotto_stream *s, struct sotto_stream_update *u)
 	u->partial_start = s->partial_start;
 	u->partial_end = s->partial_end;
 	u->audio_time = (double)s->received / SOTTO_SAMPLE_RATE;
+	if (s->detected) {
+		u->language = tok_language_code(s->model->tok, s->language);
+		u->language_prob = s->language_prob;
+		u->language_settled = !s->detect;
+	}
 }
 
 /*

@@ -39,6 +39,8 @@ struct sotto_stream {
 	int32_t tb;			/* timestamp_begin */
 	int language;			/* index, or -1 (.en or undetected) */
 	int detect;			/* language still to be settled */
+	int detected;			/* language auto: detected so far */
+	float language_prob;		/* of the detected language */
 
 	float *pcm;			/* pending audio from window_start */
 	size_t n_pcm, cap_pcm;

@@ -357,6 +357,11 @@ test_events(void **state)
 	assert_null(json_object_object_get(w, "lag_s"));
 	json_object_put(o);
 	json_object_put(event_json(proto_event_opened("s1", -1)));
+	o = event_json(proto_event_language("s1", "de", 0.97654, 1));
+	assert_string_equal(field(o, "language"), "de");
+	assert_string_equal(field(o, "probability"), "0.9765");
+	assert_string_equal(field(o, "settled"), "true");
+	json_object_put(o);
 	json_object_put(event_json(proto_event_subscribed("mic", "mic")));
 	o = event_json(proto_event_end("s1", &(struct proto_end){ 3, 21.25,
 	    23.0, 1.5 }));
