@@ -35,6 +35,15 @@ int	mat_init_f16_stack(struct mat *m, const struct gemm *,
 	    const void *const *blocks, const int *block_rows, int n_blocks,
 	    int cols, char *err);
 /*
+ * The same, converted straight into the packed layout mat_pack makes
+ * (bf16, cols a multiple of GEMV_K_ALIGN: one pass over the weights, no
+ * row-major copy; mat_pack then leaves it alone); else as
+ * mat_init_f16_stack.
+ */
+int	mat_init_packed_stack(struct mat *m, const struct gemm *,
+	    const void *const *blocks, const int *block_rows, int n_blocks,
+	    int cols, char *err);
+/*
  * Precision int8: m as int8 with a scale per row (gemv-i8.c) from F16
  * blocks stacked row-wise, no bf16 copy; mat_pack leaves it alone. Only
  * where mat_i8_fits (rows and cols multiples of GEMV_I8_ALIGN).

@@ -129,6 +129,72 @@ mat_init_f16_stack(struct mat *m, const struct gemm *g,
 	return 0;
 }
 
+/*
+ * bf16: rows [m0, m0 + 16) of the F16 blocks straight into gemv.c's
+ * packed layout (16 rows x 32 k per tile, rows past the end zero).
+ */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+pack_block16(const void *const *blocks, const int *block_rows, int n_blocks,
+    int rows, int cols, int m0, uint16_t *out)
+{
+	int i, c, b, r;
+
+	for (i = 0; i < 16; i++) {
+		const uint16_t *src = NULL;
+
+		for (b = 0, r = m0 + i; b < n_blocks && src == NULL; b++) {
+			if (r < block_rows[b])
+				src = (const uint16_t *)blocks[b] +
+				    (size_t)r * cols;
+			r -= block_rows[b];
+		}
+		for (c = 0; c < cols / 32; c++) {
+			uint16_t *o = out + (((size_t)(m0 / 16) * (cols / 32) +
+			    c) * 16 + i) * 32;
+			__m512 lo, hi;
+
+			if (src == NULL || m0 + i >= rows) {
+				memset(o, 0, 64);
+				continue;
+			}
+			lo = _mm512_cvtph_ps(_mm256_loadu_si256(
+			    (const __m256i *)(src + 32 * c)));
+			hi = _mm512_cvtph_ps(_mm256_loadu_si256(
+			    (const __m256i *)(src + 32 * c + 16)));
+			_mm512_storeu_si512(o, (__m512i)_mm512_cvtne2ps_pbh(hi,
+			    lo));
+		}
+	}
+}
+
+int
+mat_init_packed_stack(struct mat *m, const struct gemm *g,
+    const void *const *blocks, const int *block_rows, int n_blocks, int cols,
+    char *err)
+{
+	long long mb;
+	int i, rows = 0;
+
+	if (gemm_precision(g) != SOTTO_PRECISION_BF16 ||
+	    cols % GEMV_K_ALIGN != 0 || n_blocks > 3)
+		return mat_init_f16_stack(m, g, blocks, block_rows, n_blocks,
+		    cols, err);
+	for (i = 0; i < n_blocks; i++)
+		rows += block_rows[i];
+	memset(m, 0, sizeof(*m));
+	m->rows = rows;
+	m->cols = cols;
+	m->packed = aligned_alloc(64, gemv_packed_elems(rows, cols) * 2);
+	if (m->packed == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", rows, cols);
+#pragma omp parallel for schedule(static)
+	for (mb = 0; mb < (rows + 15) / 16; mb++)
+		pack_block16(blocks, block_rows, n_blocks, rows, cols,
+		    (int)mb * 16, m->packed);
+	return 0;
+}
+
 int
 mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
     int cols, char *err)
@@ -202,7 +268,7 @@ mat_pack(struct mat *m, const struct gemm *g, int window, char *err)
 {
 	uint16_t *p;
 
-	if (m->i8 != NULL)
+	if (m->i8 != NULL || m->packed != NULL)
 		return 0;
 	if (gemm_precision(g) != SOTTO_PRECISION_BF16)
 		return window ? 0 : mat_f16_rows(m, err);

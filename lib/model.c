@@ -110,8 +110,8 @@ convert(struct loader *ld, struct mat *out, const void *const *blocks,
 	if ((flags & INT8) && mat_i8_fits(all, cols))
 		ld->rc = mat_init_i8_stack(out, blocks, rows, n, cols, ld->err);
 	else
-		ld->rc = mat_init_f16_stack(out, ld->m->gemm, blocks, rows, n,
-		    cols, ld->err);
+		ld->rc = mat_init_packed_stack(out, ld->m->gemm, blocks, rows,
+		    n, cols, ld->err);
 }
 
 /*
@@ -202,9 +202,7 @@ conv_weight(struct loader *ld, struct mat *out, const char *name, int d,
 			    p + (((size_t)tap * d + r) * cin) * 2,
 			    (size_t)cin * 2);
 	done(ld, p);
-	if (ld->rc == 0)
-		ld->rc = mat_init_f16(out, ld->m->gemm, tmp, d, 3 * cin,
-		    ld->err);
+	convert(ld, out, (const void *const *)&tmp, &d, 1, 3 * cin, 0);
 	free(tmp);
 }
 
@@ -263,6 +261,15 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 	l->fc2_b = vec(ld, lname(ld, "dec", i, "mlp.fc2.b"), d);
 }
 
+/* The output head is logits.c's 4-bit one (not tok_emb's products). */
+static int
+head4(const struct sotto_model *m)
+{
+	return m->precision == SOTTO_PRECISION_BF16 &&
+	    (gemm_has_amx(m->gemm) || logits_head_vnni()) &&
+	    m->hp.n_text_state % 64 == 0;
+}
+
 /*
  * Weights into the blocks their products read: the decoder's per-token
  * products (gemv.c), the products over a window (gemm-win.h), and the
@@ -284,14 +291,10 @@ pack_weights(struct loader *ld)
 		if (ld->rc == 0)
 			ld->rc = mat_pack(&l->ckv, m->gemm, 1, ld->err);
 	}
-	if (ld->rc == 0 && m->precision == SOTTO_PRECISION_BF16 &&
-	    (gemm_has_amx(m->gemm) || logits_head_vnni()) &&
-	    m->hp.n_text_state % 64 == 0) {
+	if (ld->rc == 0 && head4(m)) {
 		ld->rc = logits_head_new(m->tok_emb_f16, m->hp.n_vocab,
 		    m->hp.n_text_state, gemm_has_amx(m->gemm), &m->head,
 		    ld->err);
-		if (ld->rc == 0)
-			mat_free(&m->tok_emb);
 	} else if (ld->rc == 0) {
 		ld->rc = mat_pack(&m->tok_emb, m->gemm, 0, ld->err);
 		/* fp32: the head reads the F16 embedding, half the bytes */
@@ -364,7 +367,8 @@ bind_tensors(struct loader *ld)
 
 	m->tok_emb_f16 = tensor(ld, "dec.tok_emb", GGUF_DTYPE_F16, 2,
 	    hp->n_vocab, dt, 0);
-	if (m->tok_emb_f16 != NULL)
+	/* the 4-bit head is made from the F16 rows, which it keeps */
+	if (m->tok_emb_f16 != NULL && !head4(m))
 		ld->rc = mat_init_f16(&m->tok_emb, m->gemm, m->tok_emb_f16,
 		    hp->n_vocab, dt, ld->err);
 	m->dec_pos = tensor(ld, "dec.pos", GGUF_DTYPE_F32, 2, hp->n_text_ctx,
