@@ -363,13 +363,20 @@ class Bench:
                     self.micro(model, tool)
                 for tool in a.micro_tools:
                     self.fixed(model, tool)
-                if a.random:  # their text means nothing
-                    continue
-                for which in ("first", "short", "long"):
-                    for tool in a.file_tools:
-                        self.transcribe(model, tool, which)
+                if not a.random:  # random weights: their text means nothing
+                    for which in ("first", "short", "long"):
+                        for tool in a.file_tools:
+                            self.transcribe(model, tool, which)
+                self.save()  # what is measured so far survives an interrupted run
         self.elapsed = time.time() - self.t_start
         self.load_after = os.getloadavg()
+
+    def save(self):
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text(json.dumps({"argv": sys.argv, "results": self.results, "commands": self.commands,
+                                        "others": self.others,
+                                        "whispercpp": {k: str(v) for k, v in (self.wcpp or {}).items()}},
+                                       indent=1, default=str))
 
     # -- report ----------------------------------------------------------------
 
@@ -574,15 +581,13 @@ def main() -> int:
         raise SystemExit(f"bench: {e}; install the test requirements: {python} -m pip install -r "
                          f"requirements-test.txt")
     b = Bench(a, python)
+    b.out = Path(a.json) if a.json else b.cache / "results" / f"{dt.datetime.now():%Y%m%d-%H%M%S}.json"
     b.setup()
     b.go()
     section = b.report()
     print(section)
-    out = Path(a.json) if a.json else b.cache / "results" / f"{dt.datetime.now():%Y%m%d-%H%M%S}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"argv": sys.argv, "results": b.results, "commands": b.commands,
-                               "whispercpp": {k: str(v) for k, v in (b.wcpp or {}).items()}}, indent=1, default=str))
-    log(f"samples in {out}")
+    b.save()
+    log(f"samples in {b.out}")
     if a.docs:
         append_docs(section)
         log(f"appended to {DOCS}")
