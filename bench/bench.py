@@ -49,7 +49,7 @@ PEERS = ("whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32")
 # setting, its element-wise loops still pick AVX-512 when the CPU has it.
 SOTTO_RUN = {"sotto-fp32": ("fp32", {}), "sotto-bf16": ("bf16", {}), "sotto-int8": ("int8", {}),
              "sotto-avx2": ("fp32", {"ONEDNN_MAX_CPU_ISA": "AVX2"})}
-LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-int8": "sotto int8 (decoder weights)",
+LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-int8": "sotto int8",
          "sotto-avx2": "sotto fp32, oneDNN AVX2 only",
          "whispercpp": "whisper.cpp (flash attn)", "whispercpp-nofa": "whisper.cpp (no flash attn)",
          "fw-int8": "faster-whisper int8", "fw-fp32": "faster-whisper float32"}

@@ -80,7 +80,7 @@ bench_encoder(struct sotto_state *st, int runs, double *ret)
 static const char *
 precision_name(const struct sotto_model *m)
 {
-	return m->dec_int8 ? "int8" : m->precision == SOTTO_PRECISION_BF16 ?
+	return m->int8 ? "int8" : m->precision == SOTTO_PRECISION_BF16 ?
 	    "bf16" : "fp32";
 }
 

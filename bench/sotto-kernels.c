@@ -184,7 +184,7 @@ sotto(int rows, int k, int n, int reps)
 		q8[r] = aligned_alloc(64, gemv_i8_bytes(rows, k));
 		sc[r] = malloc((size_t)rows * sizeof(float));
 		gemv_pack(bf, rows, k, pk[r]);
-		gemv_i8_pack(f16, rows, k, 0, q8[r], sc[r]);
+		gemv_i8_pack(f16, rows, k, 0, q8[r], sc[r], NULL);
 	}
 	a = (struct gemv_args){ .rows = rows, .k = k, .x = x, .ldx = n,
 	    .n = n, .y = y, .ym = n, .yj = 1 };

@@ -75,4 +75,27 @@ void	amx_gemm_run(const struct win_gemm *, uint16_t *scratch);
 /* The same by AVX512-BF16 dot products, on any CPU with AVX512-BF16. */
 void	dp_gemm_run(const struct win_gemm *, uint16_t *scratch);
 
+/*
+ * Precision int8's window products (gemm-i8.c): W as signed int8 in
+ * gemv-i8.c's blocks (gemv_i8_pack with rowsum), X rounded to 8 bits
+ * per position. m a multiple of 32, k of 4; flags WIN_GELU or
+ * WIN_ACCUMULATE (not WIN_GELU_X, no packed operands).
+ */
+struct i8_win {
+	const uint8_t *w;	/* borrowed */
+	const float *scale;	/* [m] */
+	const int32_t *rowsum;	/* [m] */
+	int m, k, n;
+	const float *x;		/* borrowed */
+	int ldx;
+	float *y;		/* borrowed */
+	int ldy;
+	const float *bias;	/* [m] or NULL */
+	int flags;
+};
+
+size_t	i8_win_scratch_bytes(int k, int n);
+/* Needs AVX512-VNNI (gemv_i8_supported). */
+void	i8_gemm_run(const struct i8_win *, void *scratch);
+
 #endif

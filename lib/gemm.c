@@ -45,6 +45,8 @@ struct gemm {
 	size_t win_len;
 	uint16_t *i8_bf16;		/* owned: an int8 weight as bf16 */
 	size_t i8_len;
+	uint16_t *i8w_scratch;		/* owned: gemm-i8.c's X */
+	size_t i8w_len;
 };
 
 static int
@@ -134,6 +136,7 @@ gemm_free(struct gemm *g)
 	free(g->xbuf);
 	free(g->gemv_scratch);
 	free(g->i8_bf16);
+	free(g->i8w_scratch);
 	free(g->win_scratch);
 	if (g->stream != NULL)
 		dnnl_stream_destroy(g->stream);
@@ -369,6 +372,36 @@ gemm_few(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	return 0;
 }
 
+/* Precision int8's encoder: y = W x + b over the window (gemm-i8.c). */
+static int
+i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
+    int n, float *y, int ldy, const float *bias, int flags, char *err)
+{
+	struct i8_win p = { 0 };
+	int rc;
+
+	if ((rc = scratch_reserve(&g->i8w_scratch, &g->i8w_len,
+	    i8_win_scratch_bytes(w->cols, n), err)) != 0)
+		return rc;
+	if (flags & GEMM_GELU_X)
+		layer_gelu((float *)x, w->cols, n, ldx);
+	p.w = w->i8;
+	p.scale = w->i8_scale;
+	p.rowsum = w->i8_rowsum;
+	p.m = w->rows;
+	p.k = w->cols;
+	p.n = n;
+	p.x = x;
+	p.ldx = ldx;
+	p.y = y;
+	p.ldy = ldy;
+	p.bias = bias;
+	p.flags = (flags & GEMM_GELU ? WIN_GELU : 0) |
+	    (flags & GEMM_ACCUMULATE ? WIN_ACCUMULATE : 0);
+	i8_gemm_run(&p, g->i8w_scratch);
+	return 0;
+}
+
 /*
  * Precision int8: up to I8_FEW columns from the int8 weights (gemv-i8.c);
  * more (a prompt) through the weights made bf16 again for the call and
@@ -422,6 +455,9 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
+	if (w->i8_rowsum != NULL)
+		return i8_win_run(g, w, x, ldx, n, y, ldy, NULL,
+		    accumulate ? GEMM_ACCUMULATE : 0, err);
 	if (w->i8 != NULL)
 		return gemm_i8(g, w, x, ldx, n, y, ldy, accumulate, err);
 	if (use_f16(g, w, n))
@@ -477,6 +513,8 @@ gemm_linear(struct gemm *g, const struct mat *w, const float *x, int ldx,
 {
 	int rc;
 
+	if (w->i8_rowsum != NULL)
+		return i8_win_run(g, w, x, ldx, n, y, ldy, bias, flags, err);
 	if (use_win_gemm(g, w, n, ldy)) {
 		struct win_gemm p = { 0 };
 
@@ -514,6 +552,13 @@ gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
 	struct win_gemm p1 = { 0 }, p2 = { 0 };
 	int rc;
 
+	if (fc1->i8_rowsum != NULL) {	/* int8: GELU as fc1's results land */
+		if ((rc = gemm_linear(g, fc1, x, ldx, n, hidden, ldh, b1,
+		    GEMM_GELU, err)) != 0)
+			return rc;
+		return gemm_linear(g, fc2, hidden, ldh, n, y, ldy, b2,
+		    GEMM_ACCUMULATE, err);
+	}
 	if (!use_win_gemm(g, fc1, n, ldh) || !use_win_gemm(g, fc2, n, ldy) ||
 	    win_packed_bytes(fc1->rows, n) > (size_t)fc1->rows * ldh *
 	    sizeof(float)) {

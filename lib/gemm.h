@@ -44,12 +44,15 @@ int	mat_init_packed_stack(struct mat *m, const struct gemm *,
 	    const void *const *blocks, const int *block_rows, int n_blocks,
 	    int cols, char *err);
 /*
- * Precision int8: m as int8 with a scale per row (gemv-i8.c) from F16
- * blocks stacked row-wise, no bf16 copy; mat_pack leaves it alone. Only
- * where mat_i8_fits (rows and cols multiples of GEMV_I8_ALIGN).
+ * Precision int8: m as int8 with a scale per row from F16 blocks stacked
+ * row-wise, no bf16 copy; mat_pack leaves it alone. For products of a
+ * few columns (gemv-i8.c, the decoder), or with window set for products
+ * over the window (gemm-i8.c, the encoder). Only where mat_i8_fits (rows
+ * and cols multiples of GEMV_I8_ALIGN).
  */
 int	mat_init_i8_stack(struct mat *m, const void *const *blocks,
-	    const int *block_rows, int n_blocks, int cols, char *err);
+	    const int *block_rows, int n_blocks, int cols, int window,
+	    char *err);
 int	mat_i8_fits(int rows, int cols);
 /*
  * Repack a bf16 m into 16x32 blocks: for the decoder's few-column

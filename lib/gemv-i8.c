@@ -1,5 +1,6 @@
 /*
- * Decoder products of a few columns from int8 weights (precision int8),
+ * Decoder products of a few columns from int8 weights (precision int8;
+ * the weights' layout is also gemm-i8.c's, for the encoder),
  * by AVX512-VNNI dot products (vpdpbusd): a cached step reads every
  * decoder weight once, and half the bytes of bf16 take about half the
  * time on a machine whose step is bound by memory.
@@ -61,8 +62,11 @@ gemv_i8_bytes(int rows, int k)
 }
 
 VNNI_TARGET static void
-pack_row(const uint16_t *src, int k, uint8_t *wp, int m, float *scale)
+pack_row(const uint16_t *src, int k, uint8_t *wp, int m, float *scale,
+    int32_t *rowsum)
 {
+	__m512i sum = _mm512_setzero_si512();
+	__m512i off = _mm512_set1_epi32(rowsum != NULL ? 0 : 128);
 	uint8_t *o = wp + (size_t)(m / RB) * RB * k + (m % RB) * KQ;
 	__m512 mx = _mm512_setzero_ps(), inv;
 	float max;
@@ -75,27 +79,30 @@ pack_row(const uint16_t *src, int k, uint8_t *wp, int m, float *scale)
 	scale[m] = max / 127.0f;
 	inv = _mm512_set1_ps(max > 0.0f ? 127.0f / max : 0.0f);
 	for (i = 0; i < k; i += 16) {
+		/* |w| <= max: within -127 .. 127 */
+		__m512i v = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_cvtph_ps(
+		    _mm256_loadu_si256((const __m256i *)(src + i))), inv));
 		uint8_t q[16];
 
-		/* |w| <= max: within -127 .. 127 */
+		sum = _mm512_add_epi32(sum, v);
 		_mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(
-		    _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(
-		    _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)
-		    (src + i))), inv)), _mm512_set1_epi32(128))));
+		    _mm512_add_epi32(v, off)));
 		for (j = 0; j < 16; j += KQ)	/* the quad's 4 bytes */
 			memcpy(o + (size_t)(i + j) / KQ * RB * KQ, q + j, KQ);
 	}
+	if (rowsum != NULL)
+		rowsum[m] = _mm512_reduce_add_epi32(sum);
 }
 
 void
 gemv_i8_pack(const uint16_t *f16, int rows, int k, int row0, uint8_t *wp,
-    float *scale)
+    float *scale, int32_t *rowsum)
 {
 	int m;
 
 #pragma omp parallel for schedule(static) if (rows >= 64)
 	for (m = 0; m < rows; m++)
-		pack_row(f16 + (size_t)m * k, k, wp, row0 + m, scale);
+		pack_row(f16 + (size_t)m * k, k, wp, row0 + m, scale, rowsum);
 }
 
 /*

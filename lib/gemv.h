@@ -70,10 +70,12 @@ int	gemv_i8_supported(void);
 size_t	gemv_i8_bytes(int rows, int k);
 /*
  * Quantize F16 rows [rows][k] into rows row0.. of wp (gemv_i8_bytes of
- * the whole matrix) and their scales into scale[row0..].
+ * the whole matrix) and their scales into scale[row0..]. With rowsum
+ * NULL as q + 128 (gemv_i8's unsigned form); else as q (signed, the
+ * window products of gemm-i8.c), each row's sum of q into rowsum[row0..].
  */
 void	gemv_i8_pack(const uint16_t *f16, int rows, int k, int row0,
-	    uint8_t *wp, float *scale);
+	    uint8_t *wp, float *scale, int32_t *rowsum);
 
 /*
  * The dequantized weights as bf16 in gemv_pack's layout (out has

@@ -52,10 +52,13 @@ struct mat {
 	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
 	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
 				   bf16 (decoder weights) */
-	/* precision int8 (decoder weights): int8 in gemv-i8.c's blocks and
-	   a scale per row, instead of bf16 and packed; owned */
+	/* precision int8: int8 in gemv-i8.c's blocks and a scale per row,
+	   instead of bf16 and packed; with i8_rowsum (the rows' sums) the
+	   signed form of gemm-i8.c's window products (encoder), without
+	   it gemv_i8's unsigned one (decoder); owned */
 	uint8_t *i8;
 	float *i8_scale;
+	int32_t *i8_rowsum;
 	/* fp32 decoder weights: F16 [rows][cols] for few-column products
 	   (gemv-f16.c), the GGUF's own or f16_owned */
 	const uint16_t *f16;
@@ -108,9 +111,10 @@ struct sotto_model {
 	struct hparams hp;
 	char name[64];
 	enum sotto_precision precision;	/* FP32 or BF16, never AUTO */
-	int dec_int8;			/* precision int8: the decoder's
-					   products from int8 weights
-					   (precision is BF16) */
+	int int8;			/* precision int8: the encoder's
+					   and decoder's products from
+					   int8 weights (precision is
+					   BF16) */
 	int threads;
 	int multilingual;
 

@@ -204,7 +204,7 @@ mat_init_f16(struct mat *m, const struct gemm *g, const void *f16, int rows,
 
 int
 mat_init_i8_stack(struct mat *m, const void *const *blocks,
-    const int *block_rows, int n_blocks, int cols, char *err)
+    const int *block_rows, int n_blocks, int cols, int window, char *err)
 {
 	int i, rows = 0;
 
@@ -219,14 +219,17 @@ mat_init_i8_stack(struct mat *m, const void *const *blocks,
 	m->cols = cols;
 	m->i8 = aligned_alloc(64, gemv_i8_bytes(rows, cols));
 	m->i8_scale = malloc((size_t)rows * sizeof(float));
-	if (m->i8 == NULL || m->i8_scale == NULL) {
+	if (window)
+		m->i8_rowsum = malloc((size_t)rows * sizeof(int32_t));
+	if (m->i8 == NULL || m->i8_scale == NULL ||
+	    (window && m->i8_rowsum == NULL)) {
 		mat_free(m);
 		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
 		    "%dx%d weight", rows, cols);
 	}
 	for (rows = 0, i = 0; i < n_blocks; rows += block_rows[i++])
 		gemv_i8_pack(blocks[i], block_rows[i], cols, rows, m->i8,
-		    m->i8_scale);
+		    m->i8_scale, m->i8_rowsum);
 	return 0;
 }
 
@@ -303,5 +306,6 @@ mat_free(struct mat *m)
 	free(m->f16_owned);
 	free(m->i8);
 	free(m->i8_scale);
+	free(m->i8_rowsum);
 	memset(m, 0, sizeof(*m));
 }

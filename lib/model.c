@@ -95,6 +95,8 @@ vec(struct loader *ld, const char *name, int n)
 /* How a matrix is converted (matrix(), mat_stack()). */
 #define ROWS_KEPT	1	/* fp32 decoder: its steps read the F16 rows */
 #define INT8		2	/* precision int8 decoder: int8 weights */
+#define INT8_WIN	4	/* precision int8 encoder: int8 weights for
+				   products over the window */
 
 /* F16 blocks stacked row-wise into out, as flags say. */
 static void
@@ -107,8 +109,9 @@ convert(struct loader *ld, struct mat *out, const void *const *blocks,
 		all += rows[i];
 	if (ld->rc != 0)
 		return;
-	if ((flags & INT8) && mat_i8_fits(all, cols))
-		ld->rc = mat_init_i8_stack(out, blocks, rows, n, cols, ld->err);
+	if ((flags & (INT8 | INT8_WIN)) && mat_i8_fits(all, cols))
+		ld->rc = mat_init_i8_stack(out, blocks, rows, n, cols,
+		    (flags & INT8_WIN) != 0, ld->err);
 	else
 		ld->rc = mat_init_packed_stack(out, ld->m->gemm, blocks, rows,
 		    n, cols, ld->err);
@@ -215,18 +218,19 @@ static void
 bind_encoder_layer(struct loader *ld, int i, struct enc_layer *l)
 {
 	int d = ld->m->hp.n_audio_state;
+	int flags = ld->m->int8 ? INT8_WIN : 0;
 
 	l->attn_ln_w = vec(ld, lname(ld, "enc", i, "attn_ln.w"), d);
 	l->attn_ln_b = vec(ld, lname(ld, "enc", i, "attn_ln.b"), d);
-	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d, 0);
+	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d, flags);
 	l->qkv_b = bias_stack(ld, "enc", i, "attn", qkv_bias, 3, d);
-	matrix(ld, &l->o, lname(ld, "enc", i, "attn.o.w"), d, d, 0);
+	matrix(ld, &l->o, lname(ld, "enc", i, "attn.o.w"), d, d, flags);
 	l->o_b = vec(ld, lname(ld, "enc", i, "attn.o.b"), d);
 	l->mlp_ln_w = vec(ld, lname(ld, "enc", i, "mlp_ln.w"), d);
 	l->mlp_ln_b = vec(ld, lname(ld, "enc", i, "mlp_ln.b"), d);
-	matrix(ld, &l->fc1, lname(ld, "enc", i, "mlp.fc1.w"), 4 * d, d, 0);
+	matrix(ld, &l->fc1, lname(ld, "enc", i, "mlp.fc1.w"), 4 * d, d, flags);
 	l->fc1_b = vec(ld, lname(ld, "enc", i, "mlp.fc1.b"), 4 * d);
-	matrix(ld, &l->fc2, lname(ld, "enc", i, "mlp.fc2.w"), d, 4 * d, 0);
+	matrix(ld, &l->fc2, lname(ld, "enc", i, "mlp.fc2.w"), d, 4 * d, flags);
 	l->fc2_b = vec(ld, lname(ld, "enc", i, "mlp.fc2.b"), d);
 }
 
@@ -237,7 +241,7 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 	/* ROWS_KEPT (fp32: keep_rows) or INT8; not for the cross K/V,
 	 * a product over the window that stays bf16 */
 	int flags = ld->m->precision != SOTTO_PRECISION_BF16 ? ROWS_KEPT :
-	    ld->m->dec_int8 ? INT8 : 0;
+	    ld->m->int8 ? INT8 : 0;
 
 	l->attn_ln_w = vec(ld, lname(ld, "dec", i, "attn_ln.w"), d);
 	l->attn_ln_b = vec(ld, lname(ld, "dec", i, "attn_ln.b"), d);
@@ -398,7 +402,7 @@ model_setup_compute(struct sotto_model *m, const struct sotto_model_params *p,
 		if (!gemv_i8_supported())
 			return err_set(err, SOTTO_EINVAL, "precision int8: "
 			    "this CPU has no AVX512-VNNI; use bf16 or auto");
-		m->dec_int8 = 1;
+		m->int8 = 1;
 		want = SOTTO_PRECISION_BF16;
 	}
 	if ((rc = gemm_pick_precision(want, &m->precision, err)) != 0)
@@ -547,7 +551,7 @@ sotto_model_info(const struct sotto_model *m, struct sotto_model_info *ret)
 	ret->n_text_head = m->hp.n_text_head;
 	ret->n_vocab = m->hp.n_vocab;
 	ret->multilingual = m->multilingual;
-	ret->precision = m->dec_int8 ? SOTTO_PRECISION_INT8 : m->precision;
+	ret->precision = m->int8 ? SOTTO_PRECISION_INT8 : m->precision;
 	ret->threads = m->threads;
 }
 

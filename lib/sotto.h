@@ -41,10 +41,10 @@ enum sotto_precision {
 	SOTTO_PRECISION_FP32,
 	SOTTO_PRECISION_BF16,
 	/*
-	 * bf16, with the decoder's per-token products from int8 weights
-	 * (a scale per row): faster steps, at a small cost in accuracy
-	 * (docs/architecture.md, "Numerics"); needs AVX512-VNNI. Never
-	 * chosen by AUTO.
+	 * bf16, with the encoder's and decoder's products from int8
+	 * weights (a scale per row): faster windows and steps, at a small
+	 * cost in accuracy (docs/architecture.md, "Numerics"); needs
+	 * AVX512-VNNI. Never chosen by AUTO.
 	 */
 	SOTTO_PRECISION_INT8,
 };

@@ -137,7 +137,7 @@ check_gemv_i8(int rows, int k, int n, int accumulate, int logits_layout)
 	for (j = 0; j < n; j++)
 		x[7 * n + j] *= 10.0f;
 	memcpy(y0, y, (size_t)rows * n * sizeof(float));
-	gemv_i8_pack(w, rows, k, 0, wp, scale);
+	gemv_i8_pack(w, rows, k, 0, wp, scale, NULL);
 	a.wp = wp;
 	a.scale = scale;
 	a.rows = rows;

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the window kernels (lib/gemm-amx.c, gemm-dp.c,
- * attn-amx.c, attn-dp.c) against naive double-precision references on
+ * gemm-i8.c, attn-amx.c, attn-dp.c) against naive double-precision references on
  * the same bf16-rounded inputs, over shapes that hit their edges: rows
  * and columns that are not whole blocks, k padded to 32, accumulation,
  * GELU, the fused MLP, one to forty queries. The AMX cases are skipped
@@ -266,6 +266,123 @@ attn_ref(const float *q, int ldq, int j, const float *k, const float *v,
 	}
 }
 
+/*
+ * gemm-i8.c against a double reference on the same rounding: each row
+ * of W to int8 (scale max |w| / 127), each position of X to 8 bits
+ * (scale max |x| / 127, round to nearest); then bias, GELU or
+ * accumulation. Tolerance: f32 summation only. And against the exact
+ * product, loosely (the error of 8-bit columns and weights).
+ */
+static void
+check_i8_gemm(int m, int k, int n, int flags, int with_bias)
+{
+	uint16_t *w16 = malloc((size_t)m * k * 2);
+	float *x = frand_array((size_t)k * n, 1.0f);
+	float *b = frand_array((size_t)m, 1.0f);
+	float *y = frand_array((size_t)m * (n + 3), 1.0f);
+	float *y0 = malloc((size_t)m * (n + 3) * sizeof(float));
+	uint8_t *wp = aligned_alloc(64, gemv_i8_bytes(m, k));
+	float *sw = malloc((size_t)m * sizeof(float));
+	int32_t *rs = malloc((size_t)m * sizeof(int32_t));
+	void *scratch = aligned_alloc(64, i8_win_scratch_bytes(k, n) + 64);
+	double *sx = malloc((size_t)n * sizeof(double));
+	struct i8_win p = { 0 };
+	int ldy = n + 3, r, j, kk;
+
+	assert_true(w16 && y0 && wp && sw && rs && scratch && sx);
+	for (r = 0; r < m * k; r++)
+		w16[r] = to_f16(frand() * 0.3f);
+	for (kk = 0; kk < k; kk++)	/* an outlier channel */
+		x[(size_t)kk * n] *= kk == 5 ? 8.0f : 1.0f;
+	memcpy(y0, y, (size_t)m * ldy * sizeof(float));
+	gemv_i8_pack(w16, m, k, 0, wp, sw, rs);
+	p.w = wp;
+	p.scale = sw;
+	p.rowsum = rs;
+	p.m = m;
+	p.k = k;
+	p.n = n;
+	p.x = x;
+	p.ldx = n;
+	p.y = y;
+	p.ldy = ldy;
+	p.bias = with_bias ? b : NULL;
+	p.flags = flags;
+	i8_gemm_run(&p, scratch);
+	for (j = 0; j < n; j++) {
+		double mx = 0.0;
+
+		for (kk = 0; kk < k; kk++)
+			mx = fmax(mx, fabs(x[(size_t)kk * n + j]));
+		sx[j] = (float)mx / 127.0f;
+	}
+	for (r = 0; r < m; r++)
+		for (j = 0; j < ldy; j++) {
+			double want = 0.0, exact = 0.0, mag = 0.0;
+			double got = y[(size_t)r * ldy + j];
+
+			if (j >= n) {	/* past n: untouched */
+				assert_float_equal(got, y0[(size_t)r * ldy + j],
+				    0.0);
+				continue;
+			}
+			for (kk = 0; kk < k; kk++) {
+				_Float16 h;
+				double wv, qw, qx, xv = x[(size_t)kk * n + j];
+
+				memcpy(&h, &w16[(size_t)r * k + kk], 2);
+				wv = (double)h;
+				qw = sw[r] > 0 ? rint((float)wv * (127.0f /
+				    (sw[r] * 127.0f))) : 0.0;
+				qx = sx[j] > 0 ? rint((float)xv * (127.0f /
+				    (float)(sx[j] * 127.0))) : 0.0;
+				want += qw * qx;
+				exact += wv * xv;
+				mag += fabs(wv * xv);
+			}
+			want *= sw[r] * sx[j];
+			if (with_bias) {
+				want += b[r];
+				exact += b[r];
+			}
+			if (flags & WIN_GELU) {
+				want = gelu_ref(want);
+				exact = gelu_ref(exact);
+			}
+			if (flags & WIN_ACCUMULATE) {
+				want += y0[(size_t)r * ldy + j];
+				exact += y0[(size_t)r * ldy + j];
+			}
+			assert_float_equal(got, want, 2e-5 * (1.0 + mag +
+			    fabs(want)));
+			assert_float_equal(got, exact, 0.05 * (1.0 + mag));
+		}
+	free(w16);
+	free(x);
+	free(b);
+	free(y);
+	free(y0);
+	free(wp);
+	free(sw);
+	free(rs);
+	free(scratch);
+	free(sx);
+}
+
+static void
+test_i8_gemm(void **state)
+{
+	(void)state;
+	if (!gemv_i8_supported())
+		skip();
+	/* 1, 2, 3 groups per block; n not a whole group; many blocks */
+	check_i8_gemm(32, 64, 16, 0, 0);
+	check_i8_gemm(64, 128, 33, WIN_GELU, 1);
+	check_i8_gemm(96, 64, 50, WIN_ACCUMULATE, 1);
+	check_i8_gemm(32, 256, 7, WIN_ACCUMULATE, 0);
+	check_i8_gemm(128, 192, 100, 0, 1);
+}
+
 static void
 check_attention(struct attn_win *a, int slot, const float *k,
     const float *v, int n)
@@ -393,6 +510,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_amx_gemm),
 		cmocka_unit_test(test_dp_gemm),
+		cmocka_unit_test(test_i8_gemm),
 		cmocka_unit_test(test_attention_amx),
 		cmocka_unit_test(test_attention_dp),
 	};
