@@ -331,26 +331,42 @@ http_listen(const char *addr, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	len = sizeof(ss);
+	return fd;
+}
+
+/* The address fd listens on, into http.addr and http.loopback. */
+static void
+http_bound(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	memset(&ss, 0, sizeof(ss));
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
 		listen_addr_format((struct sockaddr *)&ss, http.addr,
 		    sizeof(http.addr));
 	http.loopback = listen_addr_loopback((struct sockaddr *)&ss);
-	return fd;
 }
 
 int
-http_start(char *err, size_t errlen)
+http_start(int fd, char *err, size_t errlen)
 {
 	const char *addr = sottod.cfg.http_listen;
 	struct timeval tv = { sottod.cfg.http_timeout_s, 0 };
 	size_t i;
-	int fd;
 
-	if (*addr == '\0')
+	if (fd != -1) {		/* socket activation: sottod-http.socket */
+		if (*addr != '\0')
+			log_info("http: the socket from systemd replaces "
+			    "listen = %s", addr);
+		(void)evutil_make_socket_nonblocking(fd);
+		(void)evutil_make_socket_closeonexec(fd);
+		addr = "the socket from systemd";
+	} else if (*addr == '\0')
 		return 0;
-	if ((fd = http_listen(addr, err, errlen)) == -1)
+	else if ((fd = http_listen(addr, err, errlen)) == -1)
 		return -1;
+	http_bound(fd);
 	if (!http.loopback && sottod.cfg.http_token[0] == '\0') {
 		snprintf(err, errlen, "http: %s is not a loopback address: "
 		    "set [http] token in the config, which clients then send "

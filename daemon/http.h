@@ -14,8 +14,11 @@ struct evhttp;
 struct evhttp_request;
 struct json_object;
 
-/* Listen on [http] listen (no-op when empty). 0, or -1 with err. */
-int	http_start(char *err, size_t errlen);
+/*
+ * Serve on fd, a listening TCP socket from systemd, or (fd -1) on
+ * [http] listen (no-op when empty). 0, or -1 with err.
+ */
+int	http_start(int fd, char *err, size_t errlen);
 /* SIGTERM: stop accepting; requests in progress go on. */
 void	http_drain(void);
 void	http_stop(void);

@@ -411,7 +411,9 @@ sottod_check_config(void)
 	    sizeof(err)) != 0)
 		fatalx("%s", err);
 	if (check_engine(&sottod.cfg, path, path != NULL ? &lines : NULL,
-	    flags.model != NULL, err, sizeof(err)) != 0)
+	    flags.model != NULL, err, sizeof(err)) != 0 ||
+	    check_listeners(&sottod.cfg, path, path != NULL ? &lines : NULL,
+	    flags.http != NULL, flags.wyoming != NULL, err, sizeof(err)) != 0)
 		fatalx("%s", err);
 	config_dump(&sottod.cfg, stdout);
 }
@@ -427,6 +429,7 @@ sottod_event_log(int severity, const char *msg)
 int
 main(int argc, char **argv)
 {
+	struct systemd_fds fds;
 	char err[512];
 
 	omp_env_reexec(argv, OMP_WAIT_SLEEP);
@@ -442,8 +445,9 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	mem_init();
 	sottod.started = sottod_now();
-	if ((sottod.listen_fd = systemd_listen_fd(err, sizeof(err))) == -2)
+	if (systemd_listen_fds(&fds, err, sizeof(err)) != 0)
 		fatalx("%s", err);
+	sottod.listen_fd = fds.socket;
 	sottod_load_model();
 	if (vad_start(err, sizeof(err)) != 0)
 		fatalx("%s", err);
@@ -461,8 +465,9 @@ main(int argc, char **argv)
 	}
 	if (server_start(sottod.listen_fd, err, sizeof(err)) != 0 ||
 	    session_mic_start(err, sizeof(err)) != 0 ||
-	    http_start(err, sizeof(err)) != 0 ||
-	    wyoming_start(sottod.cfg.wyoming_listen, err, sizeof(err)) != 0)
+	    http_start(fds.http, err, sizeof(err)) != 0 ||
+	    wyoming_start(sottod.cfg.wyoming_listen, fds.wyoming, err,
+	    sizeof(err)) != 0)
 		fatalx("%s", err);
 	web_start();
 	log_info("listening on %s%s", sottod.own_socket ?

@@ -72,6 +72,14 @@ void	sottod_load_model(void);	/* reload.c: at start, or exit */
 int	check_engine(const struct config *cfg, const char *path,
 	    const struct config_lines *lines, int model_flag, char *err,
 	    size_t errlen);
+/*
+ * The same for [http] listen and [wyoming] listen (or --http, --wyoming:
+ * the flags): an HTTP address off loopback needs [http] token; the two
+ * must not share a port.
+ */
+int	check_listeners(const struct config *cfg, const char *path,
+	    const struct config_lines *lines, int http_flag, int wyoming_flag,
+	    char *err, size_t errlen);
 
 /* models.c: the current model and those older sessions still use */
 struct model_ref;
@@ -96,7 +104,7 @@ void	vad_free(void);
 int	vad_check(const struct config *, char *err, size_t errlen);
 
 /* wyoming.c: the Wyoming front door (TCP, off unless configured) */
-int	wyoming_start(const char *listen, char *err, size_t errlen);
+int	wyoming_start(const char *listen, int fd, char *err, size_t errlen);
 void	wyoming_drain(void);
 void	wyoming_stop(void);
 

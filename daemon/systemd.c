@@ -1,6 +1,8 @@
 /*
  * systemd glue, after tmux's compat/systemd.c and redis's
- * redisCommunicateSystemd: sd_listen_fds for activation, sd_notify for state.
+ * redisCommunicateSystemd: sd_listen_fds_with_names for activation (the
+ * Unix socket, and the TCP ones named http and wyoming), sd_notify for
+ * state.
  * sd_notify returns 0 when NOTIFY_SOCKET is unset (not under systemd); that
  * and any failure are only logged at debug level, as a missing notification
  * must never stop the daemon.
@@ -11,6 +13,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,38 +22,74 @@
 #include "log.h"
 #include "systemd.h"
 
-int
-systemd_listen_fd(char *err, size_t errlen)
+/* Which of fds a passed fd named name is; NULL with err. */
+static int *
+systemd_fd_slot(struct systemd_fds *fds, int fd, const char *name,
+    char *err, size_t errlen)
 {
-	int fd = SD_LISTEN_FDS_START;
-	int n, r;
+	int tcp, r;
 
-	/* unset_environment: children (none today) must not see them. */
-	n = sd_listen_fds(1);
-	if (n < 0) {
-		snprintf(err, errlen, "socket activation: %s", strerror(-n));
-		return -2;
-	}
-	if (n == 0)
-		return -1;
-	if (n > 1) {
-		snprintf(err, errlen, "socket activation: %d sockets passed, "
-		    "expected one (sottod.socket needs exactly one "
-		    "ListenStream=)", n);
-		return -2;
+	tcp = sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0);
+	if (tcp > 0 && strcmp(name, "http") == 0)
+		return &fds->http;
+	if (tcp > 0 && strcmp(name, "wyoming") == 0)
+		return &fds->wyoming;
+	if (tcp > 0) {
+		snprintf(err, errlen, "socket activation: fd %d (name '%s') "
+		    "is a TCP socket: name it FileDescriptorName=http or "
+		    "FileDescriptorName=wyoming in its socket unit", fd, name);
+		return NULL;
 	}
 	r = sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0);
-	if (r < 0) {
+	if (r > 0 && strcmp(name, "http") != 0 &&
+	    strcmp(name, "wyoming") != 0)
+		return &fds->socket;
+	if (r < 0)
 		snprintf(err, errlen, "socket activation: fd %d: %s", fd,
 		    strerror(-r));
-		return -2;
+	else
+		snprintf(err, errlen, "socket activation: fd %d (name '%s') "
+		    "is not a listening %s stream socket (use ListenStream=%s)",
+		    fd, name, strcmp(name, "http") == 0 ||
+		    strcmp(name, "wyoming") == 0 ? "TCP" : "Unix",
+		    strcmp(name, "http") == 0 || strcmp(name, "wyoming") == 0 ?
+		    "ADDR:PORT" : "PATH");
+	return NULL;
+}
+
+int
+systemd_listen_fds(struct systemd_fds *fds, char *err, size_t errlen)
+{
+	char **names = NULL;
+	int i, n, *slot, rc = 0;
+
+	fds->socket = fds->http = fds->wyoming = -1;
+	/* unset_environment: children (none today) must not see them. */
+	n = sd_listen_fds_with_names(1, &names);
+	if (n < 0) {
+		snprintf(err, errlen, "socket activation: %s", strerror(-n));
+		return -1;
 	}
-	if (r == 0) {
-		snprintf(err, errlen, "socket activation: fd %d is not a "
-		    "listening Unix stream socket (use ListenStream=PATH)", fd);
-		return -2;
+	for (i = 0; i < n && rc == 0; i++) {
+		slot = systemd_fd_slot(fds, SD_LISTEN_FDS_START + i,
+		    names != NULL && names[i] != NULL ? names[i] : "unknown",
+		    err, errlen);
+		if (slot == NULL)
+			rc = -1;
+		else if (*slot != -1) {
+			snprintf(err, errlen, "socket activation: fds %d and "
+			    "%d are both the %s socket (one ListenStream= "
+			    "each)", *slot, SD_LISTEN_FDS_START + i,
+			    slot == &fds->http ? "http" : slot ==
+			    &fds->wyoming ? "wyoming" : "Unix");
+			rc = -1;
+		} else
+			*slot = SD_LISTEN_FDS_START + i;
 	}
-	return fd;
+	for (i = 0; names != NULL && i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
 }
 
 static void

@@ -9,12 +9,24 @@
 #include <stdint.h>
 
 /*
- * The socket-activated listening fd: one AF_UNIX stream socket that is
- * listening.  Returns the fd, -1 when not socket-activated, or -2 with a
- * message in err when the passed fds are not what sottod.socket provides
- * (more than one fd, or not a listening Unix stream socket).
+ * The listening sockets systemd passed (socket activation), each -1 when
+ * not passed: the Unix socket (sottod.socket: a Unix stream socket with
+ * any name), and TCP sockets named by FileDescriptorName=http
+ * (sottod-http.socket) and FileDescriptorName=wyoming
+ * (sottod-wyoming.socket).
  */
-int	systemd_listen_fd(char *err, size_t errlen);
+struct systemd_fds {
+	int	socket;
+	int	http;
+	int	wyoming;
+};
+
+/*
+ * Fill fds (all -1 when not socket-activated); 0, or -1 with a message
+ * in err when a passed fd is not what the units provide: an unknown
+ * name on a TCP socket, two of one kind, not a listening stream socket.
+ */
+int	systemd_listen_fds(struct systemd_fds *fds, char *err, size_t errlen);
 
 /* READY=1, with STATUS= when status is not NULL. */
 void	systemd_notify_ready(const char *status);

@@ -428,35 +428,60 @@ wy_accept_error_cb(struct evconnlistener *l, void *arg)
 	log_warn("wyoming: accept");
 }
 
-/*
- * Listen on addr (ADDRESS:PORT, listen-addr.h; "" for none). Returns 0,
- * or -1 with err.
- */
-int
-wyoming_start(const char *addr, char *err, size_t errlen)
+/* A listener bound to addr (ADDRESS:PORT); NULL with err. */
+static struct evconnlistener *
+wy_bind(const char *addr, char *err, size_t errlen)
 {
+	struct evconnlistener *l;
 	struct sockaddr_storage ss;
 	socklen_t len;
-	char msg[256], bound[LISTEN_ADDR_MAX + 8];
-	evutil_socket_t fd;
+	char msg[256];
 	unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC |
 	    LEV_OPT_REUSEABLE;
 
-	if (*addr == '\0')
-		return 0;
 	if (listen_addr_parse(addr, &ss, &len, msg, sizeof(msg)) != 0) {
 		snprintf(err, errlen, "wyoming: %s", msg);
-		return -1;
+		return NULL;
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= LEV_OPT_BIND_IPV6ONLY;
-	wy.listener = evconnlistener_new_bind(sottod.base, wy_accept_cb, NULL,
-	    flags, WY_BACKLOG, (struct sockaddr *)&ss, (int)len);
-	if (wy.listener == NULL) {
+	if ((l = evconnlistener_new_bind(sottod.base, wy_accept_cb, NULL,
+	    flags, WY_BACKLOG, (struct sockaddr *)&ss, (int)len)) == NULL)
 		snprintf(err, errlen, "wyoming: cannot listen on %s: %s", addr,
 		    strerror(errno));
+	return l;
+}
+
+/*
+ * Serve on sfd, a listening TCP socket from systemd, or (sfd -1) listen
+ * on addr (ADDRESS:PORT, listen-addr.h; "" for none). Returns 0, or -1
+ * with err.
+ */
+int
+wyoming_start(const char *addr, int sfd, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	char bound[LISTEN_ADDR_MAX + 8];
+	evutil_socket_t fd;
+
+	if (sfd != -1) {	/* socket activation: sottod-wyoming.socket */
+		if (*addr != '\0')
+			log_info("wyoming: the socket from systemd replaces "
+			    "listen = %s", addr);
+		addr = "the socket from systemd";
+		(void)evutil_make_socket_nonblocking(sfd);
+		if ((wy.listener = evconnlistener_new(sottod.base,
+		    wy_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
+		    LEV_OPT_CLOSE_ON_EXEC, WY_BACKLOG, sfd)) == NULL) {
+			snprintf(err, errlen, "wyoming: cannot serve on the "
+			    "socket from systemd (fd %d)", sfd);
+			return -1;
+		}
+	} else if (*addr == '\0')
+		return 0;
+	else if ((wy.listener = wy_bind(addr, err, errlen)) == NULL)
 		return -1;
-	}
 	evconnlistener_set_error_cb(wy.listener, wy_accept_error_cb);
 	fd = evconnlistener_get_fd(wy.listener);
 	len = sizeof(ss);

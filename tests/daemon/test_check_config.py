@@ -108,3 +108,39 @@ def test_model_that_does_not_resolve_or_load(tiny_model, tmp_path):
     assert cp.returncode == 1 and cp.stderr.startswith("sottod: --model: "), cp.stderr
     cp = check(conf, "-m", str(tiny_model))
     assert cp.returncode == 0, cp.stderr
+
+
+def test_listeners(tiny_model, tmp_path):
+    """[http] listen off loopback without [http] token, and HTTP and
+    Wyoming on one port: errors at the key's line (or the flag), as
+    sottod would refuse to start; a token, or another port, passes."""
+    conf = tmp_path / "sottod.conf"
+    text = f"[engine]\nmodel = {tiny_model}\n\n[http]\n" \
+           "listen = 0.0.0.0:8000\n\n[wyoming]\nlisten = 127.0.0.1:8000\n"
+    conf.write_text(text)
+    cp = check(conf)
+    assert cp.returncode == 1, cp.stdout
+    assert f"{conf}:{line_of(text, 'listen = 0.0.0.0')}: listen: " \
+        "0.0.0.0:8000 is not a loopback address: set [http] token" \
+        in cp.stderr, cp.stderr
+    report(f"--check-config: {cp.stderr.strip()}")
+    text = text.replace("[http]\n", "[http]\ntoken = t0ken-0123456789\n")
+    conf.write_text(text)
+    cp = check(conf)
+    assert cp.returncode == 1, cp.stdout
+    assert f"{conf}:{line_of(text, 'listen = 127.0.0.1:8000')}: listen: " \
+        "127.0.0.1:8000 and [http] listen 0.0.0.0:8000 share a port" \
+        in cp.stderr, cp.stderr
+    report(f"--check-config: {cp.stderr.strip()}")
+    # the flags win over the file, and are named as such
+    cp = check(conf, "--wyoming", "[::1]:8000", "--http", "10.1.2.3:8000")
+    assert cp.returncode == 0, cp.stderr
+    assert "listen = [::1]:8000" in cp.stdout, cp.stdout
+    conf.write_text(text.replace("token = t0ken-0123456789\n", ""))
+    cp = check(conf, "--http", "[::]:8000")
+    assert cp.returncode == 1 and cp.stderr.startswith(
+        "sottod: --http: [::]:8000 is not a loopback address"), cp.stderr
+    conf.write_text(text.replace("127.0.0.1:8000", "127.0.0.1:10300"))
+    cp = check(conf)
+    assert cp.returncode == 0, cp.stderr
+    assert "listen = 127.0.0.1:10300" in cp.stdout, cp.stdout

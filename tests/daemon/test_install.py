@@ -313,6 +313,8 @@ def test_installed_system(installed, tiny_model, tmp_path):
         # systemd's own check of the installed units, ExecStart= as is
         # (test_units.py can only point it at /bin/true).
         cp = root.run(["systemd-analyze", "verify", str(units / "sottod.socket"),
+                       str(units / "sottod-http.socket"),
+                       str(units / "sottod-wyoming.socket"),
                        str(units / "sottod.service")])
         ours = [l for l in (cp.stdout + cp.stderr).splitlines() if "sottod" in l]
         assert cp.returncode == 0 and not ours, cp.stdout + cp.stderr

@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("SOTTO_BUILD_DIR", REPO / "build"))
 UNITS = BUILD / "systemd"
 EXPOSURE_MAX = 2.0
+SOCKETS = ("sottod.socket", "sottod-http.socket", "sottod-wyoming.socket")
 
 
 def unit_text(name: str) -> str:
@@ -51,7 +52,8 @@ def unit_dir(tmp_path: Path) -> Path:
     exec_start = keys(service)["ExecStart"][0].split()[0]
     (tmp_path / "sottod.service").write_text(
         service.replace(exec_start, "/bin/true"))
-    (tmp_path / "sottod.socket").write_text(unit_text("sottod.socket"))
+    for name in SOCKETS:
+        (tmp_path / name).write_text(unit_text(name))
     return tmp_path
 
 
@@ -82,13 +84,23 @@ def test_configured():
     s = keys(unit_text("sottod.socket"))
     assert s["ListenStream"] == ["/run/sotto/sottod.sock"]
     assert s["SocketMode"] == ["0660"] and s["SocketGroup"] == ["audio"]
+    # the TCP front doors: loopback, named as daemon/systemd.c takes
+    # them, activating sottod.service (which sottod.socket requires)
+    for name, fd, port in (("sottod-http.socket", "http", 8000),
+                           ("sottod-wyoming.socket", "wyoming", 10300)):
+        s = keys(unit_text(name))
+        assert s["ListenStream"] == [f"127.0.0.1:{port}"], name
+        assert s["FileDescriptorName"] == [fd], name
+        assert s["Service"] == ["sottod.service"], name
+        assert "sockets.target" in s["WantedBy"], name
+        assert name in k["After"][0].split(), k["After"]
 
 
 def test_verify(unit_dir: Path):
     # --man=no: the man pages of Documentation= are not installed here
     # (test_install.py verifies the installed units with them).
-    cp = analyze("verify", "--man=no", "./sottod.socket", "./sottod.service",
-                 cwd=unit_dir)
+    cp = analyze("verify", "--man=no", *(f"./{n}" for n in SOCKETS),
+                 "./sottod.service", cwd=unit_dir)
     ours = [l for l in (cp.stdout + cp.stderr).splitlines() if "sottod" in l]
     assert cp.returncode == 0 and not ours, \
         f"systemd-analyze verify: rc {cp.returncode}\n{cp.stdout}{cp.stderr}"

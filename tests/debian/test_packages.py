@@ -230,6 +230,11 @@ def test_debian_packages(packages, tmp_path, monkeypatch, report):
     owner = run(["stat", "-c", "%U:%G %a", str(MODELS)], "stat").stdout.split()
     assert owner == ["sotto:sotto", "755"], owner
     assert Path("/etc/sotto/sottod.conf").is_file()
+    # The HTTP and Wyoming sockets are shipped, and off (the listeners are).
+    for name in ("sottod-http.socket", "sottod-wyoming.socket"):
+        assert (SOCKET.parent / name).is_file(), name
+        assert not os.path.lexists(
+            f"/etc/systemd/system/sockets.target.wants/{name}"), name
 
     # No SOTTO_PYTHON: the tool makes its own venv, as a user's would.
     env = {k: v for k, v in os.environ.items() if k != "VIRTUAL_ENV"}

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -61,47 +63,133 @@ test_unix_socket(int type, int do_listen)
 	return fd;
 }
 
+/* A listening TCP socket on 127.0.0.1, any port. */
+static int
+test_tcp_socket(void)
+{
+	struct sockaddr_in sin;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+/* Put fd[0..n-1] at 3, 4, ... (by way of fds out of their way). */
+static void
+test_place(const int *fd, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		assert_int_equal(dup2(fd[i], 40 + i), 40 + i);
+		close(fd[i]);
+	}
+	for (i = 0; i < n; i++) {
+		assert_int_equal(dup2(40 + i, 3 + i), 3 + i);
+		close(40 + i);
+	}
+}
+
 static void
 test_not_activated(void **state)
 {
+	struct systemd_fds fds;
 	char err[TEST_ERR_MAX] = "";
 
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
-	assert_int_equal(systemd_listen_fd(err, sizeof(err)), -1);
+	unsetenv("LISTEN_FDNAMES");
+	assert_int_equal(systemd_listen_fds(&fds, err, sizeof(err)), 0);
+	assert_int_equal(fds.socket, -1);
+	assert_int_equal(fds.http, -1);
+	assert_int_equal(fds.wyoming, -1);
 }
 
 static void
 test_activated(void **state)
 {
+	struct systemd_fds fds;
 	char err[TEST_ERR_MAX] = "";
 
+	unsetenv("LISTEN_FDNAMES");
 	test_pass(test_unix_socket(SOCK_STREAM, 1), 1);
-	if (systemd_listen_fd(err, sizeof(err)) != 3)
-		fail_msg("systemd_listen_fd: %s", err);
+	if (systemd_listen_fds(&fds, err, sizeof(err)) != 0)
+		fail_msg("systemd_listen_fds: %s", err);
+	assert_int_equal(fds.socket, 3);
+	assert_int_equal(fds.http, -1);
+	assert_int_equal(fds.wyoming, -1);
 	/* The variables are consumed. */
 	assert_null(getenv("LISTEN_FDS"));
 	close(3);
 }
 
+/* sottod.socket, sottod-http.socket and sottod-wyoming.socket at once. */
+static void
+test_named(void **state)
+{
+	struct systemd_fds fds;
+	char err[TEST_ERR_MAX] = "";
+	int fd[3];
+
+	/* systemd's order is its own: the names say which is which */
+	fd[0] = test_tcp_socket();
+	fd[1] = test_tcp_socket();
+	fd[2] = test_unix_socket(SOCK_STREAM, 1);
+	test_place(fd, 3);
+	test_pass(3, 3);
+	setenv("LISTEN_FDNAMES", "wyoming:http:sottod.socket", 1);
+	if (systemd_listen_fds(&fds, err, sizeof(err)) != 0)
+		fail_msg("systemd_listen_fds: %s", err);
+	assert_int_equal(fds.wyoming, 3);
+	assert_int_equal(fds.http, 4);
+	assert_int_equal(fds.socket, 5);
+	assert_null(getenv("LISTEN_FDNAMES"));
+	close(3);
+	close(4);
+	close(5);
+}
+
 static void
 test_wrong_sockets(void **state)
 {
+	struct systemd_fds fds;
 	char err[TEST_ERR_MAX] = "";
 
+	unsetenv("LISTEN_FDNAMES");
 	test_pass(test_unix_socket(SOCK_STREAM, 0), 1);
-	assert_int_equal(systemd_listen_fd(err, sizeof(err)), -2);
+	assert_int_equal(systemd_listen_fds(&fds, err, sizeof(err)), -1);
 	if (strstr(err, "not a listening Unix stream socket") == NULL)
 		fail_msg("%s", err);
 	close(3);
 	test_pass(test_unix_socket(SOCK_DGRAM, 0), 1);
-	assert_int_equal(systemd_listen_fd(err, sizeof(err)), -2);
+	assert_int_equal(systemd_listen_fds(&fds, err, sizeof(err)), -1);
 	close(3);
+	/* two Unix sockets */
 	test_pass(test_unix_socket(SOCK_STREAM, 1), 2);
 	assert_int_equal(dup2(3, 4), 4);
-	assert_int_equal(systemd_listen_fd(err, sizeof(err)), -2);
+	assert_int_equal(systemd_listen_fds(&fds, err, sizeof(err)), -1);
+	if (strstr(err, "fds 3 and 4 are both the Unix socket") == NULL)
+		fail_msg("%s", err);
 	close(4);
-	assert_non_null(strstr(err, "2 sockets passed, expected one"));
+	close(3);
+	/* a TCP socket without a name */
+	test_pass(test_tcp_socket(), 1);
+	assert_int_equal(systemd_listen_fds(&fds, err, sizeof(err)), -1);
+	if (strstr(err, "FileDescriptorName=http") == NULL)
+		fail_msg("%s", err);
+	close(3);
+	/* a Unix socket named http */
+	test_pass(test_unix_socket(SOCK_STREAM, 1), 1);
+	setenv("LISTEN_FDNAMES", "http", 1);
+	assert_int_equal(systemd_listen_fds(&fds, err, sizeof(err)), -1);
+	if (strstr(err, "not a listening TCP stream socket") == NULL)
+		fail_msg("%s", err);
 	close(3);
 }
 
@@ -209,6 +297,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_activated),
 		cmocka_unit_test(test_activated),
+		cmocka_unit_test(test_named),
 		cmocka_unit_test(test_wrong_sockets),
 		cmocka_unit_test(test_notify_without_systemd),
 		cmocka_unit_test(test_log),
