@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
 #include <opus.h>
 
 #include "audio.h"
@@ -21,12 +22,14 @@
 
 #define STREAM_QUEUE_MAX_BYTES	(256 * 1024)	/* --fast: unsent audio */
 #define STREAM_OPUS_FRAME	320		/* 20 ms at 16 kHz */
+#define STREAM_RESUME_S		30	/* reconnecting, at most */
+#define STREAM_RESUMES_MAX	20
 
 struct stream_opts {
 	const char *socket, *file, *language, *task;
 	enum stream_format format;
 	enum proto_format raw_format, send_format;
-	int fast, rate, channels, chunk_ms, quiet, words;
+	int fast, rate, channels, chunk_ms, quiet, words, resume;
 };
 
 struct stream_src {
@@ -34,6 +37,24 @@ struct stream_src {
 	size_t n, off;
 	OpusEncoder *enc;
 	int stdin_eof;
+};
+
+struct stream_run {
+	struct conn c;
+	struct stream_output out;
+	struct stream_src src;
+	double t0;
+	size_t sent;
+	int is_stdin, end_sent;
+	/* --resume */
+	const char *path;
+	struct stream_sent frames;	/* every AUDIO frame sent */
+	size_t frame0;			/* frames[frame0]: the session's first */
+	int resuming;			/* an OPEN resume awaits its answer */
+	int gone;			/* no_session: open a new one */
+	int64_t last_final;		/* id of the last final received */
+	int resumes;
+	double last_final_end;		/* its end, session seconds */
 };
 
 static volatile sig_atomic_t stream_interrupted;
@@ -67,6 +88,13 @@ static const char usage_text[] =
 "      --chunk-ms N          audio per frame [100]\n"
 "      --word-timestamps     finals carry words with their times (jsonl:\n"
 "                            \"words\" in each final segment)\n"
+"      --resume              when the connection to sottod is lost, connect\n"
+"                            again (retrying for up to 30 s) and resume the\n"
+"                            session: the finals not yet received, then\n"
+"                            the audio the daemon did not take is sent\n"
+"                            again; if the session is gone (sottod was\n"
+"                            restarted) a new one goes on from the end of\n"
+"                            the last final; what is lost is printed\n"
 "  -h, --help                show this help\n"
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
@@ -76,7 +104,7 @@ static const char usage_text[] =
 "received: the message on stderr says how many seconds are missing.\n";
 
 enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
-	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS };
+	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS, OPT_RESUME };
 
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
@@ -91,6 +119,7 @@ static const struct option long_options[] = {
 	{ "channels", required_argument, NULL, OPT_CHANNELS },
 	{ "chunk-ms", required_argument, NULL, OPT_CHUNK },
 	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
+	{ "resume", no_argument, NULL, OPT_RESUME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -113,6 +142,7 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 	case OPT_FAST: o->fast = 1; return 0;
 	case OPT_REALTIME: o->fast = 0; return 0;
 	case OPT_WORDS: o->words = 1; return 0;
+	case OPT_RESUME: o->resume = 1; return 0;
 	case OPT_OPUS: o->send_format = PROTO_FORMAT_OPUS; return 0;
 	case 'f':
 		return stream_output_format(arg, &o->format) ? stream_usage(
@@ -207,10 +237,20 @@ stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 }
 
 /* Queue the next chunk of the file; 0 when all of it is queued. */
+/* Queue an AUDIO frame of seconds of audio, kept for a resume. */
 static int
-stream_file_chunk(struct conn *c, struct stream_src *s,
-    const struct stream_opts *o)
+stream_audio(struct stream_run *r, const void *p, size_t len,
+    double seconds)
 {
+	if (stream_sent_add(&r->frames, p, len, seconds) != 0)
+		return -1;
+	return conn_queue(&r->c, MSG_AUDIO, p, len);
+}
+
+static int
+stream_file_chunk(struct stream_run *r, const struct stream_opts *o)
+{
+	struct stream_src *s = &r->src;
 	size_t n = (size_t)o->chunk_ms * 16, i;
 	unsigned char pkt[1500];
 	float frame[STREAM_OPUS_FRAME];
@@ -221,7 +261,8 @@ stream_file_chunk(struct conn *c, struct stream_src *s,
 	if (n > s->n - s->off)
 		n = s->n - s->off;
 	if (s->enc == NULL) {
-		conn_queue(c, MSG_AUDIO, s->pcm + s->off, n * sizeof(float));
+		stream_audio(r, s->pcm + s->off, n * sizeof(float),
+		    n / 16000.0);
 		s->off += n;
 		return 1;
 	}
@@ -232,15 +273,18 @@ stream_file_chunk(struct conn *c, struct stream_src *s,
 		len = opus_encode_float(s->enc, frame, STREAM_OPUS_FRAME, pkt,
 		    sizeof(pkt));
 		if (len > 0)
-			conn_queue(c, MSG_AUDIO, pkt, (size_t)len);
+			stream_audio(r, pkt, (size_t)len,
+			    STREAM_OPUS_FRAME / 16000.0);
 	}
 	s->off += n;
 	return 1;
 }
 
 static int
-stream_stdin_chunk(struct conn *c, struct stream_src *s)
+stream_stdin_chunk(struct stream_run *r, const struct stream_opts *o)
 {
+	struct stream_src *s = &r->src;
+	size_t width = o->raw_format == PROTO_FORMAT_F32LE ? 4 : 2;
 	unsigned char buf[16384];
 	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 
@@ -250,7 +294,8 @@ stream_stdin_chunk(struct conn *c, struct stream_src *s)
 		s->stdin_eof = 1;
 		return 0;
 	}
-	return conn_queue(c, MSG_AUDIO, buf, (size_t)n);
+	return stream_audio(r, buf, (size_t)n, (double)n / (width *
+	    (size_t)o->channels * (size_t)o->rate));
 }
 
 static int
@@ -279,22 +324,13 @@ stream_load(struct stream_src *s, const struct stream_opts *o)
 	return 0;
 }
 
-struct stream_run {
-	struct conn c;
-	struct stream_output out;
-	struct stream_src src;
-	double t0;
-	size_t sent;
-	int is_stdin, end_sent;
-};
-
 /* Queue the audio that is due and END after it; the poll timeout. */
 static int
 stream_feed(struct stream_run *r, const struct stream_opts *o)
 {
 	double chunk_s = o->chunk_ms / 1000.0, next;
 
-	if (r->end_sent)
+	if (r->end_sent || r->resuming)
 		return -1;
 	if (!stream_interrupted && r->is_stdin && !r->src.stdin_eof)
 		return -1;
@@ -304,7 +340,7 @@ stream_feed(struct stream_run *r, const struct stream_opts *o)
 		next = r->t0 + (r->sent + 1) * chunk_s;
 		if (!o->fast && stream_now() < next)
 			return (int)((next - stream_now()) * 1000) + 1;
-		if (!stream_file_chunk(&r->c, &r->src, o))
+		if (!stream_file_chunk(r, o))
 			break;
 		r->sent++;
 	}
@@ -313,16 +349,140 @@ stream_feed(struct stream_run *r, const struct stream_opts *o)
 	return -1;
 }
 
-/* Print what arrived; 1 when the stream is over, with *ret_code. */
-static int
-stream_events(struct stream_run *r, int *ret_code)
+/* The last final's id and end, where a resume goes on from. */
+static void
+stream_note_final(struct stream_run *r, struct json_object *ev)
 {
-	const char *ev;
-	size_t len;
-	int bad;
+	struct json_object *v, *segs;
+	size_t n;
 
-	while ((ev = conn_next_event(&r->c, &len, &bad)) != NULL) {
-		stream_output_event(&r->out, ev, len);
+	if (json_object_object_get_ex(ev, "id", &v))
+		r->last_final = json_object_get_int64(v);
+	if (json_object_object_get_ex(ev, "segments", &segs) &&
+	    json_object_is_type(segs, json_type_array) &&
+	    (n = json_object_array_length(segs)) > 0 &&
+	    json_object_object_get_ex(json_object_array_get_idx(segs, n - 1),
+	    "end", &v))
+		r->last_final_end = json_object_get_double(v);
+}
+
+/* Frames from..n again, END after them if it was sent. */
+static void
+stream_resend(struct stream_run *r, size_t from)
+{
+	double lost = stream_sent_resend(&r->frames, &r->c, from);
+
+	if (r->end_sent)
+		conn_queue(&r->c, MSG_END, NULL, 0);
+	if (lost > 0)
+		fprintf(stderr, "sotto stream: %.1f s of audio to send again "
+		    "were no longer kept: lost\n", lost);
+}
+
+/* The session resumed: send again what it did not take. */
+static void
+stream_resumed(struct stream_run *r, struct json_object *ev)
+{
+	struct json_object *v;
+	size_t took = 0;
+
+	if (json_object_object_get_ex(ev, "audio_frames", &v))
+		took = (size_t)json_object_get_int64(v);
+	if (r->frame0 + took > r->frames.n)
+		took = r->frames.n - r->frame0;
+	fprintf(stderr, "sotto stream: resumed session %s after final %lld; "
+	    "sending again the %zu frames (%.1f s) it had not taken\n",
+	    r->out.session, (long long)r->last_final,
+	    r->frames.n - r->frame0 - took, r->frames.seconds - (r->frame0 +
+	    took < r->frames.n ? r->frames.f[r->frame0 + took].t :
+	    r->frames.seconds));
+	stream_resend(r, r->frame0 + took);
+	r->resuming = 0;
+}
+
+/*
+ * The session is gone (sottod restarted, or the grace period passed): a
+ * new session from the end of the last final.
+ */
+static int
+stream_new_session(struct stream_run *r, const struct stream_opts *o)
+{
+	double t0 = r->frame0 < r->frames.n ? r->frames.f[r->frame0].t :
+	    r->frames.seconds;
+	double from_t = t0 + (r->last_final >= 0 ? r->last_final_end : 0);
+	size_t from = stream_sent_at(&r->frames, from_t);
+
+	if (r->out.session[0] != '\0')
+		fprintf(stderr, "sotto stream: session %s is gone (sottod restarted, "
+	    "or no reconnect within its grace period): finals after %lld "
+	    "are lost; a new session goes on from %.2f s of the audio (the "
+	    "end of the last final); its times count from there\n",
+	    r->out.session, (long long)r->last_final, from < r->frames.n ?
+	    r->frames.f[from].t : r->frames.seconds);
+	if (stream_open_frame(&r->c, o, r->is_stdin) != 0)
+		return -1;
+	r->frame0 = from;
+	r->last_final = -1;
+	r->last_final_end = 0;
+	r->out.session[0] = '\0';
+	stream_resend(r, from);
+	r->resuming = 0;
+	return 0;
+}
+
+/*
+ * An event while a resume waits for its answer: 0 to print it, or 2 to
+ * connect again (the daemon closes the connection after an error): to
+ * the session again, or for a new one when it is gone.
+ */
+static int
+stream_resume_answer(struct stream_run *r, const struct stream_opts *o,
+    const char *type, struct json_object *ev)
+{
+	struct json_object *v;
+	const char *code;
+
+	if (strcmp(type, "opened") == 0) {
+		stream_resumed(r, ev);
+		return 0;
+	}
+	if (strcmp(type, "error") != 0)
+		return 0;
+	code = json_object_object_get_ex(ev, "code", &v) ?
+	    json_object_get_string(v) : "";
+	if (strcmp(code, "no_session") == 0)
+		r->gone = 1;
+	/* bad_order: the old connection still holds it; busy, shutdown */
+	return 2;
+}
+
+/*
+ * Print what arrived; 1 when the stream is over, with *ret_code; 2 when
+ * the connection is lost and --resume should try again.
+ */
+static int
+stream_events(struct stream_run *r, const struct stream_opts *o,
+    int *ret_code)
+{
+	struct json_object *ev;
+	const char *json, *type;
+	size_t len;
+	int bad, k = 0;
+
+	while ((json = conn_next_event(&r->c, &len, &bad)) != NULL) {
+		if ((ev = json_tokener_parse(json)) != NULL) {
+			type = json_object_get_string(json_object_object_get(
+			    ev, "type"));
+			type = type != NULL ? type : "";
+			if (strcmp(type, "final") == 0)
+				stream_note_final(r, ev);
+			k = r->resuming ? stream_resume_answer(r, o, type, ev) :
+			    0;
+			json_object_put(ev);
+			if (k == 2)
+				return 2;
+		}
+		stream_output_event(&r->out, json, len);
 		if (r->out.failed) {
 			*ret_code = EXIT_INPUT;
 			return 1;
@@ -332,6 +492,8 @@ stream_events(struct stream_run *r, int *ret_code)
 			return 1;
 		}
 	}
+	if ((bad || r->c.eof) && o->resume)
+		return 2;
 	if (bad || r->c.eof) {
 		if (!bad)
 			fprintf(stderr, "sotto stream: sottod closed the "
@@ -342,27 +504,71 @@ stream_events(struct stream_run *r, int *ret_code)
 	return 0;
 }
 
+/* Connect again and resume the session; 0, or an exit code. */
+static int
+stream_resume(struct stream_run *r, const struct stream_opts *o)
+{
+	char err[512];
+
+	if (++r->resumes > STREAM_RESUMES_MAX) {
+		fprintf(stderr, "sotto stream: %d resumes failed: giving up; "
+		    "the transcript after final %lld is lost\n",
+		    STREAM_RESUMES_MAX, (long long)r->last_final);
+		return EXIT_DAEMON;
+	}
+	if (r->out.session[0] == '\0' && !r->gone) {
+		/* lost before its session was opened: open it again */
+		fprintf(stderr, "sotto stream: lost the connection to sottod "
+		    "before the session was opened; opening it again\n");
+		r->gone = 1;
+	} else if (!r->gone)
+		fprintf(stderr, "sotto stream: lost the connection to sottod; "
+		    "resuming session %s after final %lld\n", r->out.session,
+		    (long long)r->last_final);
+	if (stream_reconnect(&r->c, r->path, r->gone ? NULL : r->out.session,
+	    r->last_final, STREAM_RESUME_S, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto stream: %s; gave up after %d s: the "
+		    "transcript after final %lld (%.1f s of audio) is lost\n",
+		    err, STREAM_RESUME_S, (long long)r->last_final,
+		    r->frames.seconds - r->last_final_end);
+		return EXIT_DAEMON;
+	}
+	if (r->gone) {
+		r->gone = 0;
+		return stream_new_session(r, o) == 0 ? 0 : EXIT_USAGE;
+	}
+	r->resuming = 1;
+	return 0;
+}
+
 static int
 stream_loop(struct stream_run *r, const struct stream_opts *o)
 {
 	char err[512];
-	int timeout, extra, rc, code;
+	int timeout, extra, rc, code, k;
 
 	for (;;) {
 		timeout = stream_feed(r, o);
 		extra = r->is_stdin && !r->src.stdin_eof && !r->end_sent &&
+		    !r->resuming &&
 		    conn_pending(&r->c) < STREAM_QUEUE_MAX_BYTES ?
 		    STDIN_FILENO : -1;
+		k = 0;
 		if ((rc = conn_poll(&r->c, extra, timeout, err,
 		    sizeof(err))) < 0) {
-			fprintf(stderr, "sotto stream: %s\n", err);
-			return EXIT_DAEMON;
+			if (!o->resume) {
+				fprintf(stderr, "sotto stream: %s\n", err);
+				return EXIT_DAEMON;
+			}
+			k = 2;
 		}
-		if (rc == 1 && stream_stdin_chunk(&r->c, &r->src) != 0) {
+		if (rc == 1 && stream_stdin_chunk(r, o) != 0) {
 			fprintf(stderr, "sotto stream: out of memory\n");
 			return EXIT_INPUT;
 		}
-		if (stream_events(r, &code))
+		if (k == 0 && (k = stream_events(r, o, &code)) == 1)
+			return code;
+		if (k == 2 && (code = stream_resume(r, o)) != 0)
 			return code;
 		if (stream_interrupted > 1)
 			return 130;
@@ -382,10 +588,11 @@ cmd_stream(int argc, char **argv)
 		return EXIT_USAGE;
 	memset(&r, 0, sizeof(r));
 	r.is_stdin = strcmp(o.file, "-") == 0;
+	r.path = conn_socket_path(o.socket);
+	r.last_final = -1;
 	if (stream_load(&r.src, &o) != 0)
 		return EXIT_INPUT;
-	if (conn_open(&r.c, conn_socket_path(o.socket), err,
-	    sizeof(err)) != 0) {
+	if (conn_open(&r.c, r.path, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sotto stream: %s\n", err);
 		free(r.src.pcm);
 		return EXIT_DAEMON;
@@ -405,5 +612,6 @@ cmd_stream(int argc, char **argv)
 	if (r.src.enc != NULL)
 		opus_encoder_destroy(r.src.enc);
 	free(r.src.pcm);
+	stream_sent_free(&r.frames);
 	return code;
 }

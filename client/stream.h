@@ -48,6 +48,41 @@ int	conn_poll(struct conn *, int extra_fd, int timeout_ms, char *err,
  */
 const char *conn_next_event(struct conn *, size_t *ret_len, int *ret_bad);
 
+/*
+ * stream-resume.c: every AUDIO frame sent since the stream began, the
+ * payloads of the last 16 MiB kept (older ones NULL), each with its
+ * audio time and length in seconds.
+ */
+struct stream_frame {
+	void		*data;
+	size_t		 len;
+	double		 t, seconds;
+};
+
+struct stream_sent {
+	struct stream_frame *f;
+	size_t		 n, cap, first;	/* first: oldest payload kept */
+	size_t		 bytes;
+	double		 seconds;	/* audio sent in all */
+};
+
+int	stream_sent_add(struct stream_sent *, const void *, size_t,
+	    double seconds);
+void	stream_sent_free(struct stream_sent *);
+/* Queue frames [from, n) again; the seconds of those no longer kept. */
+double	stream_sent_resend(const struct stream_sent *, struct conn *,
+	    size_t from);
+/* The first frame that ends after audio time t. */
+size_t	stream_sent_at(const struct stream_sent *, double t);
+/*
+ * Close c, connect again (retrying with backoff, 0.1 s doubling to 2 s,
+ * for at most max_s seconds) and queue HELLO and the OPEN that resumes
+ * session after final since (session NULL: HELLO only). 0, or -1 with
+ * err.
+ */
+int	stream_reconnect(struct conn *, const char *path, const char *session,
+	    int64_t since, int max_s, char *err, size_t errlen);
+
 /* stream-output.c */
 enum stream_format {
 	STREAM_TEXT,

@@ -565,7 +565,7 @@ peer_dispatch_open(struct peer *p, const struct proto_frame *f)
 		    sottod.cfg.max_sessions);
 	if ((s = session_open(p, &m, msg)) == NULL)
 		return peer_fail(p, PROTO_E_BAD_VALUE, "OPEN: %s", msg);
-	ev = proto_event_opened(session_name(s), -1);
+	ev = proto_event_opened(session_name(s), -1, 0);
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);
 	p->state = PEER_STREAMING;

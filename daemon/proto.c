@@ -527,13 +527,17 @@ proto_event_hello(const char *server, const char *model)
 }
 
 char *
-proto_event_opened(const char *session, int64_t last_final)
+proto_event_opened(const char *session, int64_t last_final,
+    uint64_t audio_frames)
 {
 	struct json_object *o = proto_event_new("opened", session);
 
-	if (o != NULL)
-		json_object_object_add(o, "last_final",
-		    json_object_new_int64(last_final));
+	if (o == NULL)
+		return NULL;
+	json_object_object_add(o, "last_final",
+	    json_object_new_int64(last_final));
+	json_object_object_add(o, "audio_frames",
+	    json_object_new_int64((int64_t)audio_frames));
 	return proto_event_done(o);
 }
 

@@ -167,7 +167,10 @@ struct proto_segment {
 };
 
 char	*proto_event_hello(const char *server, const char *model);
-char	*proto_event_opened(const char *session, int64_t last_final);
+/* audio_frames: the AUDIO frames the session took (a resume goes on
+ * after them). */
+char	*proto_event_opened(const char *session, int64_t last_final,
+	    uint64_t audio_frames);
 char	*proto_event_language(const char *session, const char *language,
 	    double probability, int settled);
 char	*proto_event_subscribed(const char *source, const char *session);

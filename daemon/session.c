@@ -422,7 +422,8 @@ session_attach(struct session *s, struct peer *p, int64_t since)
 	p->session = s;
 	p->state = s->flags & SESSION_DONE ? PEER_READY : s->flags &
 	    SESSION_ENDING ? PEER_ENDING : PEER_STREAMING;
-	ev = proto_event_opened(s->name, session_last_final(s));
+	ev = proto_event_opened(s->name, session_last_final(s),
+	    s->audio_frames);
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);
 	if (s->language_ev != NULL)
@@ -507,6 +508,7 @@ session_audio(struct session *s, const uint8_t *p, size_t len, char *msg,
 	*ret_error = source_client_decode(s->src, p, len, &pcm, &n, msg);
 	if (*ret_error != PROTO_OK)
 		return;
+	s->audio_frames++;
 	if (session_push(s, pcm, n) != 0) {
 		snprintf(msg, PROTO_MSG_MAX, "out of memory");
 		*ret_error = PROTO_E_INTERNAL;

@@ -30,6 +30,7 @@ struct session {
 	int			 in_flight, due;
 	size_t			 step_samples;
 	uint64_t		 received;	/* 16 kHz samples */
+	uint64_t		 audio_frames;	/* AUDIO frames taken */
 	double			 audio_time;	/* what the engine holds */
 	double			 decoded_s;	/* its words are all final */
 	double			 final_end;	/* end of the last final */

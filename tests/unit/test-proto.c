@@ -356,7 +356,10 @@ test_events(void **state)
 	assert_true(json_object_object_get_ex(w, "lag_s", NULL));
 	assert_null(json_object_object_get(w, "lag_s"));
 	json_object_put(o);
-	json_object_put(event_json(proto_event_opened("s1", -1)));
+	o = event_json(proto_event_opened("s1", 4, 123));
+	assert_string_equal(field(o, "last_final"), "4");
+	assert_string_equal(field(o, "audio_frames"), "123");
+	json_object_put(o);
 	o = event_json(proto_event_language("s1", "de", 0.97654, 1));
 	assert_string_equal(field(o, "language"), "de");
 	assert_string_equal(field(o, "probability"), "0.9765");
