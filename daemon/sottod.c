@@ -476,6 +476,11 @@ main(int argc, char **argv)
 	systemd_notify_ready("ready");
 	event_base_dispatch(sottod.base);
 	log_info("stopping");
+	/* Once the loop is over (server_stop frees its signal events) a
+	 * late SIGTERM would kill us with a failure while we join the
+	 * compute thread (at most one step): we are exiting anyway. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
 	http_stop();
 	server_stop();
 	event_base_loop(sottod.base, EVLOOP_NONBLOCK);

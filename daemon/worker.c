@@ -5,18 +5,22 @@
  * A session owns a struct worker_stream, shared with this thread: the loop
  * appends 16 kHz mono audio to its pending buffer (under the stream's
  * lock) and queues jobs; the worker alone creates, steps, finishes and
- * frees the sotto_stream inside it. Jobs run one at a time in FIFO order,
- * so jobs of one stream never overlap, and a FREE queued after a STEP
- * runs after it. Each job leaves a result (copies, keyed by the session's
- * numeric id, never a pointer) on the done list and wakes the loop with
- * event_active(); the loop looks the session up by id and drops results
- * of sessions that are gone. Peers are never touched here.
+ * frees the sotto_stream inside it. Jobs run one at a time, in the order
+ * worker-sched.c chooses (memory first, then live streams first come
+ * first served, then the rest by least compute time had so far); a stream
+ * has at most one STEP or FINISH queued, so its jobs never overlap, and
+ * a FREE queued after a STEP runs after it. Each job leaves a result
+ * (copies, keyed by the session's numeric id, never a pointer) on the
+ * done list and wakes the loop with event_active(); the loop looks the
+ * session up by id and drops results of sessions that are gone. Peers
+ * are never touched here.
  *
  * A STEP job feeds the engine one step of pending audio beyond what it
  * already holds (a live stream that has fallen behind: more, see
  * worker_feed_size), then steps once if a step is due; the rest stays
  * pending, so "pending + undecoded" is the session's lag and one busy
- * session cannot starve the others (the loop requeues it at the back).
+ * session cannot starve the others (the loop queues its next job when
+ * this one returns).
  *
  * A FINISH job (the stream ended: END, or a shutdown) is a STEP that,
  * once nothing is due and nothing pending, ends the engine stream
@@ -25,12 +29,12 @@
  * as they come.
  *
  * STEP and FINISH jobs of different streams run as one batch: with one
- * the worker takes the queue's other STEP and FINISH jobs (up to
- * WORKER_BATCH in all) whose streams have no earlier job queued, feeds
- * each, and steps the due ones together (sotto_stream_step_many), so
- * their decoders read the weights once per token for all of them. A
- * stream's jobs keep their order: one with an earlier job waiting is
- * left in the queue.
+ * the worker takes the queue's other STEP and FINISH jobs, best first
+ * (as many as step in about WORKER_BATCH_S, from 2 to WORKER_BATCH:
+ * worker_batch_most), feeds each, and
+ * steps the due ones together (sotto_stream_step_many), so their
+ * decoders read the weights once per token for all of them. Each
+ * stream of a batch is charged an equal share of its time (attained_s).
  *
  * Shutdown: after worker_abort() no engine work is done for streams;
  * each STEP or FINISH job comes back at once with aborted set (FREE
@@ -62,13 +66,7 @@
 #include "worker.h"
 
 #define WORKER_BATCH	16	/* streams stepped together, at most */
-
-struct worker_job {
-	struct worker_stream	*ws;		/* NULL for FILE */
-	struct worker_file	*file;		/* FILE only */
-	enum worker_kind	 kind;
-	TAILQ_ENTRY(worker_job)	 entry;
-};
+#define WORKER_BATCH_S	1.0	/* seconds a batch takes, about */
 
 /* A STEP or FINISH job taken into a batch. */
 struct worker_task {
@@ -80,7 +78,7 @@ static struct {
 	pthread_t		 thread;
 	pthread_mutex_t		 lock;
 	pthread_cond_t		 cond;
-	TAILQ_HEAD(, worker_job) jobs;
+	struct worker_job_list	 jobs;
 	TAILQ_HEAD(, worker_result) done;
 	int			 stop, running;
 	int			 abort;		/* shutdown: no engine work */
@@ -303,7 +301,10 @@ worker_run_steps(const struct worker_task *t, int n,
 		} else
 			r->stepped = 1;
 	}
-	dt = (worker_now() - t0) / (k > 0 ? k : 1);
+	dt = worker_now() - t0;
+	for (i = 0; i < n; i++)
+		t[i].ws->attained_s += dt / n;
+	dt /= k > 0 ? k : 1;
 	for (i = 0; i < n; i++)
 		if (out[i] != NULL) {
 			out[i]->due = !t[i].ws->failed &&
@@ -313,29 +314,37 @@ worker_run_steps(const struct worker_task *t, int n,
 }
 
 /*
- * With the lock held: the STEP and FINISH jobs after the head job j that
- * may run with it (other streams, none with an earlier job queued), taken
- * out of the queue into batch after j's; returns how many in all.
+ * With the lock held: how many streams a batch takes, at most: as many
+ * as step in about WORKER_BATCH_S by the recent time per stream, from 2
+ * to WORKER_BATCH, so that a stream that comes (a live one's next step)
+ * waits for one short batch, not for 16 streams.
+ */
+static int
+worker_batch_most(void)
+{
+	double s = worker.compute_s, most;
+
+	if (s <= 0)
+		return WORKER_BATCH;
+	most = WORKER_BATCH_S / s;
+	return most < 2 ? 2 : most > WORKER_BATCH ? WORKER_BATCH : (int)most;
+}
+
+/*
+ * With the lock held: the STEP and FINISH jobs to run with j (taken out
+ * of the queue already), best first (worker-sched.c), taken out of the
+ * queue into batch after j's; returns how many in all.
  */
 static int
 worker_take_steps(struct worker_job *j, struct worker_task *batch)
 {
-	struct worker_stream *seen[64];
-	struct worker_job *q, *next;
-	int n = 1, n_seen = 1, i, dup;
+	struct worker_job *q;
+	int n = 1, most = worker_batch_most();
 
-	batch[0].ws = seen[0] = j->ws;
+	batch[0].ws = j->ws;
 	batch[0].kind = j->kind;
-	for (q = TAILQ_FIRST(&worker.jobs); q != NULL && n < WORKER_BATCH &&
-	    n_seen < 64; q = next) {
-		next = TAILQ_NEXT(q, entry);
-		for (i = 0, dup = 0; i < n_seen && !dup; i++)
-			dup = seen[i] == q->ws;
-		if (dup)
-			continue;
-		seen[n_seen++] = q->ws;
-		if (q->kind != WORKER_STEP && q->kind != WORKER_FINISH)
-			continue;
+	while (n < most &&
+	    (q = worker_sched_step(&worker.jobs)) != NULL) {
 		TAILQ_REMOVE(&worker.jobs, q, entry);
 		batch[n].ws = q->ws;
 		batch[n++].kind = q->kind;
@@ -351,7 +360,8 @@ worker_done(struct worker_result *r)
 	if (r == NULL)
 		return;
 	if (r->stepped)
-		worker.compute_s = worker.compute_s * 0.9 + r->compute_s * 0.1;
+		worker.compute_s = worker.compute_s == 0 ? r->compute_s :
+		    worker.compute_s * 0.9 + r->compute_s * 0.1;
 	TAILQ_INSERT_TAIL(&worker.done, r, entry);
 	event_active(worker.wake, EV_READ, 0);
 }
@@ -374,6 +384,25 @@ worker_run_file(struct worker_file *f)
 	return r;
 }
 
+/* Debug log: a batch, its time and each stream's service so far. */
+static void
+worker_trace(const struct worker_task *t, int n, double dt)
+{
+	char line[WORKER_BATCH * 40];
+	size_t len = 0;
+	int i;
+
+	if (!log_getdebug())
+		return;
+	line[0] = '\0';
+	for (i = 0; i < n && len < sizeof(line); i++)
+		len += snprintf(line + len, sizeof(line) - len, " %llu%s/%.2f",
+		    (unsigned long long)t[i].ws->id,
+		    t[i].kind == WORKER_FINISH ? "F" : "", t[i].ws->attained_s);
+	log_debug("batch of %d in %.3f s (stream/its service, F: ended):%s",
+	    n, dt, line);
+}
+
 /*
  * Run job j (taken out of the queue, the lock held; held again on
  * return) and queue its results.
@@ -384,6 +413,7 @@ worker_run_job(struct worker_job *j)
 	struct worker_task batch[WORKER_BATCH];
 	struct worker_result *r[WORKER_BATCH];
 	int n = 0, i, skip, step;
+	double t0;
 
 	step = j->kind == WORKER_STEP || j->kind == WORKER_FINISH;
 	skip = worker.abort && step;
@@ -392,8 +422,11 @@ worker_run_job(struct worker_job *j)
 	pthread_mutex_unlock(&worker.lock);
 	if (skip)
 		r[n++] = worker_skip(j->ws, j->kind);
-	else if (n > 0)
+	else if (n > 0) {
+		t0 = worker_now();
 		worker_run_steps(batch, n, r);
+		worker_trace(batch, n, worker_now() - t0);
+	}
 	else if (j->kind == WORKER_FILE)
 		r[n++] = worker_run_file(j->file);
 	else
@@ -419,10 +452,7 @@ worker_yield(void)
 	TAILQ_FOREACH(j, &worker.jobs, entry)
 		budget++;
 	while (budget-- > 0) {
-		TAILQ_FOREACH(j, &worker.jobs, entry)
-			if (j->kind != WORKER_FILE)
-				break;
-		if (j == NULL)
+		if ((j = worker_sched_next(&worker.jobs, 0)) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
 		worker_run_job(j);
@@ -452,7 +482,7 @@ worker_main(void *arg)
 	for (;;) {
 		while (!worker.stop && TAILQ_EMPTY(&worker.jobs))
 			pthread_cond_wait(&worker.cond, &worker.lock);
-		if ((j = TAILQ_FIRST(&worker.jobs)) == NULL)
+		if ((j = worker_sched_next(&worker.jobs, 1)) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
 		worker_run_job(j);

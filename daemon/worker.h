@@ -30,7 +30,25 @@ struct worker_stream {
 	double		 t_offset;	/* audio of earlier streams */
 	int		 quiet;		/* fed audio ends quietly */
 	double		 stale_since;	/* its model was replaced */
+	double		 attained_s;	/* compute it has had, in s */
 };
+
+/* A job in the compute thread's queue. */
+struct worker_job {
+	struct worker_stream	*ws;		/* NULL for FILE */
+	struct worker_file	*file;		/* FILE only */
+	enum worker_kind	 kind;
+	TAILQ_ENTRY(worker_job)	 entry;
+};
+TAILQ_HEAD(worker_job_list, worker_job);
+
+/*
+ * worker-sched.c, with the queue's lock held: the job to run next (files
+ * too only when files is set), or NULL; the best STEP or FINISH job to
+ * run with it in a batch, or NULL. Neither takes it out of the queue.
+ */
+struct worker_job *worker_sched_next(struct worker_job_list *, int files);
+struct worker_job *worker_sched_step(struct worker_job_list *);
 
 double	worker_now(void);
 

@@ -1,0 +1,101 @@
+/*
+ * Which job the compute thread runs next, and which run with it in a
+ * batch. worker.c holds the queue and its lock; everything here runs on
+ * the compute thread with that lock held.
+ *
+ * 1. FREE jobs first: they give memory back and cost no compute. A FREE
+ *    waits only for a STEP or FINISH of its own stream still queued, so a
+ *    stream's jobs keep their order (a stream has at most one STEP or
+ *    FINISH queued: the loop queues the next when the last returns).
+ * 2. Live streams (audio as it is spoken: a microphone, `sotto stream`
+ *    paced as live), first come first served: a step is due every
+ *    step_ms and they cannot wait; they take no more than real time
+ *    gives them. (worker.c also keeps batches short while one is open.)
+ * 3. The rest (streams sent as fast as sottod takes them, and files) by
+ *    least attained service: the stream that has had the least compute
+ *    time so far (attained_s, FINISH steps included) first, the one
+ *    queued earlier on a tie; a file counts as none. First come first
+ *    served, each stream requeued at the back after a step, makes a
+ *    stream that comes late share equally with streams that have been
+ *    served for a while; ranked by what they had, the newcomer goes
+ *    first until it has had as much, so a short one ends long before
+ *    the long ones. A batch is filled in the same order.
+ *
+ * docs/benchmarks.md "Fairness" measures it (bench/fairness).
+ */
+#include "worker.h"
+
+/* 0 FREE, 1 a live stream, 2 the rest: the lower runs first. */
+static int
+worker_sched_class(const struct worker_job *j)
+{
+	if (j->kind == WORKER_FREE)
+		return 0;
+	return j->ws != NULL && j->ws->live ? 1 : 2;
+}
+
+static double
+worker_sched_attained(const struct worker_job *j)
+{
+	return j->ws != NULL ? j->ws->attained_s : 0;
+}
+
+/* Whether a should run before b (b NULL: it should); a was queued after b. */
+static int
+worker_sched_before(const struct worker_job *a, const struct worker_job *b)
+{
+	int ca, cb;
+
+	if (b == NULL)
+		return 1;
+	ca = worker_sched_class(a);
+	cb = worker_sched_class(b);
+	if (ca != cb)
+		return ca < cb;
+	return ca == 2 && worker_sched_attained(a) < worker_sched_attained(b);
+}
+
+/* Whether a STEP or FINISH job of ws is queued. */
+static int
+worker_sched_stepping(const struct worker_job_list *jobs,
+    const struct worker_stream *ws)
+{
+	const struct worker_job *q;
+
+	TAILQ_FOREACH(q, jobs, entry)
+		if (q->ws == ws && (q->kind == WORKER_STEP ||
+		    q->kind == WORKER_FINISH))
+			return 1;
+	return 0;
+}
+
+struct worker_job *
+worker_sched_next(struct worker_job_list *jobs, int files)
+{
+	struct worker_job *q, *best = NULL;
+
+	TAILQ_FOREACH(q, jobs, entry) {
+		if (q->kind == WORKER_FILE && !files)
+			continue;
+		if (q->kind == WORKER_FREE) {
+			if (!worker_sched_stepping(jobs, q->ws))
+				return q;
+			continue;
+		}
+		if (worker_sched_before(q, best))
+			best = q;
+	}
+	return best;
+}
+
+struct worker_job *
+worker_sched_step(struct worker_job_list *jobs)
+{
+	struct worker_job *q, *best = NULL;
+
+	TAILQ_FOREACH(q, jobs, entry)
+		if ((q->kind == WORKER_STEP || q->kind == WORKER_FINISH) &&
+		    worker_sched_before(q, best))
+			best = q;
+	return best;
+}
