@@ -521,7 +521,7 @@ stream_resume(struct stream_run *r, const struct stream_opts *o)
 		fprintf(stderr, "sotto stream: lost the connection to sottod "
 		    "before the session was opened; opening it again\n");
 		r->gone = 1;
-	} else if (!r->gone)
+	} else if (!r->gone && !r->resuming)
 		fprintf(stderr, "sotto stream: lost the connection to sottod; "
 		    "resuming session %s after final %lld\n", r->out.session,
 		    (long long)r->last_final);
