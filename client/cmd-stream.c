@@ -560,6 +560,9 @@ stream_loop(struct stream_run *r, const struct stream_opts *o)
 				fprintf(stderr, "sotto stream: %s\n", err);
 				return EXIT_DAEMON;
 			}
+			/* the events that came before it first */
+			if (stream_events(r, o, &code) == 1)
+				return code;
 			k = 2;
 		}
 		if (rc == 1 && stream_stdin_chunk(r, o) != 0) {

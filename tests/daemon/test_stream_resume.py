@@ -65,9 +65,9 @@ class CuttingProxy:
                     break
                 if counting and n > 0:
                     self.opened.wait(30)
+                b.sendall(data)
                 if b'"opened"' in data:
                     self.opened.set()
-                b.sendall(data)
                 n += len(data)
                 if counting and n >= self.cut:
                     self.cut_done.set()
