@@ -94,7 +94,8 @@ static const char usage_text[] =
 "                            the audio the daemon did not take is sent\n"
 "                            again; if the session is gone (sottod was\n"
 "                            restarted) a new one goes on from the end of\n"
-"                            the last final; what is lost is printed\n"
+"                            the last final (times stay on the input's\n"
+"                            clock); what is lost is printed\n"
 "  -h, --help                show this help\n"
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
@@ -416,12 +417,14 @@ stream_new_session(struct stream_run *r, const struct stream_opts *o)
 		fprintf(stderr, "sotto stream: session %s is gone (sottod restarted, "
 	    "or no reconnect within its grace period): finals after %lld "
 	    "are lost; a new session goes on from %.2f s of the audio (the "
-	    "end of the last final); its times count from there\n",
+	    "end of the last final)\n",
 	    r->out.session, (long long)r->last_final, from < r->frames.n ?
 	    r->frames.f[from].t : r->frames.seconds);
 	if (stream_open_frame(&r->c, o, r->is_stdin) != 0)
 		return -1;
 	r->frame0 = from;
+	r->out.time_offset = from < r->frames.n ? r->frames.f[from].t :
+	    r->frames.seconds;
 	r->last_final = -1;
 	r->last_final_end = 0;
 	r->out.session[0] = '\0';
@@ -530,7 +533,8 @@ stream_resume(struct stream_run *r, const struct stream_opts *o)
 		fprintf(stderr, "sotto stream: %s; gave up after %d s: the "
 		    "transcript after final %lld (%.1f s of audio) is lost\n",
 		    err, STREAM_RESUME_S, (long long)r->last_final,
-		    r->frames.seconds - r->last_final_end);
+		    r->frames.seconds - r->out.time_offset -
+		    r->last_final_end);
 		return EXIT_DAEMON;
 	}
 	if (r->gone) {

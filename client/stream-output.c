@@ -97,9 +97,11 @@ stream_output_cue(struct stream_output *o, struct json_object *seg)
 	o->cue++;
 	if (o->format == STREAM_SRT)
 		fprintf(o->f, "%d\n", o->cue);
-	stream_output_time(o->f, stream_output_num(seg, "start"), sep);
+	stream_output_time(o->f, o->time_offset + stream_output_num(seg,
+	    "start"), sep);
 	fputs(" --> ", o->f);
-	stream_output_time(o->f, stream_output_num(seg, "end"), sep);
+	stream_output_time(o->f, o->time_offset + stream_output_num(seg,
+	    "end"), sep);
 	fprintf(o->f, "\n%s\n\n", stream_output_trim(stream_output_str(seg,
 	    "text")));
 }
@@ -182,17 +184,64 @@ stream_output_other(struct stream_output *o, const char *type,
 		    stream_output_str(ev, "session"));
 }
 
+/* Every "start" and "end" number in v and below it, plus dt. */
+static void
+stream_output_shift(struct json_object *v, double dt)
+{
+	struct json_object_iterator it, last;
+	struct json_object *x;
+	const char *key;
+	size_t i;
+
+	if (json_object_is_type(v, json_type_array)) {
+		for (i = 0; i < json_object_array_length(v); i++)
+			stream_output_shift(json_object_array_get_idx(v, i), dt);
+		return;
+	}
+	if (!json_object_is_type(v, json_type_object))
+		return;
+	it = json_object_iter_begin(v);
+	last = json_object_iter_end(v);
+	for (; !json_object_iter_equal(&it, &last); json_object_iter_next(&it)) {
+		key = json_object_iter_peek_name(&it);
+		x = json_object_iter_peek_value(&it);
+		if ((strcmp(key, "start") == 0 || strcmp(key, "end") == 0) &&
+		    json_object_is_type(x, json_type_double))
+			json_object_set_double(x, json_object_get_double(x) + dt);
+		else if ((strcmp(key, "start") == 0 || strcmp(key, "end") ==
+		    0) && json_object_is_type(x, json_type_int))
+			/* replaces the value in its entry: the key stays */
+			json_object_object_add(v, key, json_object_new_double(
+			    (double)json_object_get_int64(x) + dt));
+		else
+			stream_output_shift(x, dt);
+	}
+}
+
+/* jsonl: the event as sent, or with its times on the input's clock. */
+static void
+stream_output_line(struct stream_output *o, const char *json, size_t len,
+    struct json_object *ev)
+{
+	if (ev != NULL && o->time_offset != 0) {
+		stream_output_shift(ev, o->time_offset);
+		fputs(json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN),
+		    o->f);
+	} else
+		fwrite(json, 1, len, o->f);
+	fputc('\n', o->f);
+}
+
 void
 stream_output_event(struct stream_output *o, const char *json, size_t len)
 {
 	struct json_object *ev;
 	const char *type;
 
-	if (o->format == STREAM_JSONL) {
-		fwrite(json, 1, len, o->f);
-		fputc('\n', o->f);
-	}
-	if ((ev = json_tokener_parse(json)) == NULL) {
+	ev = json_tokener_parse(json);
+	if (o->format == STREAM_JSONL)
+		stream_output_line(o, json, len, ev);
+	if (ev == NULL) {
 		fprintf(stderr, "sotto: sottod sent an event that is not "
 		    "JSON\n");
 		o->failed = 1;

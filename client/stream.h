@@ -99,6 +99,12 @@ struct stream_output {
 	int		 cue;		/* srt/vtt cue number */
 	int		 ended, failed;
 	double		 undecoded_s;	/* from "end": audio never decoded */
+	/*
+	 * Seconds added to every start and end printed: where the session's
+	 * audio begins in the input (not 0 for a new session opened after
+	 * sottod lost the first, so times stay on the input's clock).
+	 */
+	double		 time_offset;
 	char		 session[64];
 };
 
