@@ -247,11 +247,9 @@ def test_debian_packages(packages, tmp_path, monkeypatch, report):
     assert cp.returncode == 0, cp.stderr[-4000:]
     assert cp.stdout.strip() == str(MODELS / "tiny.en.gguf"), cp.stdout
     assert Path("/var/lib/sotto/venv/bin/python").exists(), cp.stderr[-2000:]
-    # sottod's default [engine] vad = live needs the VAD model beside it.
-    cp = subprocess.run(["sotto-fetch-model", "silero-vad"], capture_output=True,
-                        text=True, timeout=1200, env=env, cwd="/")
-    assert cp.returncode == 0, cp.stderr[-4000:]
-    assert cp.stdout.strip() == str(MODELS / "silero-vad.gguf"), cp.stdout
+    # sottod's default [engine] vad = live needs the VAD model beside it:
+    # the one command above brought it.
+    assert (MODELS / "silero-vad.gguf").is_file(), cp.stderr[-4000:]
 
     cp = run(["sottod", "--check-config"], "sottod --check-config", cwd="/",
              env={"PATH": env["PATH"]})
