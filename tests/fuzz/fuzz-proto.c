@@ -27,7 +27,7 @@ fuzz_check_str(const char *s, size_t cap)
 static void
 fuzz_events(const struct msg_open *o, const struct msg_hello *h)
 {
-	struct proto_segment seg = { 0.5, 1.5, h->client };
+	struct proto_segment seg = { .start = 0.5, .end = 1.5, .text = h->client };
 	char type[PROTO_NAME_MAX], msg[PROTO_MSG_MAX];
 	char *ev[4];
 	size_t i;
