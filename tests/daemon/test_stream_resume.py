@@ -107,7 +107,9 @@ def test_resume_after_lost_connection(make_daemon, tmp_path):
     assert rc == 0, s.stderr
     assert "lost the connection" in s.stderr and "resumed session" in s.stderr, \
         s.stderr
-    assert proxy.connections == 2, s.stderr
+    # 2, or more when a reconnect came before sottod had seen the cut
+    # connection close and was refused (the client retries quietly)
+    assert proxy.connections >= 2, s.stderr
     opened = s.events("opened")
     assert len(opened) == 2 and opened[0]["session"] == opened[1]["session"]
     assert opened[1]["audio_frames"] > 0, opened
