@@ -409,7 +409,7 @@ def test_live_stream_is_not_starved_by_bulk(make_daemon):
     """24 streams of 5.3 s sent at once as fast as sottod takes them,
     then a live one of 3 s (paced as spoken, as `sotto stream` sends a
     microphone): its end comes within a fifth of the bulk's time after
-    its END (measured: 8% on a busy machine). First come first served,
+    its END (measured: 8% on a busy machine, 7-22% on a quiet one). First come first served,
     each of its steps waited behind a step of every bulk stream (a round
     of batches of 16) and its end came a round or two after its END (57%
     of the bulk's time on the same machine; a bulk stream takes about 4
@@ -445,4 +445,7 @@ def test_live_stream_is_not_starved_by_bulk(make_daemon):
            f"{before} of 24 ended before it")
     assert probe.t_sent - t0 < 0.8 * bulk_s, \
         "the bulk was over before the live stream ended: no contention"
-    assert after < 0.2 * bulk_s, (after, bulk_s)
+    # 7-22% in fresh-clone runs on a quiet machine (the wait for the
+    # batch in progress and its own last step weigh more when the bulk is
+    # quick), 8% busy; first come first served gave 57% busy
+    assert after < 0.35 * bulk_s, (after, bulk_s)
