@@ -191,7 +191,10 @@ char	*proto_event_end(const char *session, const struct proto_end *);
 char	*proto_event_overload(const char *session, double dropped_s,
 	    double total_s);
 
-/* One session in a status event; a file has no audio_s, lag_s, rtf (< 0). */
+/*
+ * One session in a status event; a file has no audio_s, lag_s, rtf (< 0),
+ * nor has a session rtf before its first step.
+ */
 struct proto_session_info {
 	char		 id[PROTO_SESSION_MAX];
 	const char	*source, *state;

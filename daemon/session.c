@@ -180,7 +180,7 @@ session_list(struct proto_session_info **ret)
 		e->state = session_state(s);
 		e->audio_s = (double)s->received / SOTTO_SAMPLE_RATE;
 		e->lag_s = session_lag(s);
-		e->rtf = s->audio_time > 0 ? s->compute_s / s->audio_time : 0;
+		e->rtf = s->audio_time > 0 ? s->compute_s / s->audio_time : -1;
 	}
 	k = worker_file_list(files, n - i);
 	for (j = 0; j < k; j++) {

@@ -2,8 +2,8 @@
 ALSA device, tests/daemon/pcm-sottofake.c, playing jfk.wav), a socket
 stream still streaming and one whose client went away (waiting for a
 resume), each with its id, source, state, audio seconds, lag and
-real-time factor; `sessions` counts the microphone's too. Human output
-and --json. tiny.en, 3 s of audio per stream: a few seconds in all.
+real-time factor (none before a session's first step); `sessions`
+counts the microphone's too. Human output and --json. tiny.en, 3 s of audio per stream: a few seconds in all.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_status_lists_sessions(make_daemon, tmp_path):
         st = json.loads(status(d.socket, "--json").stdout)
         rows = {r["id"]: r for r in st["session_list"]}
         row = rows.get(live_id)
-        if row and row["audio_s"] == 3.0 and row["rtf"] > 0 and \
+        if row and row["audio_s"] == 3.0 and (row["rtf"] or 0) > 0 and \
                 rows.get(gone_id, {}).get("state") == "waiting":
             break
         assert time.monotonic() < deadline, (st, d.log())
@@ -96,4 +96,21 @@ def test_status_lists_sessions(make_daemon, tmp_path):
     assert table[gone_id][1:3] == ["socket", "waiting"], text
     assert table[mic[0]["id"]][1:3] == ["mic", "live"], text
     live.close()
+    assert d.stop() == 0, d.log()
+
+
+def test_status_rtf_unknown_before_first_step(make_daemon):
+    """A session that has decoded nothing has no real-time factor yet:
+    null in --json and "-" in the table, not 0 (which would read as
+    infinitely fast)."""
+    d = make_daemon().start()
+    idle, idle_id = stream(d.socket, b"")
+    st = json.loads(status(d.socket, "--json").stdout)
+    row = {r["id"]: r for r in st["session_list"]}[idle_id]
+    assert row["audio_s"] == 0 and row["rtf"] is None, row
+    text = status(d.socket).stdout
+    cells = next(ln.split() for ln in text.splitlines()
+                 if ln.startswith(idle_id))
+    assert cells[1:3] == ["socket", "streaming"] and cells[-1] == "-", text
+    idle.close()
     assert d.stop() == 0, d.log()
