@@ -309,6 +309,8 @@ def session_facts(s: SoakSession, h) -> dict:
                 gaps=(ids != list(range(len(ids)))), finals=len(ids),
                 audio_s=s.sent / 2 / h.RATE, uncovered=max(0.0, speech_end - last_end),
                 last_file=s.files[-1][0] if s.files else "", last_recall=recall,
+                last_start=s.files[-1][1] if s.files else 0.0,
+                tail=[(g["start"], g["end"], g["text"]) for g in segs[-4:]],
                 lost_tail=recall < 0.5, words=len(ref.split()),
                 errs=(o.substitutions + o.deletions + o.insertions) if o else len(ref.split()),
                 deletions=o.deletions if o else len(ref.split()), partials=partials,

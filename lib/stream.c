@@ -55,6 +55,7 @@
 #define STREAM_NO_SPEECH	0.6f
 #define STREAM_LOGPROB		(-1.0f)
 #define STREAM_COMPRESSION	2.4f
+#define STREAM_SHORT_MS		2000		/* a last decode stopped short */
 
 #define MS(x)			((size_t)(x) * (SOTTO_SAMPLE_RATE / 1000))
 
@@ -312,6 +313,76 @@ decode(struct sotto_stream *s, struct decode_result *res, int forced,
 }
 
 /*
+ * Window seconds up to which tokens t[n] (a decode's, after the forced
+ * prefix if forced) account for the audio: their last timestamp, with
+ * forced the prefix's if they have none, else 0.
+ */
+static double
+decoded_end(const struct sotto_stream *s, const int32_t *t, int n,
+    int forced)
+{
+	int i;
+
+	for (i = n - 1; i >= 0; i--)
+		if (stream_is_ts(s, t[i]))
+			return (t[i] - s->tb) * STREAM_TS_SECONDS;
+	for (i = forced ? s->n_prefix - 1 : -1; i >= 0; i--)
+		if (stream_is_ts(s, s->prefix[i]))
+			return (s->prefix[i] - s->tb) * STREAM_TS_SECONDS;
+	return 0.0;
+}
+
+/*
+ * Whether t[n] ends STREAM_SHORT_MS or more before the end of the window
+ * with sound (over the gate) after it.
+ */
+static int
+stopped_short(const struct sotto_stream *s, const int32_t *t, int n,
+    int forced)
+{
+	size_t at = (size_t)(decoded_end(s, t, n, forced) * SOTTO_SAMPLE_RATE);
+
+	return at + MS(STREAM_SHORT_MS) <= s->n_win &&
+	    !silent(s->pcm + at, s->n_win - at);
+}
+
+/*
+ * A window's last decode. With the text before it as the prompt Whisper
+ * at times ends the text in the middle of speech (tiny.en, 4 min into a
+ * stream: "Experience proves this." and then the end of text, with 12 s
+ * of speech after it; without the prompt it transcribes all of it); a
+ * live step decodes the window again as audio comes, the last one does
+ * not. So a decode that stopped short is done once more without the
+ * prompt, and the one that goes further kept.
+ */
+static int
+decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
+    char *err)
+{
+	struct decode_result alt = { 0 };
+	struct decode_opts o;
+	int rc;
+
+	if ((rc = decode(s, res, forced, err)) != 0)
+		return rc;
+	decode_setup(s, forced, &o);
+	if (o.n_prompt == 0 ||
+	    !stopped_short(s, res->tokens, res->n_tokens, forced))
+		return 0;
+	o.n_prompt = 0;
+	if ((rc = decode_window(s->st, &o, &alt, err)) != 0)
+		return rc;
+	if (alt.compression_ratio <= STREAM_COMPRESSION &&
+	    decoded_end(s, alt.tokens, alt.n_tokens, forced) >
+	    decoded_end(s, res->tokens, res->n_tokens, forced)) {
+		decode_result_clear(res);
+		*res = alt;
+	} else
+		decode_result_clear(&alt);
+	return 0;
+}
+
+/*
  * The last decode of a window: without the committed prefix forced, as
  * sotto_transcribe() decodes, keeping what follows the committed text
  * (from *p on); forced when that hypothesis does not repeat the committed
@@ -325,13 +396,13 @@ decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
 {
 	int rc;
 
-	if ((rc = decode(s, res, 0, err)) != 0)
+	if ((rc = decode_final(s, res, 0, err)) != 0)
 		return rc;
 	if ((*p = stream_match(s, res->tokens, res->n_tokens)) >= 0)
 		return 0;
 	decode_result_clear(res);
 	*p = 0;
-	return decode(s, res, 1, err);
+	return decode_final(s, res, 1, err);
 }
 
 /* Whether committed words are in the window. */
@@ -577,7 +648,8 @@ sotto_stream_step_many(struct sotto_stream *const *s, int n,
 
 /*
  * End of stream. The last step's hypothesis is committed as it is when
- * no audio came since; otherwise each remaining window is decoded once.
+ * no audio came since, unless it stopped short (see decode_final);
+ * otherwise each remaining window is decoded once more.
  */
 int
 sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
@@ -590,7 +662,8 @@ sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
 	if (s->finished)
 		rc = err_set(err, SOTTO_EINVAL, "the stream is finished");
 	else if (s->received == s->stepped && s->hyp_valid &&
-	    s->n_pcm <= WHISPER_N_SAMPLES) {
+	    s->n_pcm <= WHISPER_N_SAMPLES &&
+	    !stopped_short(s, s->hyp, s->n_hyp, 1)) {
 		rc = stream_commit(s, s->hyp, s->n_hyp, 1, err);
 		if (rc == 0)
 			stream_drop(s, s->n_pcm);

@@ -248,3 +248,32 @@ def test_step_many_same_as_alone():
     report(f"4 streams in lockstep, {FINE_STEP_MS} ms steps: all steps took "
            f"{step_s(batch):.2f} s batched, {step_s(alone):.2f} s one at a "
            f"time; same events")
+
+
+def _reel(first: str, n: int) -> tuple[bytes, str]:
+    """n speech files in manifest order (looped) from first, each with
+    0.5 s of silence after it, as bench/daemon's soak sends them: raw
+    s16le, and the last file's reference."""
+    refs = werlib.load_manifest(AUDIO_DIR)
+    names = list(refs)
+    at, pcm = names.index(first), []
+    for i in range(at, at + n):
+        pcm += _pcm(names[i % len(names)]) + [0] * 8000
+    return _raw(pcm), refs[names[(at + n - 1) % len(names)]]
+
+
+@pytest.mark.parametrize("files", [15, 23])
+def test_finish_after_long_stream(files):
+    """Streams of 3-4 min that end in a short file (two of the soak's
+    sessions that lost their end, bench/daemon --only soak), stepped
+    each 5 s as sottod steps an overloaded stream: the last file's words
+    are final. With the long prompt the last decode ended the text early
+    ("Experience proves this." and the end of text, with 17 s of speech
+    after it; "I have a thousand thoughts about that thing." and nothing
+    of "This is a long stop.") and finish() dropped the rest."""
+    pcm, ref = _reel("sense_and_sensibility_01_austen_64kb-0880.wav", files)
+    ev = run_driver("-", 5000, stdin=pcm)
+    last_words = werlib.normalise(ref).split()
+    tail = werlib.normalise(final_text(ev)).split()[-len(last_words):]
+    found = sum(1 for w in last_words if w in tail)
+    assert found >= 0.8 * len(last_words), (last_words, tail)
