@@ -54,8 +54,6 @@
 #define STREAM_MAX_PREFIX	160		/* tokens, else force */
 #define STREAM_NO_SPEECH	0.6f
 #define STREAM_LOGPROB		(-1.0f)
-#define STREAM_COMPRESSION	2.4f
-#define STREAM_SHORT_MS		2000		/* a last decode stopped short */
 
 #define MS(x)			((size_t)(x) * (SOTTO_SAMPLE_RATE / 1000))
 
@@ -198,8 +196,8 @@ sotto_stream_due(const struct sotto_stream *s)
 }
 
 /* Every 100 ms block of pcm[n] is quieter than the gate. */
-static int
-silent(const float *pcm, size_t n)
+int
+stream_silent(const float *pcm, size_t n)
 {
 	double thr = pow(10.0, STREAM_GATE_DBFS / 10.0), sum;
 	size_t i, j, len;
@@ -256,153 +254,6 @@ detect(struct sotto_stream *s, size_t n, int final, char *err)
 	if (final || n >= MS(STREAM_DETECT_MS))
 		s->detect = 0;
 	return 0;
-}
-
-/*
- * The options to decode the encoded window, the text before it as the
- * prompt; with forced, the committed tokens in the window are forced as
- * the prefix (and the prompt shortened to leave them room).
- */
-static void
-decode_setup(struct sotto_stream *s, int forced, struct decode_opts *o)
-{
-	int keep = forced ? DECODE_MAX_PROMPT - s->n_prefix : s->n_history;
-
-	if (keep > s->n_history)
-		keep = s->n_history;
-	if (keep < 0)
-		keep = 0;
-	memset(o, 0, sizeof(*o));
-	o->prompt = s->history + s->n_history - keep;
-	o->n_prompt = keep;
-	if (forced) {
-		o->prefix = s->prefix;
-		o->n_prefix = s->n_prefix;
-	}
-	o->language = s->language;
-	o->task = s->p.task;
-	o->beam_size = s->p.beam_size;
-	o->best_of = 1;
-	o->patience = 1.0f;
-	o->rng = &s->rng;
-}
-
-/* A repetition loop: decode once more without the previous text. */
-static int
-decode_retry(struct sotto_stream *s, struct decode_opts *o,
-    struct decode_result *res, char *err)
-{
-	if (res->compression_ratio <= STREAM_COMPRESSION || o->n_prompt == 0)
-		return 0;
-	decode_result_clear(res);
-	o->n_prompt = 0;
-	return decode_window(s->st, o, res, err);
-}
-
-static int
-decode(struct sotto_stream *s, struct decode_result *res, int forced,
-    char *err)
-{
-	struct decode_opts o;
-	int rc;
-
-	decode_setup(s, forced, &o);
-	if ((rc = decode_window(s->st, &o, res, err)) != 0)
-		return rc;
-	return decode_retry(s, &o, res, err);
-}
-
-/*
- * Window seconds up to which tokens t[n] (a decode's, after the forced
- * prefix if forced) account for the audio: their last timestamp, with
- * forced the prefix's if they have none, else 0.
- */
-static double
-decoded_end(const struct sotto_stream *s, const int32_t *t, int n,
-    int forced)
-{
-	int i;
-
-	for (i = n - 1; i >= 0; i--)
-		if (stream_is_ts(s, t[i]))
-			return (t[i] - s->tb) * STREAM_TS_SECONDS;
-	for (i = forced ? s->n_prefix - 1 : -1; i >= 0; i--)
-		if (stream_is_ts(s, s->prefix[i]))
-			return (s->prefix[i] - s->tb) * STREAM_TS_SECONDS;
-	return 0.0;
-}
-
-/*
- * Whether t[n] ends STREAM_SHORT_MS or more before the end of the window
- * with sound (over the gate) after it.
- */
-static int
-stopped_short(const struct sotto_stream *s, const int32_t *t, int n,
-    int forced)
-{
-	size_t at = (size_t)(decoded_end(s, t, n, forced) * SOTTO_SAMPLE_RATE);
-
-	return at + MS(STREAM_SHORT_MS) <= s->n_win &&
-	    !silent(s->pcm + at, s->n_win - at);
-}
-
-/*
- * A window's last decode. With the text before it as the prompt Whisper
- * at times ends the text in the middle of speech (tiny.en, 4 min into a
- * stream: "Experience proves this." and then the end of text, with 12 s
- * of speech after it; without the prompt it transcribes all of it); a
- * live step decodes the window again as audio comes, the last one does
- * not. So a decode that stopped short is done once more without the
- * prompt, and the one that goes further kept.
- */
-static int
-decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
-    char *err)
-{
-	struct decode_result alt = { 0 };
-	struct decode_opts o;
-	int rc;
-
-	if ((rc = decode(s, res, forced, err)) != 0)
-		return rc;
-	decode_setup(s, forced, &o);
-	if (o.n_prompt == 0 ||
-	    !stopped_short(s, res->tokens, res->n_tokens, forced))
-		return 0;
-	o.n_prompt = 0;
-	if ((rc = decode_window(s->st, &o, &alt, err)) != 0)
-		return rc;
-	if (alt.compression_ratio <= STREAM_COMPRESSION &&
-	    decoded_end(s, alt.tokens, alt.n_tokens, forced) >
-	    decoded_end(s, res->tokens, res->n_tokens, forced)) {
-		decode_result_clear(res);
-		*res = alt;
-	} else
-		decode_result_clear(&alt);
-	return 0;
-}
-
-/*
- * The last decode of a window: without the committed prefix forced, as
- * sotto_transcribe() decodes, keeping what follows the committed text
- * (from *p on); forced when that hypothesis does not repeat the committed
- * words. With the prefix forced the decoder must continue the committed
- * text, which near the end of the audio can derail it ("to be
- * old-sposed" where it hears "to be ill-disposed" unforced).
- */
-static int
-decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
-    char *err)
-{
-	int rc;
-
-	if ((rc = decode_final(s, res, 0, err)) != 0)
-		return rc;
-	if ((*p = stream_match(s, res->tokens, res->n_tokens)) >= 0)
-		return 0;
-	decode_result_clear(res);
-	*p = 0;
-	return decode_final(s, res, 1, err);
 }
 
 /* Whether committed words are in the window. */
@@ -492,7 +343,7 @@ window_begin(struct sotto_stream *s, int final, int *need, char *err)
 		return 0;
 	if ((rc = stream_vad_silent(s, n, final, &no_speech, err)) != 0)
 		return rc;
-	if (no_speech || silent(s->pcm, n)) {
+	if (no_speech || stream_silent(s->pcm, n)) {
 		skip_silence(s, n);
 		if (final)
 			stream_drop(s, n);
@@ -538,7 +389,8 @@ run_window(struct sotto_stream *s, int final, char *err)
 
 	if ((rc = window_begin(s, final, &need, err)) != 0 || !need)
 		return rc;
-	rc = final ? decode_last(s, &res, &p, err) : decode(s, &res, 1, err);
+	rc = final ? stream_decode_last(s, &res, &p, err) :
+	    stream_decode(s, &res, 1, err);
 	if (rc == 0)
 		rc = window_end(s, final, &res, p, err);
 	decode_result_clear(&res);
@@ -592,7 +444,7 @@ step_group(struct sotto_stream *const *s, int n,
 		s[i]->stepped = s[i]->received;
 		if ((rc[i] = window_begin(s[i], 0, &need, err[i])) == 0 &&
 		    need) {
-			decode_setup(s[i], 1, &o[k]);
+			stream_decode_setup(s[i], 1, &o[k]);
 			st[k] = s[i]->st;
 			at[k++] = i;
 		}
@@ -604,7 +456,7 @@ step_group(struct sotto_stream *const *s, int n,
 			rc[i] = err_set(err[i], brc, "%s", berr);
 			continue;
 		}
-		if ((rc[i] = decode_retry(s[i], &o[j], &res[j], err[i])) == 0)
+		if ((rc[i] = stream_decode_retry(s[i], &o[j], &res[j], err[i])) == 0)
 			rc[i] = window_end(s[i], 0, &res[j], 0, err[i]);
 		decode_result_clear(&res[j]);
 	}
@@ -648,7 +500,7 @@ sotto_stream_step_many(struct sotto_stream *const *s, int n,
 
 /*
  * End of stream. The last step's hypothesis is committed as it is when
- * no audio came since, unless it stopped short (see decode_final);
+ * no audio came since, unless it stopped short (see stream-decode.c);
  * otherwise each remaining window is decoded once more.
  */
 int
@@ -663,7 +515,7 @@ sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
 		rc = err_set(err, SOTTO_EINVAL, "the stream is finished");
 	else if (s->received == s->stepped && s->hyp_valid &&
 	    s->n_pcm <= WHISPER_N_SAMPLES &&
-	    !stopped_short(s, s->hyp, s->n_hyp, 1)) {
+	    !stream_stopped_short(s, s->hyp, s->n_hyp, 1)) {
 		rc = stream_commit(s, s->hyp, s->n_hyp, 1, err);
 		if (rc == 0)
 			stream_drop(s, s->n_pcm);

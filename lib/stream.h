@@ -14,6 +14,7 @@
 #define STREAM_MAX_TOKENS	448	/* decoder context */
 #define STREAM_TS_SAMPLES	320	/* samples per timestamp step (20 ms) */
 #define STREAM_TS_SECONDS	0.02
+#define STREAM_COMPRESSION	2.4f	/* over it: a repetition loop */
 
 /* Speech the VAD found, in stream samples [start, end). */
 struct stream_vad_span {
@@ -105,6 +106,24 @@ int	stream_words_align(struct sotto_stream *, const int32_t *seq, int n,
 int	stream_words_take(const struct stream_words *, int t0, int t1,
 	    struct sotto_word **ret, int *ret_n, char *err);
 void	stream_words_free(struct stream_words *);
+
+/* stream.c */
+/* Every 100 ms block of pcm[n] is quieter than the energy gate. */
+int	stream_silent(const float *pcm, size_t n);
+
+/* stream-decode.c */
+void	stream_decode_setup(struct sotto_stream *, int forced,
+	    struct decode_opts *);
+int	stream_decode_retry(struct sotto_stream *, struct decode_opts *,
+	    struct decode_result *, char *err);
+int	stream_decode(struct sotto_stream *, struct decode_result *,
+	    int forced, char *err);
+/* The last decode of the window; *p: where the new tokens start. */
+int	stream_decode_last(struct sotto_stream *, struct decode_result *,
+	    int *p, char *err);
+/* t[n] ends 2 s or more before the window's end, with sound after it. */
+int	stream_stopped_short(const struct sotto_stream *, const int32_t *t,
+	    int n, int forced);
 
 /* stream-commit.c */
 void	stream_commit_reset(struct sotto_stream *);

@@ -1,0 +1,161 @@
+/*
+ * Decoding a stream's encoded window: the options (the text before the
+ * window as the prompt, the committed words in it as the forced prefix),
+ * the retry of a repetition loop without the prompt, and the last decode
+ * of a window at the end of the stream (see decode_final and
+ * stream_decode_last).
+ */
+#include <string.h>
+
+#include "stream.h"
+
+#define STREAM_SHORT_MS		2000		/* a last decode stopped short */
+
+#define MS(x)			((size_t)(x) * (SOTTO_SAMPLE_RATE / 1000))
+
+/*
+ * The options to decode the encoded window, the text before it as the
+ * prompt; with forced, the committed tokens in the window are forced as
+ * the prefix (and the prompt shortened to leave them room).
+ */
+void
+stream_decode_setup(struct sotto_stream *s, int forced, struct decode_opts *o)
+{
+	int keep = forced ? DECODE_MAX_PROMPT - s->n_prefix : s->n_history;
+
+	if (keep > s->n_history)
+		keep = s->n_history;
+	if (keep < 0)
+		keep = 0;
+	memset(o, 0, sizeof(*o));
+	o->prompt = s->history + s->n_history - keep;
+	o->n_prompt = keep;
+	if (forced) {
+		o->prefix = s->prefix;
+		o->n_prefix = s->n_prefix;
+	}
+	o->language = s->language;
+	o->task = s->p.task;
+	o->beam_size = s->p.beam_size;
+	o->best_of = 1;
+	o->patience = 1.0f;
+	o->rng = &s->rng;
+}
+
+/* A repetition loop: decode once more without the previous text. */
+int
+stream_decode_retry(struct sotto_stream *s, struct decode_opts *o,
+    struct decode_result *res, char *err)
+{
+	if (res->compression_ratio <= STREAM_COMPRESSION || o->n_prompt == 0)
+		return 0;
+	decode_result_clear(res);
+	o->n_prompt = 0;
+	return decode_window(s->st, o, res, err);
+}
+
+int
+stream_decode(struct sotto_stream *s, struct decode_result *res, int forced,
+    char *err)
+{
+	struct decode_opts o;
+	int rc;
+
+	stream_decode_setup(s, forced, &o);
+	if ((rc = decode_window(s->st, &o, res, err)) != 0)
+		return rc;
+	return stream_decode_retry(s, &o, res, err);
+}
+
+/*
+ * Window seconds up to which tokens t[n] (a decode's, after the forced
+ * prefix if forced) account for the audio: their last timestamp, with
+ * forced the prefix's if they have none, else 0.
+ */
+static double
+decoded_end(const struct sotto_stream *s, const int32_t *t, int n,
+    int forced)
+{
+	int i;
+
+	for (i = n - 1; i >= 0; i--)
+		if (stream_is_ts(s, t[i]))
+			return (t[i] - s->tb) * STREAM_TS_SECONDS;
+	for (i = forced ? s->n_prefix - 1 : -1; i >= 0; i--)
+		if (stream_is_ts(s, s->prefix[i]))
+			return (s->prefix[i] - s->tb) * STREAM_TS_SECONDS;
+	return 0.0;
+}
+
+/*
+ * Whether t[n] ends STREAM_SHORT_MS or more before the end of the window
+ * with sound (over the gate) after it.
+ */
+int
+stream_stopped_short(const struct sotto_stream *s, const int32_t *t, int n,
+    int forced)
+{
+	size_t at = (size_t)(decoded_end(s, t, n, forced) * SOTTO_SAMPLE_RATE);
+
+	return at + MS(STREAM_SHORT_MS) <= s->n_win &&
+	    !stream_silent(s->pcm + at, s->n_win - at);
+}
+
+/*
+ * A window's last decode. With the text before it as the prompt Whisper
+ * at times ends the text in the middle of speech (tiny.en, 4 min into a
+ * stream: "Experience proves this." and then the end of text, with 12 s
+ * of speech after it; without the prompt it transcribes all of it); a
+ * live step decodes the window again as audio comes, the last one does
+ * not. So a decode that stopped short is done once more without the
+ * prompt, and the one that goes further kept.
+ */
+static int
+decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
+    char *err)
+{
+	struct decode_result alt = { 0 };
+	struct decode_opts o;
+	int rc;
+
+	if ((rc = stream_decode(s, res, forced, err)) != 0)
+		return rc;
+	stream_decode_setup(s, forced, &o);
+	if (o.n_prompt == 0 ||
+	    !stream_stopped_short(s, res->tokens, res->n_tokens, forced))
+		return 0;
+	o.n_prompt = 0;
+	if ((rc = decode_window(s->st, &o, &alt, err)) != 0)
+		return rc;
+	if (alt.compression_ratio <= STREAM_COMPRESSION &&
+	    decoded_end(s, alt.tokens, alt.n_tokens, forced) >
+	    decoded_end(s, res->tokens, res->n_tokens, forced)) {
+		decode_result_clear(res);
+		*res = alt;
+	} else
+		decode_result_clear(&alt);
+	return 0;
+}
+
+/*
+ * The last decode of a window: without the committed prefix forced, as
+ * sotto_transcribe() decodes, keeping what follows the committed text
+ * (from *p on); forced when that hypothesis does not repeat the committed
+ * words. With the prefix forced the decoder must continue the committed
+ * text, which near the end of the audio can derail it ("to be
+ * old-sposed" where it hears "to be ill-disposed" unforced).
+ */
+int
+stream_decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
+    char *err)
+{
+	int rc;
+
+	if ((rc = decode_final(s, res, 0, err)) != 0)
+		return rc;
+	if ((*p = stream_match(s, res->tokens, res->n_tokens)) >= 0)
+		return 0;
+	decode_result_clear(res);
+	*p = 0;
+	return decode_final(s, res, 1, err);
+}
