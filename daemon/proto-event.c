@@ -67,8 +67,7 @@ proto_utf8_clean(const char *s)
 	return buf;
 }
 
-/* A JSON string of s with invalid UTF-8 replaced by U+FFFD. */
-static struct json_object *
+struct json_object *
 proto_json_text(const char *s)
 {
 	struct json_object *j;

@@ -143,6 +143,9 @@ size_t	proto_format_sample_bytes(enum proto_format);
  * valid UTF-8 sequence replaced by U+FFFD; NULL when out of memory.
  */
 char	*proto_utf8_clean(const char *s);
+/* A JSON string of s with invalid UTF-8 replaced by U+FFFD; NULL when
+ * out of memory. The caller owns it (json_object_put, or an object's). */
+struct json_object *proto_json_text(const char *s);
 
 /* A session id: 1-31 characters of [A-Za-z0-9_-]. */
 int	proto_session_valid(const char *);

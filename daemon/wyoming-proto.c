@@ -314,20 +314,6 @@ wy_pcm_float(const uint8_t *p, size_t n, int width, float *out)
 	}
 }
 
-/* A JSON string of s as valid UTF-8; NULL when out of memory. */
-static struct json_object *
-wy_json_text(const char *s)
-{
-	struct json_object *j;
-	char *clean;
-
-	if ((clean = proto_utf8_clean(s)) == NULL)
-		return NULL;
-	j = json_object_new_string(clean);
-	free(clean);
-	return j;
-}
-
 /* The event line of type with data (consumed; NULL: none). */
 static char *
 wy_event_line(const char *type, struct json_object *data)
@@ -368,7 +354,7 @@ wy_write(const char *type, const char *const *kv, int n)
 	for (i = 0; i < n; i++)
 		if (kv[2 * i + 1] != NULL)
 			json_object_object_add(data, kv[2 * i],
-			    wy_json_text(kv[2 * i + 1]));
+			    proto_json_text(kv[2 * i + 1]));
 	return wy_event_line(type, data);
 }
 
@@ -390,8 +376,8 @@ wy_info_model(const struct wy_info *in)
 	int i;
 
 	snprintf(desc, sizeof(desc), "Whisper %s", in->model);
-	json_object_object_add(m, "name", wy_json_text(in->model));
-	json_object_object_add(m, "description", wy_json_text(desc));
+	json_object_object_add(m, "name", proto_json_text(in->model));
+	json_object_object_add(m, "description", proto_json_text(desc));
 	json_object_object_add(m, "attribution", wy_attribution("OpenAI",
 	    "https://github.com/openai/whisper"));
 	json_object_object_add(m, "installed", json_object_new_boolean(1));
@@ -399,7 +385,7 @@ wy_info_model(const struct wy_info *in)
 	langs = json_object_new_array();
 	for (i = 0; i < in->n_languages; i++)
 		json_object_array_add(langs,
-		    wy_json_text(in->languages[i]));
+		    proto_json_text(in->languages[i]));
 	json_object_object_add(m, "languages", langs);
 	return m;
 }
@@ -415,13 +401,13 @@ wy_write_info(const struct wy_info *in)
 	if ((data = json_object_new_object()) == NULL)
 		return NULL;
 	prog = json_object_new_object();
-	json_object_object_add(prog, "name", wy_json_text(in->program));
+	json_object_object_add(prog, "name", proto_json_text(in->program));
 	json_object_object_add(prog, "description", json_object_new_string(
 	    "sotto: Whisper speech-to-text, streamed"));
 	json_object_object_add(prog, "attribution", wy_attribution("sotto",
 	    ""));
 	json_object_object_add(prog, "installed", json_object_new_boolean(1));
-	json_object_object_add(prog, "version", wy_json_text(in->version));
+	json_object_object_add(prog, "version", proto_json_text(in->version));
 	models = json_object_new_array();
 	json_object_array_add(models, wy_info_model(in));
 	json_object_object_add(prog, "models", models);
