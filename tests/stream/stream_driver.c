@@ -9,7 +9,9 @@
  * FILE is anything libsndfile reads (resampled to 16 kHz mono), or "-"
  * for raw s16le 16 kHz mono on standard input. Audio goes in chunk_ms
  * pieces (default 100); whenever sotto_stream_due() says so the driver
- * steps, and at the end it finishes. With -r it sleeps to pace the
+ * steps, and at the end it finishes. With -j SEED it steps after an
+ * uneven 1-8 steps of audio each time (as sottod steps an overloaded
+ * live stream), drawn from SEED. With -r it sleeps to pace the
  * audio as live; with -v the stream has that Silero VAD; with -w finals
  * have words (word timestamps). Lines:
  *	{"type":"final","id":N,"start":S,"end":E,"text":T,"audio_time":A,
@@ -43,6 +45,7 @@ struct opts {
 	struct sotto_stream_params sp;
 	struct sotto_model_params mp;
 	int chunk_ms, realtime, many;
+	unsigned jitter;	/* -j: seed of uneven steps, 0 none */
 	const char *vad_path;
 	struct sotto_vad *vad;
 };
@@ -168,7 +171,9 @@ run(struct sotto_stream *s, const float *pcm, size_t n, const struct opts *o)
 {
 	struct sotto_stream_update u;
 	char err[SOTTO_ERR_MAX];
-	size_t chunk = (size_t)o->chunk_ms * 16, off, k;
+	size_t chunk = (size_t)o->chunk_ms * 16, off, k, fed = 0, want = 0;
+	size_t step = (size_t)o->sp.step_ms * 16;
+	unsigned rng = o->jitter;
 	double t0 = now(), t;
 
 	for (off = 0; off < n; off += k) {
@@ -177,8 +182,14 @@ run(struct sotto_stream *s, const float *pcm, size_t n, const struct opts *o)
 			usleep((useconds_t)(t * 1e6));
 		if (sotto_stream_push(s, pcm + off, k, err) != 0)
 			goto fail;
-		if (!sotto_stream_due(s))
+		fed += k;
+		if (!sotto_stream_due(s) || fed < want)
 			continue;
+		if (rng != 0) {	/* the next step after 1-8 steps of audio */
+			rng = rng * 1103515245u + 12345u;
+			want = step * (1 + (rng >> 16) % 8);
+		}
+		fed = 0;
 		t = now();
 		if (sotto_stream_step(s, &u, err) != 0)
 			goto fail;
@@ -272,7 +283,7 @@ parse(int argc, char **argv, struct opts *o)
 	o->many = 0;
 	o->vad_path = NULL;
 	o->vad = NULL;
-	while ((c = getopt(argc, argv, "s:c:l:b:t:v:rwBS")) != -1) {
+	while ((c = getopt(argc, argv, "s:c:l:b:t:v:j:rwBS")) != -1) {
 		switch (c) {
 		case 's': o->sp.step_ms = atoi(optarg); break;
 		case 'c': o->chunk_ms = atoi(optarg); break;
@@ -280,6 +291,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'b': o->sp.beam_size = atoi(optarg); break;
 		case 't': o->mp.threads = atoi(optarg); break;
 		case 'r': o->realtime = 1; break;
+		case 'j': o->jitter = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'w': o->sp.word_timestamps = 1; break;
 		case 'B': o->many = MANY_BATCH; break;
 		case 'S': o->many = MANY_SERIAL; break;
