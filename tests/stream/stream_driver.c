@@ -281,6 +281,7 @@ parse(int argc, char **argv, struct opts *o)
 	o->chunk_ms = 100;
 	o->realtime = 0;
 	o->many = 0;
+	o->jitter = 0;
 	o->vad_path = NULL;
 	o->vad = NULL;
 	while ((c = getopt(argc, argv, "s:c:l:b:t:v:j:rwBS")) != -1) {
@@ -363,7 +364,7 @@ main(int argc, char **argv)
 {
 	struct sotto_model *m;
 	struct sotto_stream *s;
-	struct opts o;
+	struct opts o = { 0 };
 	char err[SOTTO_ERR_MAX];
 	float *pcm;
 	size_t n;
