@@ -75,8 +75,9 @@ text_bytes(const struct sotto_stream *s, const int32_t *t, int from, int to)
 
 /*
  * Window seconds at token position i of seq[n]: a timestamp's own time,
- * else between the timestamps around i (the window end if none follows)
- * in proportion to the text bytes before i.
+ * else between the timestamps around i (if none follows, the aligned end
+ * of the text or else the window's end) in proportion to the text bytes
+ * before i.
  */
 double
 stream_estimate(const struct sotto_stream *s, const int32_t *seq, int n, int i)
@@ -95,6 +96,8 @@ stream_estimate(const struct sotto_stream *s, const int32_t *seq, int n, int i)
 		ta = (seq[a] - s->tb) * STREAM_TS_SECONDS;
 	if (b < n)
 		tb = (seq[b] - s->tb) * STREAM_TS_SECONDS;
+	else if (s->text_end >= 0.0)
+		tb = s->text_end;
 	if (tb < ta)
 		tb = ta;
 	before = text_bytes(s, seq, a + 1, i);
@@ -282,18 +285,20 @@ skip_times(const struct sotto_stream *s, const int32_t *t, int n, int i)
 
 /*
  * End of the words of h[n] that may be committed: each complete
- * (something follows it), settled, and with g[m] given, the same as the
- * next word of g (timestamps aside); then the settled timestamps after
- * the last of them.
+ * (something follows it, or it is the last and the aligned end of the
+ * text is settled: the decoder stopped there), settled, and with g[m]
+ * given, the same as the next word of g (timestamps aside); then the
+ * settled timestamps after the last of them.
  */
 static int
 words_end(struct sotto_stream *s, const int32_t *h, int n, const int32_t *g,
     int m)
 {
-	int np = s->n_prefix, i = 0, j = 0, k = 0, ei, ej = 0;
+	int np = s->n_prefix, i = 0, j = 0, k = 0, ei, ej = 0, closed;
 
 	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
 	memcpy(s->seq + np, h, n * sizeof(int32_t));
+	closed = s->text_end >= 0.0 && settled(s, np + n, np + n);
 	for (;;) {
 		i = skip_times(s, h, n, i);
 		if (i == n)
@@ -304,11 +309,12 @@ words_end(struct sotto_stream *s, const int32_t *h, int n, const int32_t *g,
 			if (j == m)
 				break;
 			ej = word_end(s, g, m, j);
-			if (ej == m || ei - i != ej - j || memcmp(h + i, g + j,
+			if ((ej == m && !(closed && ei == n)) ||
+			    ei - i != ej - j || memcmp(h + i, g + j,
 			    (ei - i) * sizeof(int32_t)) != 0)
 				break;
 		}
-		if (ei == n || !settled(s, np + n, np + ei))
+		if ((ei == n && !closed) || !settled(s, np + n, np + ei))
 			break;
 		k = i = ei;
 		j = ej;

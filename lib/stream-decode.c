@@ -118,9 +118,11 @@ decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
 	struct decode_opts o;
 	int rc;
 
-	if ((rc = stream_decode(s, res, forced, err)) != 0)
-		return rc;
 	stream_decode_setup(s, forced, &o);
+	if ((rc = decode_window(s->st, &o, res, err)) != 0 ||
+	    (rc = stream_decode_retry(s, &o, res, err)) != 0)
+		return rc;
+	/* no prompt, or the loop's retry already dropped it */
 	if (o.n_prompt == 0 ||
 	    !stream_stopped_short(s, res->tokens, res->n_tokens, forced))
 		return 0;

@@ -11,7 +11,9 @@
  * go to (one long segment, or none committed) the window moves to a
  * committed word ANCHOR_SECONDS before the end of the committed text,
  * and the words after the cut stay in the forced prefix, so a cut that
- * lands inside a word neither loses nor repeats it.
+ * lands inside a word neither loses nor repeats it. Committed text that
+ * no timestamp closes, where the decoder stopped well before the end of
+ * the window, is slid past whole (stream_slide_text).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,7 @@ drop_samples(struct sotto_stream *s, size_t n)
 	memmove(s->pcm, s->pcm + n, (s->n_pcm - n) * sizeof(float));
 	s->n_pcm -= n;
 	s->window_start += n;
+	s->text_end = -1.0;
 	s->n_win = s->n_win > n ? s->n_win - n : 0;
 }
 
@@ -171,6 +174,32 @@ stream_slide_words(struct sotto_stream *s)
 	    <= 0)
 		return 0;
 	slide_at(s, i, by);
+	return 1;
+}
+
+/*
+ * Slide past all of the committed text when the decoder stopped at it
+ * without a timestamp STALL_SECONDS or more before the end of the window
+ * (nothing of the hypothesis is text, s->text_end says where it ends).
+ * With the prefix forced from inside a segment the decoder can stay
+ * without timestamps and end at the forced text however much speech
+ * follows; the next window starts after it with nothing forced. Returns
+ * 1 if the window moved.
+ */
+int
+stream_slide_text(struct sotto_stream *s)
+{
+	int i;
+
+	if (s->text_end < 0.0 || s->n_prefix == 0 ||
+	    (double)s->n_win / SOTTO_SAMPLE_RATE - s->text_end <
+	    STALL_SECONDS)
+		return 0;
+	for (i = 0; i < s->n_hyp; i++)
+		if (!stream_is_ts(s, s->hyp[i]))
+			return 0;
+	slide_at(s, s->n_prefix, quiet_cut(s, (int32_t)(s->text_end /
+	    STREAM_TS_SECONDS) + CUT_AFTER));
 	return 1;
 }
 

@@ -140,3 +140,45 @@ stream_words_free(struct stream_words *sw)
 	free(sw->tok0);
 	memset(sw, 0, sizeof(*sw));
 }
+
+/* seq[n]'s text ends after its last timestamp. */
+static int
+untimed_end(const struct sotto_stream *s, const int32_t *seq, int n)
+{
+	return n > 0 && !stream_is_ts(s, seq[n - 1]);
+}
+
+int
+stream_time_text(struct sotto_stream *s, const int32_t *h, int n, char *err)
+{
+	int np = s->n_prefix, total = np + n, k = 0, i, rc;
+	int32_t *text;
+	float *jump, *prob;
+
+	s->text_end = -1.0;
+	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
+	memcpy(s->seq + np, h, n * sizeof(int32_t));
+	if (!untimed_end(s, s->seq, total) || s->n_win == 0 ||
+	    (s->n_win < STREAM_SLIDE_MS * (SOTTO_SAMPLE_RATE / 1000) &&
+	    (np == 0 || stream_is_ts(s, s->prefix[0]))))
+		return 0;
+	text = malloc(total * sizeof(*text));
+	jump = malloc((total + 1) * sizeof(*jump));
+	prob = malloc(total * sizeof(*prob));
+	if (text == NULL || jump == NULL || prob == NULL) {
+		rc = err_set(err, SOTTO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < total; i++)
+		if (!stream_is_ts(s, s->seq[i]))
+			text[k++] = s->seq[i];
+	rc = align_window(s->st, s->language, s->p.task, text, k,
+	    s->n_win / WHISPER_HOP, jump, prob, err);
+	if (rc == 0)
+		s->text_end = jump[k];
+out:
+	free(text);
+	free(jump);
+	free(prob);
+	return rc;
+}

@@ -31,7 +31,8 @@
  * window slides to them; a full 30 s window with nowhere to cut commits
  * all of it. finish() commits everything: the last hypothesis if no
  * audio came after it, else what is left decoded once more, unforced
- * (see decode_last).
+ * (see stream_decode_last), and the last hypothesis after all when that
+ * decode has no words (keep_hyp).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +49,6 @@
 #define STREAM_GATE_DBFS	(-50.0)
 #define STREAM_GATE_BLOCK	1600		/* 100 ms */
 #define STREAM_KEEP_MS		1000
-#define STREAM_SLIDE_MS		15000		/* window kept for context */
 #define STREAM_FORCE_MS		25000
 #define STREAM_DETECT_MS	3000		/* language settles after */
 #define STREAM_MAX_PREFIX	160		/* tokens, else force */
@@ -133,6 +133,7 @@ sotto_stream_new(const struct sotto_model *m,
 	s->p = *params;
 	s->tb = tok_specials(m->tok)->timestamp_begin;
 	s->rng = 0x5eed5eed5eedULL;
+	s->text_end = -1.0;
 	if ((rc = resolve_language(s, err)) != 0) {
 		free(s);
 		return rc;
@@ -312,6 +313,8 @@ advance(struct sotto_stream *s, size_t n, int final, char *err)
 	if ((n >= MS(STREAM_SLIDE_MS) || stream_stalled(s)) &&
 	    stream_slide(s))
 		return 0;
+	if (stream_slide_text(s))
+		return 0;
 	if (!full && n < MS(STREAM_FORCE_MS) &&
 	    s->n_prefix < STREAM_MAX_PREFIX)
 		return 0;
@@ -375,10 +378,41 @@ window_end(struct sotto_stream *s, int final, struct decode_result *res,
 		if (!has_context(s) && !final)
 			return 0;
 	}
-	if ((rc = stream_commit(s, res->tokens + p, res->n_tokens - p, final,
+	if ((rc = stream_time_text(s, res->tokens + p, res->n_tokens - p,
+	    err)) != 0 ||
+	    (rc = stream_commit(s, res->tokens + p, res->n_tokens - p, final,
 	    err)) != 0)
 		return rc;
 	return advance(s, n, final, err);
+}
+
+static int
+has_text(const struct sotto_stream *s, const int32_t *t, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!stream_is_ts(s, t[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * The last decode of the window (res, new tokens from p on) has no words
+ * where the last step's hypothesis of it has: the hypothesis is kept. A
+ * decode is one draw of a decoder that at times ends the text at once
+ * (at the end of a 4 min stream, the forced prefix, a long prompt and
+ * 1 s more audio gave nothing where the step before had "I have a
+ * thousand thoughts about that thing. This is a long stop."); a live
+ * step gets another chance as audio comes, the last one does not.
+ */
+static int
+keep_hyp(const struct sotto_stream *s, const struct decode_result *res,
+    int p)
+{
+	return s->hyp_valid && has_text(s, s->hyp, s->n_hyp) &&
+	    (no_speech(res) || !has_text(s, res->tokens + p,
+	    res->n_tokens - p));
 }
 
 static int
@@ -391,7 +425,11 @@ run_window(struct sotto_stream *s, int final, char *err)
 		return rc;
 	rc = final ? stream_decode_last(s, &res, &p, err) :
 	    stream_decode(s, &res, 1, err);
-	if (rc == 0)
+	if (rc == 0 && final && keep_hyp(s, &res, p)) {
+		if ((rc = stream_time_text(s, s->hyp, s->n_hyp, err)) == 0 &&
+		    (rc = stream_commit(s, s->hyp, s->n_hyp, 1, err)) == 0)
+			rc = advance(s, s->n_win, 1, err);
+	} else if (rc == 0)
 		rc = window_end(s, final, &res, p, err);
 	decode_result_clear(&res);
 	return rc;

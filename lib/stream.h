@@ -14,6 +14,7 @@
 #define STREAM_MAX_TOKENS	448	/* decoder context */
 #define STREAM_TS_SAMPLES	320	/* samples per timestamp step (20 ms) */
 #define STREAM_TS_SECONDS	0.02
+#define STREAM_SLIDE_MS		15000	/* window kept for context */
 #define STREAM_COMPRESSION	2.4f	/* over it: a repetition loop */
 
 /* Speech the VAD found, in stream samples [start, end). */
@@ -49,6 +50,12 @@ struct sotto_stream {
 	uint64_t received;		/* samples pushed so far */
 	uint64_t stepped;		/* received at the last step */
 	size_t n_win;			/* samples of the last decoded window */
+	/*
+	 * Window seconds where the last decode's text ends when no timestamp
+	 * closes it, by alignment (stream_time_text); < 0: not known, and
+	 * such text is taken to run to the window's end.
+	 */
+	double text_end;
 	int finished;
 
 	/* committed tokens that scrolled out of the window: the prompt */
@@ -106,6 +113,14 @@ int	stream_words_align(struct sotto_stream *, const int32_t *seq, int n,
 int	stream_words_take(const struct stream_words *, int t0, int t1,
 	    struct sotto_word **ret, int *ret_n, char *err);
 void	stream_words_free(struct stream_words *);
+/*
+ * s->text_end for the decode h[n] after the committed prefix: aligned
+ * when its text ends without a timestamp and the window is long or
+ * opens with forced text (where the decoder can stop early without
+ * saying where), else -1.
+ */
+int	stream_time_text(struct sotto_stream *, const int32_t *h, int n,
+	    char *err);
 
 /* stream.c */
 /* Every 100 ms block of pcm[n] is quieter than the energy gate. */
@@ -149,6 +164,7 @@ int	stream_vad_silent(struct sotto_stream *, size_t n, int final,
 /* stream-slide.c */
 int	stream_slide(struct sotto_stream *);
 int	stream_slide_words(struct sotto_stream *);
+int	stream_slide_text(struct sotto_stream *);
 int	stream_stalled(const struct sotto_stream *);
 void	stream_drop(struct sotto_stream *, size_t n_samples);
 
