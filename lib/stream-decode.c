@@ -145,19 +145,35 @@ decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
  * (from *p on); forced when that hypothesis does not repeat the committed
  * words. With the prefix forced the decoder must continue the committed
  * text, which near the end of the audio can derail it ("to be
- * old-sposed" where it hears "to be ill-disposed" unforced).
+ * old-sposed" where it hears "to be ill-disposed" unforced). Unless the
+ * forced decode has no words and the other has: then all of that one is
+ * kept. (After a slide by words whose committed words in the window were
+ * placed too late, the forced decode gave only "." where the audio went
+ * on "himself. This is all very high pitched."; unforced it gave
+ * "bore himself. This is all very high pitched.": a fragment of a word
+ * too many is better than the last sentence lost.)
  */
 int
 stream_decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
     char *err)
 {
+	struct decode_result forced = { 0 };
 	int rc;
 
 	if ((rc = decode_final(s, res, 0, err)) != 0)
 		return rc;
 	if ((*p = stream_match(s, res->tokens, res->n_tokens)) >= 0)
 		return 0;
-	decode_result_clear(res);
 	*p = 0;
-	return decode_final(s, res, 1, err);
+	if ((rc = decode_final(s, &forced, 1, err)) != 0) {
+		decode_result_clear(&forced);
+		return rc;
+	}
+	if (stream_has_words(s, forced.tokens, forced.n_tokens) ||
+	    !stream_has_words(s, res->tokens, res->n_tokens)) {
+		decode_result_clear(res);
+		*res = forced;
+	} else
+		decode_result_clear(&forced);
+	return 0;
 }

@@ -48,6 +48,15 @@ next_letter(const struct sotto_stream *s, const int32_t *t, int n, int *i,
 	return -1;
 }
 
+int
+stream_has_words(const struct sotto_stream *s, const int32_t *t, int n)
+{
+	size_t b = 0;
+	int i = 0;
+
+	return next_letter(s, t, n, &i, &b) >= 0;
+}
+
 static int
 has_letters(const struct sotto_stream *s, int32_t t)
 {

@@ -386,17 +386,6 @@ window_end(struct sotto_stream *s, int final, struct decode_result *res,
 	return advance(s, n, final, err);
 }
 
-static int
-has_text(const struct sotto_stream *s, const int32_t *t, int n)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (!stream_is_ts(s, t[i]))
-			return 1;
-	return 0;
-}
-
 /*
  * The last decode of the window (res, new tokens from p on) has no words
  * where the last step's hypothesis of it has: the hypothesis is kept. A
@@ -410,8 +399,8 @@ static int
 keep_hyp(const struct sotto_stream *s, const struct decode_result *res,
     int p)
 {
-	return s->hyp_valid && has_text(s, s->hyp, s->n_hyp) &&
-	    (no_speech(res) || !has_text(s, res->tokens + p,
+	return s->hyp_valid && stream_has_words(s, s->hyp, s->n_hyp) &&
+	    (no_speech(res) || !stream_has_words(s, res->tokens + p,
 	    res->n_tokens - p));
 }
 

@@ -264,46 +264,57 @@ def _reel(first: str, n: int) -> tuple[bytes, str]:
 
 
 def test_soak_sessions_uneven_steps():
-    """Two soak sessions that lost their end (bench/daemon --only soak),
+    """Three soak sessions that lost their end (bench/daemon --only soak),
     stepped after uneven 1-8 s of audio as sottod steps an overloaded
-    stream (stream-driver -j), both at once.
+    stream (stream-driver -j), two at a time.
 
     2830-3980-0043.wav and the 18 files after it in manifest order (202 s,
-    the 118 s long-form file sixth from the end), -j 3: after a slide inside the
-    long-form file's one long segment the decoder, forced to continue it,
-    gave no timestamps and stopped at its last words each step while the
-    window grew over the next 15 s of speech; the forced slide placed
-    that text's end at the window's end and cut past the speech ("...and
-    they followed them" / "." instead of jfk.wav and the short files).
-    Every file after the long-form one must be in the finals.
+    the 118 s long-form file sixth from the end), -j 3: after a slide
+    inside the long-form file's one long segment the decoder, forced to
+    continue it, gave no timestamps and stopped at its last words each
+    step while the window grew over the next 15 s of speech; the forced
+    slide placed that text's end at the window's end and cut past the
+    speech ("...and they followed them" / "." instead of jfk.wav and the
+    short files). Every file after the long-form one must be final.
 
     0880 and the 22 files after it (230 s), -j 6: the last decode at
     finish, 1 s after a step whose hypothesis was "I have a thousand
     thoughts about that thing. This is a long stop.", gave no text at
-    all. The last file's words must be final."""
+    all. The last file's words must be final.
+
+    jfk.wav and the 25 files after it (246 s), -j 14: the last window
+    opened with "amiable" forced where the audio says "...ble himself",
+    and the forced last decode gave only "." before falsetto.wav. The
+    last file's words must be final."""
     refs = werlib.load_manifest(AUDIO_DIR)
     names = list(refs)
-    at = names.index("2830-3980-0043.wav")
-    order = [names[(at + i) % len(names)] for i in range(19)]
-    after = order[order.index("LJ001-0001_to_LJ001-0017_longform.wav") + 1:]
-    jfk, _ = _reel("2830-3980-0043.wav", 19)
-    austen, last = _reel("sense_and_sensibility_01_austen_64kb-0880.wav", 23)
+
+    def files(first: str, n: int) -> list[str]:
+        at = names.index(first)
+        return [names[(at + i) % len(names)] for i in range(n)]
+
+    long_form = "LJ001-0001_to_LJ001-0017_longform.wav"
+    cases = []      # (first file, files, seed, the files to find at the end)
+    order = files("2830-3980-0043.wav", 19)
+    cases.append(("2830-3980-0043.wav", 19, "3",
+                  order[order.index(long_form) + 1:]))
+    for first, n, seed in (("sense_and_sensibility_01_austen_64kb-0880.wav",
+                            23, "6"), ("jfk.wav", 26, "14")):
+        cases.append((first, n, seed, files(first, n)[-1:]))
     with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(run_driver, "-", 1000, stdin=pcm,
+        runs = [pool.submit(run_driver, "-", 1000, stdin=_reel(first, n)[0],
                             extra=("-j", seed))
-                for pcm, seed in ((jfk, "3"), (austen, "6"))]
+                for first, n, seed, _ in cases]
         ev = [r.result() for r in runs]
-    words = {name: werlib.normalise(refs[name]).split() for name in after}
-    words["(last of the 0880 session)"] = werlib.normalise(last).split()
-    for i, hyp in enumerate(werlib.normalise(final_text(e)).split()
-                            for e in ev):
-        files = list(words.items())[:-1] if i == 0 else list(words.items())[-1:]
-        tail = hyp[-(sum(len(w) for _, w in files) + 10):]
-        for name, w in files:
+    for (first, n, seed, end), e in zip(cases, ev):
+        words = [werlib.normalise(refs[name]).split() for name in end]
+        hyp = werlib.normalise(final_text(e)).split()
+        tail = hyp[-(sum(map(len, words)) + 10):]
+        for name, w in zip(end, words):
             found = sum(1 for x in w if x in tail)
-            assert found >= 0.8 * len(w), (name, w, tail)
-    report(f"2 soak sessions at uneven steps (-j 3, -j 6): the {len(after)} "
-           f"files after the long-form one and the last file are final")
+            assert found >= 0.8 * len(w), (first, n, seed, name, w, tail)
+    report(f"{len(cases)} soak sessions at uneven steps (-j 3, 6, 14): "
+           f"what they end with is final")
 
 
 @pytest.mark.parametrize("files", [15, 23])
