@@ -2,6 +2,7 @@
  * The Wyoming protocol's events: header lines and data parsed with
  * json-c, PCM samples converted, events written (wyoming-proto.h).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "wyoming-proto.h"
 
 #define WY_JSON_DEPTH	32	/* "context" objects nest */
+#define WY_PCM_BELOW_ONE	0x1.fffffep-1f	/* the float just below 1 */
 
 static const struct {
 	const char	*type;
@@ -308,7 +310,12 @@ wy_pcm_float(const uint8_t *p, size_t n, int width, float *out)
 		default:
 			v = (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
 			    (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-			out[i] = (float)(v / 2147483648.0);
+			/*
+			 * The quotient is below 1 but rounds to 1.0f from
+			 * 2^31 - 64 up: keep the promise of [-1, 1).
+			 */
+			out[i] = fminf((float)(v / 2147483648.0),
+			    WY_PCM_BELOW_ONE);
 			continue;
 		}
 	}
