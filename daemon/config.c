@@ -1,7 +1,8 @@
 /*
  * Configuration file.  libinih splits the file into (section, key, value);
  * config_handler looks the pair up in config_keys, a table sorted by section
- * and key, whose parser checks the value and stores it at the field's offset.
+ * and key, whose parser (config-value.c) checks the value and stores it at
+ * the field's offset.
  * The line reader (config-file.c: a regular file of at most 1 MiB) counts
  * lines, so every message is "path:line: message", and strips leading
  * blanks so that inih never treats an indented line as the continuation of
@@ -13,53 +14,17 @@
  * by daemon/reload.c); the others (the socket, the threads, the
  * precision, the microphone) take effect at the next start.
  */
-#include <ctype.h>
-#include <errno.h>
 #include <stdarg.h>
-#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <ini.h>
 
 #include "config.h"
 #include "config-file.h"
-#include "listen-addr.h"
-
-#define CONFIG_MSG_MAX		256
-#define CONFIG_KIB		((size_t)1024)
-#define CONFIG_MIB		(CONFIG_KIB * 1024)
-#define CONFIG_GIB		(CONFIG_MIB * 1024)
-
-/* Copy a string into a char array field, truncating. */
-#define CONFIG_SET(field, s)	snprintf((field), sizeof(field), "%s", (s))
-
-struct config_key;
-typedef int config_parse_fn(const struct config_key *, void *, const char *,
-    char *, size_t);
-
-enum config_type {
-	CONFIG_STRING,
-	CONFIG_INT,
-	CONFIG_SIZE,
-	CONFIG_BOOL,
-	CONFIG_MODE,
-};
-
-struct config_key {
-	const char		*section;
-	const char		*key;
-	config_parse_fn		*parse;
-	enum config_type	 type;
-	size_t			 offset;
-	size_t			 size;		/* of a string field */
-	long long		 min;		/* integer and size limits */
-	long long		 max;
-	int			 live;		/* applied on SIGHUP */
-};
+#include "config-key.h"
 
 /* Per-load state, passed to inih as its user pointer. */
 struct config_ctx {
@@ -71,18 +36,6 @@ struct config_ctx {
 	char		 err[CONFIG_MSG_MAX];
 	int		 seen[64];	/* line of each key in config_keys */
 };
-
-static config_parse_fn config_parse_string;
-static config_parse_fn config_parse_int;
-static config_parse_fn config_parse_size;
-static config_parse_fn config_parse_bool;
-static config_parse_fn config_parse_precision;
-static config_parse_fn config_parse_language;
-static config_parse_fn config_parse_log_level;
-static config_parse_fn config_parse_vad;
-static config_parse_fn config_parse_mode;
-static config_parse_fn config_parse_listen;
-static config_parse_fn config_parse_token;
 
 #define LIVE	1
 #define RESTART	0
@@ -195,269 +148,6 @@ config_defaults(struct config *cfg)
 	cfg->wyoming_max_event_bytes = CONFIG_MIB;
 	cfg->wyoming_max_utterance_s = 120;
 	cfg->wyoming_beam_size = 5;
-}
-
-/* A non-empty string that fits its field. */
-static int
-config_parse_string(const struct config_key *k, void *field,
-    const char *value, char *msg, size_t msglen)
-{
-	size_t len = strlen(value);
-
-	if (len == 0) {
-		snprintf(msg, msglen, "%s: empty value", k->key);
-		return -1;
-	}
-	if (len >= k->size) {
-		snprintf(msg, msglen, "%s: value too long (%zu bytes, at most "
-		    "%zu)", k->key, len, k->size - 1);
-		return -1;
-	}
-	memcpy(field, value, len + 1);
-	return 0;
-}
-
-static int
-config_parse_precision(const struct config_key *k, void *field,
-    const char *value, char *msg, size_t msglen)
-{
-	if (strcmp(value, "auto") != 0 && strcmp(value, "fp32") != 0 &&
-	    strcmp(value, "bf16") != 0 && strcmp(value, "int8") != 0) {
-		snprintf(msg, msglen, "%s: \"%s\" is not auto, fp32, bf16 or "
-		    "int8", k->key, value);
-		return -1;
-	}
-	return config_parse_string(k, field, value, msg, msglen);
-}
-
-/* "auto" or a Whisper language code: two or three lower-case letters. */
-static int
-config_parse_language(const struct config_key *k, void *field,
-    const char *value, char *msg, size_t msglen)
-{
-	size_t i, len = strlen(value);
-
-	if (strcmp(value, "auto") == 0)
-		return config_parse_string(k, field, value, msg, msglen);
-	for (i = 0; i < len; i++) {
-		if (!islower((unsigned char)value[i]))
-			break;
-	}
-	if (len < 2 || len > 3 || i != len) {
-		snprintf(msg, msglen, "%s: \"%s\" is not a language code "
-		    "(en, de, ...) or auto", k->key, value);
-		return -1;
-	}
-	return config_parse_string(k, field, value, msg, msglen);
-}
-
-static int
-config_parse_log_level(const struct config_key *k, void *field,
-    const char *value, char *msg, size_t msglen)
-{
-	if (strcmp(value, "warning") != 0 && strcmp(value, "info") != 0 &&
-	    strcmp(value, "debug") != 0) {
-		snprintf(msg, msglen, "%s: \"%s\" is not warning, info or "
-		    "debug", k->key, value);
-		return -1;
-	}
-	return config_parse_string(k, field, value, msg, msglen);
-}
-
-/* ADDRESS:PORT (listen-addr.c), or empty: off. */
-static int
-config_parse_listen(const struct config_key *k, void *field,
-    const char *value, char *msg, size_t msglen)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-	char m[CONFIG_MSG_MAX];
-
-	if (*value != '\0' && listen_addr_parse(value, &ss, &len, m,
-	    sizeof(m)) != 0) {
-		snprintf(msg, msglen, "%s: %s", k->key, m);
-		return -1;
-	}
-	if (strlen(value) >= k->size) {
-		snprintf(msg, msglen, "%s: value too long", k->key);
-		return -1;
-	}
-	memcpy(field, value, strlen(value) + 1);
-	return 0;
-}
-
-/* Empty (none), or 16 to 255 printable ASCII characters, no blanks. */
-static int
-config_parse_token(const struct config_key *k, void *field,
-    const char *value, char *msg, size_t msglen)
-{
-	size_t i, len = strlen(value);
-
-	for (i = 0; i < len; i++)
-		if (!isgraph((unsigned char)value[i]))
-			break;
-	if (len != 0 && (len < 16 || len >= k->size || i != len)) {
-		snprintf(msg, msglen, "%s: a token is 16 to %zu printable "
-		    "ASCII characters without blanks", k->key, k->size - 1);
-		return -1;
-	}
-	memcpy(field, value, len + 1);
-	return 0;
-}
-
-/* Which sessions have voice activity detection. */
-static int
-config_parse_vad(const struct config_key *k, void *field, const char *value,
-    char *msg, size_t msglen)
-{
-	if (strcmp(value, "live") != 0 && strcmp(value, "all") != 0 &&
-	    strcmp(value, "off") != 0) {
-		snprintf(msg, msglen, "%s: \"%s\" is not live, all or off",
-		    k->key, value);
-		return -1;
-	}
-	return config_parse_string(k, field, value, msg, msglen);
-}
-
-/* File permission bits in octal: 0660, 666 (at most 0777). */
-static int
-config_parse_mode(const struct config_key *k, void *field, const char *value,
-    char *msg, size_t msglen)
-{
-	size_t len = strlen(value);
-	long v;
-
-	if (len < 3 || len > 4 || strspn(value, "01234567") != len ||
-	    (v = strtol(value, NULL, 8)) > k->max) {
-		snprintf(msg, msglen, "%s: \"%s\" is not an octal mode "
-		    "such as 0660 (at most 0777)", k->key, value);
-		return -1;
-	}
-	*(int *)field = (int)v;
-	return 0;
-}
-
-/* A decimal integer: digits with an optional leading minus sign only. */
-static int
-config_parse_number(const struct config_key *k, const char *value,
-    const char **ret_end, unsigned long long *ret, int *ret_neg,
-    char *msg, size_t msglen)
-{
-	const char *p = value;
-	char *end;
-
-	*ret_neg = (*p == '-');
-	if (*ret_neg)
-		p++;
-	if (!isdigit((unsigned char)*p)) {
-		snprintf(msg, msglen, "%s: \"%s\" is not a number", k->key,
-		    value);
-		return -1;
-	}
-	errno = 0;
-	*ret = strtoull(p, &end, 10);
-	if (errno == ERANGE) {
-		snprintf(msg, msglen, "%s: %s is too large", k->key, value);
-		return -1;
-	}
-	*ret_end = end;
-	return 0;
-}
-
-static int
-config_range_error(const struct config_key *k, const char *value, char *msg,
-    size_t msglen)
-{
-	snprintf(msg, msglen, "%s: %s is out of range (%lld to %lld)", k->key,
-	    value, k->min, k->max);
-	return -1;
-}
-
-static int
-config_parse_int(const struct config_key *k, void *field, const char *value,
-    char *msg, size_t msglen)
-{
-	unsigned long long u;
-	const char *end;
-	long long v;
-	int neg;
-
-	if (config_parse_number(k, value, &end, &u, &neg, msg, msglen) == -1)
-		return -1;
-	if (*end != '\0') {
-		snprintf(msg, msglen, "%s: \"%s\" is not a whole number",
-		    k->key, value);
-		return -1;
-	}
-	if (u > (unsigned long long)LLONG_MAX)
-		return config_range_error(k, value, msg, msglen);
-	v = neg ? -(long long)u : (long long)u;
-	if (v < k->min || v > k->max)
-		return config_range_error(k, value, msg, msglen);
-	*(int *)field = (int)v;
-	return 0;
-}
-
-/* A byte count with an optional K, M or G (KiB, MiB, GiB) suffix. */
-static int
-config_parse_size(const struct config_key *k, void *field, const char *value,
-    char *msg, size_t msglen)
-{
-	static const struct {
-		const char	*suffix;
-		size_t		 mul;
-	} units[] = {
-		{ "", 1 }, { "B", 1 },
-		{ "K", CONFIG_KIB }, { "KiB", CONFIG_KIB },
-		{ "M", CONFIG_MIB }, { "MiB", CONFIG_MIB },
-		{ "G", CONFIG_GIB }, { "GiB", CONFIG_GIB },
-	};
-	unsigned long long u;
-	const char *end;
-	size_t i;
-	int neg;
-
-	if (config_parse_number(k, value, &end, &u, &neg, msg, msglen) == -1)
-		return -1;
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].suffix) == 0)
-			break;
-	}
-	if (i == sizeof(units) / sizeof(units[0])) {
-		snprintf(msg, msglen, "%s: \"%s\" is not a size (bytes, or a "
-		    "number followed by K, M or G)", k->key, value);
-		return -1;
-	}
-	if (neg || u > (unsigned long long)k->max / units[i].mul ||
-	    u * units[i].mul < (unsigned long long)k->min) {
-		snprintf(msg, msglen, "%s: %s is out of range (%lld to %lld "
-		    "bytes)", k->key, value, k->min, k->max);
-		return -1;
-	}
-	*(size_t *)field = (size_t)(u * units[i].mul);
-	return 0;
-}
-
-static int
-config_parse_bool(const struct config_key *k, void *field, const char *value,
-    char *msg, size_t msglen)
-{
-	static const char *const yes[] = { "yes", "true", "on", "1" };
-	static const char *const no[] = { "no", "false", "off", "0" };
-	size_t i;
-
-	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		if (strcasecmp(value, yes[i]) == 0) {
-			*(int *)field = 1;
-			return 0;
-		}
-		if (strcasecmp(value, no[i]) == 0) {
-			*(int *)field = 0;
-			return 0;
-		}
-	}
-	snprintf(msg, msglen, "%s: \"%s\" is not yes or no", k->key, value);
-	return -1;
 }
 
 static int
