@@ -10,6 +10,7 @@
 #include "stream.h"
 
 #define STREAM_SHORT_MS		2000		/* a last decode stopped short */
+#define STREAM_GAVE_UP_MS	5000		/* far short: the text gave up */
 
 #define MS(x)			((size_t)(x) * (SOTTO_SAMPLE_RATE / 1000))
 
@@ -88,17 +89,24 @@ decoded_end(const struct sotto_stream *s, const int32_t *t, int n,
 }
 
 /*
- * Whether t[n] ends STREAM_SHORT_MS or more before the end of the window
- * with sound (over the gate) after it.
+ * Whether t[n] ends ms or more before the end of the window with sound
+ * (over the gate) after it.
  */
+static int
+stopped_before(const struct sotto_stream *s, const int32_t *t, int n,
+    int forced, size_t ms)
+{
+	size_t at = (size_t)(decoded_end(s, t, n, forced) * SOTTO_SAMPLE_RATE);
+
+	return at + MS(ms) <= s->n_win &&
+	    !stream_silent(s->pcm + at, s->n_win - at);
+}
+
 int
 stream_stopped_short(const struct sotto_stream *s, const int32_t *t, int n,
     int forced)
 {
-	size_t at = (size_t)(decoded_end(s, t, n, forced) * SOTTO_SAMPLE_RATE);
-
-	return at + MS(STREAM_SHORT_MS) <= s->n_win &&
-	    !stream_silent(s->pcm + at, s->n_win - at);
+	return stopped_before(s, t, n, forced, STREAM_SHORT_MS);
 }
 
 /*
@@ -140,6 +148,35 @@ decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
 }
 
 /*
+ * Whether the forced last decode is kept rather than the unforced one
+ * (which does not repeat the committed words): unless it has no words and
+ * the other has, or its text closes with a timestamp STREAM_GAVE_UP_MS or
+ * more before the end of a window with sound after it, and the other
+ * goes on STREAM_SHORT_MS or more further. Closer to the end the forced
+ * text is more likely right and the unforced one to repeat committed
+ * words (a stream ending "...that thing. This is a long stop.": forced
+ * "thing. This is a long stop." closed 2.9 s before the end, unforced
+ * went 2 s further but repeated the 12 committed words before "thing");
+ * text that ends without a timestamp may run to the end.
+ */
+static int
+forced_better(const struct sotto_stream *s, const struct decode_result *f,
+    const struct decode_result *u)
+{
+	const int32_t *t = f->tokens;
+	int n = f->n_tokens;
+
+	if (!stream_has_words(s, u->tokens, u->n_tokens))
+		return 1;
+	if (!stream_has_words(s, t, n))
+		return 0;
+	return !stream_is_ts(s, t[n - 1]) ||
+	    !stopped_before(s, t, n, 1, STREAM_GAVE_UP_MS) ||
+	    decoded_end(s, u->tokens, u->n_tokens, 0) <
+	    decoded_end(s, t, n, 1) + STREAM_SHORT_MS / 1000.0;
+}
+
+/*
  * The last decode of a window: without the committed prefix forced, as
  * sotto_transcribe() decodes, keeping what follows the committed text
  * (from *p on); forced when that hypothesis does not repeat the committed
@@ -151,7 +188,11 @@ decode_final(struct sotto_stream *s, struct decode_result *res, int forced,
  * placed too late, the forced decode gave only "." where the audio went
  * on "himself. This is all very high pitched."; unforced it gave
  * "bore himself. This is all very high pitched.": a fragment of a word
- * too many is better than the last sentence lost.)
+ * too many is better than the last sentence lost.) Or unless the forced
+ * one's text closes far short of speech the other transcribes (see
+ * forced_better: the same window at other steps, forced "and I'm not a
+ * good boy." closed at 5 s of its 15, unforced the three sentences of
+ * it).
  */
 int
 stream_decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
@@ -169,8 +210,7 @@ stream_decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
 		decode_result_clear(&forced);
 		return rc;
 	}
-	if (stream_has_words(s, forced.tokens, forced.n_tokens) ||
-	    !stream_has_words(s, res->tokens, res->n_tokens)) {
+	if (forced_better(s, &forced, res)) {
 		decode_result_clear(res);
 		*res = forced;
 	} else

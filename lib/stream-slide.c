@@ -177,6 +177,18 @@ stream_slide_words(struct sotto_stream *s)
 	return 1;
 }
 
+/* Whether the hypothesis past the committed text holds any text. */
+static int
+hyp_has_text(const struct sotto_stream *s)
+{
+	int i;
+
+	for (i = 0; i < s->n_hyp; i++)
+		if (!stream_is_ts(s, s->hyp[i]))
+			return 1;
+	return 0;
+}
+
 /*
  * Slide past all of the committed text when the decoder stopped at it
  * without a timestamp STALL_SECONDS or more before the end of the window
@@ -189,15 +201,10 @@ stream_slide_words(struct sotto_stream *s)
 int
 stream_slide_text(struct sotto_stream *s)
 {
-	int i;
-
 	if (s->text_end < 0.0 || s->n_prefix == 0 ||
 	    (double)s->n_win / SOTTO_SAMPLE_RATE - s->text_end <
-	    STALL_SECONDS)
+	    STALL_SECONDS || hyp_has_text(s))
 		return 0;
-	for (i = 0; i < s->n_hyp; i++)
-		if (!stream_is_ts(s, s->hyp[i]))
-			return 0;
 	slide_at(s, s->n_prefix, quiet_cut(s, (int32_t)(s->text_end /
 	    STREAM_TS_SECONDS) + CUT_AFTER));
 	return 1;
@@ -215,11 +222,10 @@ int
 stream_stalled(const struct sotto_stream *s)
 {
 	const int32_t *t = s->prefix;
-	int n = s->n_prefix, i;
+	int n = s->n_prefix;
 
-	for (i = 0; i < s->n_hyp; i++)
-		if (!stream_is_ts(s, s->hyp[i]))
-			return 0;
+	if (hyp_has_text(s))
+		return 0;
 	if (n < 3 || !stream_is_ts(s, t[n - 1]) ||
 	    !stream_is_ts(s, t[n - 2]) || stream_is_ts(s, t[n - 3]))
 		return 0;

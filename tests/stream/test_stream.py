@@ -264,7 +264,7 @@ def _reel(first: str, n: int) -> tuple[bytes, str]:
 
 
 def test_soak_sessions_uneven_steps():
-    """Three soak sessions that lost their end (bench/daemon --only soak),
+    """Four soak sessions that lost their end (bench/daemon --only soak),
     stepped after uneven 1-8 s of audio as sottod steps an overloaded
     stream (stream-driver -j), two at a time.
 
@@ -285,7 +285,14 @@ def test_soak_sessions_uneven_steps():
     jfk.wav and the 25 files after it (246 s), -j 14: the last window
     opened with "amiable" forced where the audio says "...ble himself",
     and the forced last decode gave only "." before falsetto.wav. The
-    last file's words must be final."""
+    last file's words must be final.
+
+    jfk.wav and the 27 files after it (256 s, the fourth soak's session),
+    -j 14: the same window, "amiable" forced; the forced last decode
+    gave "and I'm not a good boy." and closed it 10 s before the end of
+    the speech (falsetto.wav, whisper.wav, mfa_thoughts.wav), while the
+    unforced one transcribed all three. The last file's words must be
+    final."""
     refs = werlib.load_manifest(AUDIO_DIR)
     names = list(refs)
 
@@ -299,7 +306,8 @@ def test_soak_sessions_uneven_steps():
     cases.append(("2830-3980-0043.wav", 19, "3",
                   order[order.index(long_form) + 1:]))
     for first, n, seed in (("sense_and_sensibility_01_austen_64kb-0880.wav",
-                            23, "6"), ("jfk.wav", 26, "14")):
+                            23, "6"), ("jfk.wav", 26, "14"),
+                           ("jfk.wav", 28, "14")):
         cases.append((first, n, seed, files(first, n)[-1:]))
     with ThreadPoolExecutor(2) as pool:
         runs = [pool.submit(run_driver, "-", 1000, stdin=_reel(first, n)[0],
@@ -313,7 +321,7 @@ def test_soak_sessions_uneven_steps():
         for name, w in zip(end, words):
             found = sum(1 for x in w if x in tail)
             assert found >= 0.8 * len(w), (first, n, seed, name, w, tail)
-    report(f"{len(cases)} soak sessions at uneven steps (-j 3, 6, 14): "
+    report(f"{len(cases)} soak sessions at uneven steps (-j 3, 6, 14, 14): "
            f"what they end with is final")
 
 
