@@ -49,6 +49,17 @@ next_letter(const struct sotto_stream *s, const int32_t *t, int n, int *i,
 }
 
 int
+stream_has_text(const struct sotto_stream *s, const int32_t *t, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!stream_is_ts(s, t[i]))
+			return 1;
+	return 0;
+}
+
+int
 stream_has_words(const struct sotto_stream *s, const int32_t *t, int n)
 {
 	size_t b = 0;

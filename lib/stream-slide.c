@@ -177,18 +177,6 @@ stream_slide_words(struct sotto_stream *s)
 	return 1;
 }
 
-/* Whether the hypothesis past the committed text holds any text. */
-static int
-hyp_has_text(const struct sotto_stream *s)
-{
-	int i;
-
-	for (i = 0; i < s->n_hyp; i++)
-		if (!stream_is_ts(s, s->hyp[i]))
-			return 1;
-	return 0;
-}
-
 /*
  * Slide past all of the committed text when the decoder stopped at it
  * without a timestamp STALL_SECONDS or more before the end of the window
@@ -203,7 +191,7 @@ stream_slide_text(struct sotto_stream *s)
 {
 	if (s->text_end < 0.0 || s->n_prefix == 0 ||
 	    (double)s->n_win / SOTTO_SAMPLE_RATE - s->text_end <
-	    STALL_SECONDS || hyp_has_text(s))
+	    STALL_SECONDS || stream_has_text(s, s->hyp, s->n_hyp))
 		return 0;
 	slide_at(s, s->n_prefix, quiet_cut(s, (int32_t)(s->text_end /
 	    STREAM_TS_SECONDS) + CUT_AFTER));
@@ -224,7 +212,7 @@ stream_stalled(const struct sotto_stream *s)
 	const int32_t *t = s->prefix;
 	int n = s->n_prefix;
 
-	if (hyp_has_text(s))
+	if (stream_has_text(s, s->hyp, s->n_hyp))
 		return 0;
 	if (n < 3 || !stream_is_ts(s, t[n - 1]) ||
 	    !stream_is_ts(s, t[n - 2]) || stream_is_ts(s, t[n - 3]))

@@ -261,12 +261,7 @@ detect(struct sotto_stream *s, size_t n, int final, char *err)
 static int
 has_context(const struct sotto_stream *s)
 {
-	int i;
-
-	for (i = 0; i < s->n_prefix; i++)
-		if (!stream_is_ts(s, s->prefix[i]))
-			return 1;
-	return 0;
+	return stream_has_text(s, s->prefix, s->n_prefix);
 }
 
 /*
