@@ -121,46 +121,44 @@ proto_frame_header(uint8_t *hdr, uint8_t type, size_t payload_len)
 	hdr[4] = type;
 }
 
-/*
- * Parse p as exactly one JSON object (whitespace around it allowed).
- * Returns the object (caller puts it) or NULL with msg set.
- */
-static struct json_object *
-proto_json_object(const uint8_t *p, size_t len, char *msg)
+struct json_object *
+proto_json_object(const void *p, size_t len, int depth, char *why)
 {
+	const char *c = p;
 	struct json_tokener *tok;
 	struct json_object *o;
 	enum json_tokener_error e;
 	size_t end;
 
-	if (len == 0 || memchr(p, '\0', len) != NULL) {
-		proto_fail(msg, PROTO_E_BAD_JSON, len == 0 ? "empty payload, "
-		    "expected a JSON object" : "NUL byte in a JSON payload");
+	if (len == 0 || len > INT32_MAX || memchr(p, '\0', len) != NULL) {
+		proto_fail(why, PROTO_E_BAD_JSON, "%s", len == 0 ? "empty, "
+		    "expected a JSON object" : len > INT32_MAX ? "too long" :
+		    "a NUL byte in the JSON");
 		return NULL;
 	}
-	if ((tok = json_tokener_new_ex(PROTO_JSON_DEPTH)) == NULL) {
-		proto_fail(msg, PROTO_E_BAD_JSON, "out of memory");
+	if ((tok = json_tokener_new_ex(depth)) == NULL) {
+		proto_fail(why, PROTO_E_INTERNAL, "out of memory");
 		return NULL;
 	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
 	    JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, (const char *)p, (int)len);
+	o = json_tokener_parse_ex(tok, c, (int)len);
 	e = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
 	json_tokener_free(tok);
 	if (o == NULL || e != json_tokener_success) {
 		json_object_put(o);
-		proto_fail(msg, PROTO_E_BAD_JSON, "bad JSON: %s",
+		proto_fail(why, PROTO_E_BAD_JSON, "bad JSON: %s",
 		    e == json_tokener_continue ? "truncated" :
 		    json_tokener_error_desc(e));
 		return NULL;
 	}
-	while (end < len && strchr(" \t\r\n", p[end]) != NULL)
+	while (end < len && strchr(" \t\r\n", c[end]) != NULL)
 		end++;
 	if (end != len || !json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		proto_fail(msg, PROTO_E_BAD_JSON, end != len ? "bytes after "
-		    "the JSON object" : "payload is not a JSON object");
+		proto_fail(why, PROTO_E_BAD_JSON, "%s", end != len ?
+		    "bytes after the JSON object" : "not a JSON object");
 		return NULL;
 	}
 	return o;
@@ -252,7 +250,7 @@ proto_parse_hello(const uint8_t *p, size_t len, struct msg_hello *m,
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	if ((o = proto_json_object(p, len, msg)) == NULL)
+	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_get_int(o, "protocol", 0, INT32_MAX, &v, msg);
 	if (rc == 0)
@@ -316,7 +314,7 @@ proto_parse_open(const uint8_t *p, size_t len, struct msg_open *m,
 
 	memset(m, 0, sizeof(*m));
 	m->since = -1;
-	if ((o = proto_json_object(p, len, msg)) == NULL)
+	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_open_fields(o, m, msg);
 	json_object_put(o);
@@ -335,7 +333,7 @@ proto_parse_subscribe(const uint8_t *p, size_t len, struct msg_subscribe *m,
 
 	memset(m, 0, sizeof(*m));
 	m->since = PROTO_SINCE_NONE;
-	if ((o = proto_json_object(p, len, msg)) == NULL)
+	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_get_str(o, "source", m->source, sizeof(m->source), msg);
 	if (rc == 0)
@@ -354,7 +352,7 @@ proto_parse_empty(const uint8_t *p, size_t len, char *msg)
 
 	if (len == 0)
 		return PROTO_OK;
-	if ((o = proto_json_object(p, len, msg)) == NULL)
+	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	json_object_put(o);
 	return PROTO_OK;
@@ -367,7 +365,7 @@ proto_parse_event(const uint8_t *p, size_t len, char *ret_type, char *msg)
 	int rc;
 
 	ret_type[0] = '\0';
-	if ((o = proto_json_object(p, len, msg)) == NULL)
+	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_get_str(o, "type", ret_type, PROTO_NAME_MAX, msg);
 	if (rc == 0)

@@ -113,6 +113,19 @@ int	proto_frame_parse(const uint8_t *buf, size_t len, size_t max_payload,
 /* Write the 5-byte header of a frame with payload_len bytes. */
 void	proto_frame_header(uint8_t *hdr, uint8_t type, size_t payload_len);
 
+struct json_object;
+
+/*
+ * p[len] as exactly one JSON object (whitespace around it allowed), parsed
+ * strictly (valid UTF-8, no NUL byte) and nested at most depth deep: the
+ * one reader of JSON from clients (sotto, Wyoming and WebSocket frames).
+ * Returns the object, which the caller puts, or NULL with what is wrong
+ * in why (PROTO_MSG_MAX bytes, or NULL), e.g. "bytes after the JSON
+ * object", for the caller to put in its own words.
+ */
+struct json_object *proto_json_object(const void *p, size_t len, int depth,
+	    char *why);
+
 /* Whether type is one of enum msg_type. */
 int	proto_type_known(uint8_t type);
 const char *proto_type_name(uint8_t type);

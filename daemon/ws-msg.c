@@ -28,31 +28,13 @@ static int
 ws_msg_type(const uint8_t *p, size_t len, const char **ret, char *msg,
     struct json_object **ret_obj)
 {
-	struct json_tokener *tok;
 	struct json_object *o, *t = NULL;
-	enum json_tokener_error e;
-	size_t end;
+	char why[PROTO_MSG_MAX];
 
 	*ret_obj = NULL;
-	if (len > INT32_MAX || (tok = json_tokener_new_ex(
-	    WS_MSG_JSON_DEPTH)) == NULL) {
-		snprintf(msg, PROTO_MSG_MAX, "text message too large");
-		return -1;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
-	    JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, (const char *)p, (int)len);
-	e = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	while (o != NULL && end < len && strchr(" \t\r\n", p[end]) != NULL)
-		end++;
-	if (o == NULL || e != json_tokener_success || end != len ||
-	    !json_object_is_type(o, json_type_object)) {
+	if ((o = proto_json_object(p, len, WS_MSG_JSON_DEPTH, why)) == NULL) {
 		snprintf(msg, PROTO_MSG_MAX, "a text message must be one JSON "
-		    "object (%s)", o == NULL || e != json_tokener_success ?
-		    json_tokener_error_desc(e) : "something else came");
-		json_object_put(o);
+		    "object (%.*s)", PROTO_MSG_MAX / 2, why);
 		return -1;
 	}
 	if (json_object_object_get_ex(o, "type", &t) &&

@@ -47,41 +47,11 @@ wy_fail(char *msg, enum proto_error e, const char *fmt, ...)
 static struct json_object *
 wy_json_object(const char *p, size_t len, const char *what, char *msg)
 {
-	struct json_tokener *tok;
 	struct json_object *o;
-	enum json_tokener_error e;
-	size_t end;
+	char why[PROTO_MSG_MAX];
 
-	if (len == 0 || len > INT32_MAX || memchr(p, '\0', len) != NULL) {
-		wy_fail(msg, PROTO_E_BAD_JSON, "%s: %s", what, len == 0 ?
-		    "empty, expected a JSON object" : "NUL byte or too long");
-		return NULL;
-	}
-	if ((tok = json_tokener_new_ex(WY_JSON_DEPTH)) == NULL) {
-		wy_fail(msg, PROTO_E_INTERNAL, "out of memory");
-		return NULL;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
-	    JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, p, (int)len);
-	e = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (o == NULL || e != json_tokener_success) {
-		json_object_put(o);
-		wy_fail(msg, PROTO_E_BAD_JSON, "%s: bad JSON: %s", what,
-		    e == json_tokener_continue ? "truncated" :
-		    json_tokener_error_desc(e));
-		return NULL;
-	}
-	while (end < len && strchr(" \t\r\n", p[end]) != NULL)
-		end++;
-	if (end != len || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		wy_fail(msg, PROTO_E_BAD_JSON, "%s: %s", what, end != len ?
-		    "bytes after the JSON object" : "not a JSON object");
-		return NULL;
-	}
+	if ((o = proto_json_object(p, len, WY_JSON_DEPTH, why)) == NULL)
+		wy_fail(msg, PROTO_E_BAD_JSON, "%s: %s", what, why);
 	return o;
 }
 
