@@ -263,8 +263,8 @@ class RawClient:
 class Stream:
     """`sotto stream --format jsonl ...` with each line's arrival time."""
 
-    def __init__(self, socket_path: str, *args):
-        self.cmd = [str(SOTTO), "stream", "-s", socket_path, "-f", "jsonl",
+    def __init__(self, socket_path: str, *args, verb: str = "stream"):
+        self.cmd = [str(SOTTO), verb, "-s", socket_path, "-f", "jsonl",
                     *map(str, args)]
         self.lines: list[tuple[float, dict]] = []
         self.t_start = time.monotonic()
@@ -306,6 +306,14 @@ class Stream:
         ids = [e["id"] for e in self.events("final")]
         assert ids == list(range(len(ids))), f"final ids {ids}"
         return self
+
+
+class Listen(Stream):
+    """`sotto listen --format jsonl --since -1` with each line's arrival
+    time."""
+
+    def __init__(self, socket_path: str):
+        super().__init__(socket_path, "--since", "-1", verb="listen")
 
 
 def percentile(xs: list[float], p: float) -> float:

@@ -16,16 +16,13 @@ import shutil
 import signal
 import struct
 import subprocess
-import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from conftest import (AUDIO_DIR, MSG_AUDIO, MSG_END, MSG_EVENT, MSG_HELLO,
                       MSG_OPEN, MSG_STATUS, MSG_SUBSCRIBE, SOTTO, SOTTOD,
-                      RawClient, Stream, frame, jframe, percentile, report,
-                      werlib)
+                      Listen, RawClient, Stream, frame, jframe, percentile,
+                      report, werlib)
 
 PACED = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav"]
 # Issue 3 asks for streamed finals within 2 points of `sotto transcribe`.
@@ -436,20 +433,6 @@ def test_stale_socket_replaced(make_daemon):
 
 
 # --- the microphone ------------------------------------------------------------------------
-
-class Listen(Stream):
-    """`sotto listen --format jsonl --since -1` with arrival times."""
-
-    def __init__(self, socket_path: str):
-        self.cmd = [str(SOTTO), "listen", "-s", socket_path, "-f", "jsonl",
-                    "--since", "-1"]
-        self.lines = []
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
 
 def test_alsa_mic_two_listeners(make_daemon, tmp_path):
     raw = tmp_path / "speech.raw"

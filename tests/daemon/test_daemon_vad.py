@@ -24,46 +24,18 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, REPO, SOTTOD, RawClient,
-                      Stream, frame, report, werlib)
+import nonspeech
+from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, REPO, SOTTOD, Listen,
+                      RawClient, Stream, frame, report, werlib)
+from nonspeech import sox
 
 VAD_POINTS = 0.005
 
 
-def sox(*args) -> None:
-    cp = subprocess.run(["sox", *map(str, args)], capture_output=True, text=True)
-    assert cp.returncode == 0, f"sox {args}: {cp.stderr}"
-
-
 @pytest.fixture(scope="module")
 def signals(tmp_path_factory) -> dict[str, Path]:
-    """Non-speech, 6 s each, 16 kHz mono s16."""
-    d = tmp_path_factory.mktemp("nonspeech")
-    r = ("-r", 16000, "-c", 1, "-b", 16)
-    out = {}
-    for kind in ("whitenoise", "pinknoise", "brownnoise"):
-        out[kind] = d / f"{kind}.wav"
-        sox("-n", *r, out[kind], "synth", 6, kind, "vol", 0.5)
-    out["tone"] = d / "tone.wav"
-    sox("-n", *r, out["tone"], "synth", 6, "sine", 440, "vol", 0.5)
-    out["chord"] = d / "chord.wav"
-    sox("-n", "-r", 16000, "-b", 16, out["chord"], "synth", 6, "sine", 261.63, "sine", 329.63,
-        "sine", 392.0, "remix", "-", "vol", 0.5)
-    out["plucked-chord"] = d / "plucked.wav"
-    sox("-n", "-r", 16000, "-b", 16, out["plucked-chord"], "synth", 6, "pluck", "C4", "pluck", "E4",
-        "pluck", "G4", "remix", "-", "vol", 0.6)
-    click = d / "click.wav"
-    sox("-n", *r, click, "synth", 0.004, "square", 1000, "pad", 0, 0.246)
-    out["clicks"] = d / "clicks.wav"
-    sox(click, out["clicks"], "repeat", 23)
-    notes = []
-    for i, semis in enumerate([0, 4, 7, 12, 7, 4, 0, -5, 0, 4, 7, 4]):
-        n = d / f"note{i}.wav"
-        sox("-n", *r, n, "synth", 0.5, "pluck", f"%{semis}", "fade", 0, 0.5, 0.1)
-        notes.append(n)
-    out["tune"] = d / "tune.wav"
-    sox(*notes, out["tune"])
-    return out
+    """Non-speech, 6 s each, 16 kHz mono s16 (tests/e2e/nonspeech.py)."""
+    return nonspeech.make(tmp_path_factory.mktemp("nonspeech"))
 
 
 def cpu_s(pid: int) -> float:
@@ -165,8 +137,6 @@ def test_idle_mic_with_room_noise(make_daemon, tmp_path):
     noise above the -50 dBFS energy gate (brown noise, about -40 dBFS RMS)
     with a listener: no event but the stream's own, and sottod's CPU over
     10 s is reported (bench/daemon --only idle measures it for longer)."""
-    from test_mic import Listen
-
     plugin = (BUILD / "tests" / "daemon" / "libasound_module_pcm_sottofake.so").resolve()
     if not plugin.is_file():
         pytest.fail(f"{plugin} is missing: meson compile -C {BUILD}")

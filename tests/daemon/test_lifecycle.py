@@ -23,8 +23,8 @@ import wave
 import pytest
 
 from conftest import (AUDIO_DIR, BUILD, MSG_AUDIO, MSG_END, MSG_HELLO,
-                      MSG_OPEN, MSG_STATUS, SOTTO, RawClient, Stream, frame,
-                      jframe, report, werlib)
+                      MSG_OPEN, MSG_STATUS, SOTTO, Listen, RawClient, Stream,
+                      frame, jframe, report, werlib)
 
 OPEN = jframe(MSG_OPEN, {"format": "s16le"})
 
@@ -34,20 +34,6 @@ def pcm16(name: str) -> bytes:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == \
             (16000, 1, 2), f"{name}: not 16 kHz mono s16"
         return w.readframes(w.getnframes())
-
-
-class Listen(Stream):
-    """`sotto listen --format jsonl --since -1` with arrival times."""
-
-    def __init__(self, socket_path: str):
-        self.cmd = [str(SOTTO), "listen", "-s", socket_path, "-f", "jsonl",
-                    "--since", "-1"]
-        self.lines = []
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
 
 
 def sotto_status(sock: str) -> subprocess.CompletedProcess:

@@ -7,15 +7,13 @@ listeners, and keep sending finals after each.
 
 from __future__ import annotations
 
-import subprocess
-import threading
 import time
 import wave
 
 import pytest
 
-from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, SOTTO, RawClient, Stream,
-                      frame, report)
+from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, Listen, RawClient, frame,
+                      report)
 
 PLUGIN = (BUILD / "tests" / "daemon" /
           "libasound_module_pcm_sottofake.so").resolve()
@@ -30,20 +28,6 @@ UNPLUG_MS = 21500
 AWAY_MS = 3000
 C_MS = 29000
 END_MS = 42000
-
-
-class Listen(Stream):
-    """`sotto listen --format jsonl --since -1` with arrival times."""
-
-    def __init__(self, socket_path: str):
-        self.cmd = [str(SOTTO), "listen", "-s", socket_path, "-f", "jsonl",
-                    "--since", "-1"]
-        self.lines = []
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
 
 
 def samples(name: str) -> bytes:

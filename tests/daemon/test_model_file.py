@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, REPO, Daemon, RawClient,
-                      Stream, frame, report, werlib)
-from test_mic import PLUGIN, Listen, samples
+from conftest import (AUDIO_DIR, BUILD, MSG_STATUS, REPO, Daemon, Listen,
+                      RawClient, Stream, frame, report, werlib)
+from test_mic import PLUGIN, samples
 
 JFK = AUDIO_DIR / "jfk.wav"
 SENSE = AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav"

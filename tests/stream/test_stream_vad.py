@@ -11,42 +11,11 @@ from pathlib import Path
 
 import pytest
 
+import nonspeech
 from conftest import AUDIO_DIR, FINE_STEP_MS, REPO, report, run_driver, werlib
+from nonspeech import sox
 
 VAD = REPO / "models" / "silero-vad.gguf"
-
-
-def sox(*args) -> None:
-    cp = subprocess.run(["sox", *map(str, args)], capture_output=True, text=True)
-    assert cp.returncode == 0, f"sox {args}: {cp.stderr}"
-
-
-def make_signals(d: Path) -> dict[str, Path]:
-    r = ("-r", 16000, "-c", 1, "-b", 16)
-    out = {}
-    for kind in ("whitenoise", "pinknoise", "brownnoise"):
-        out[kind] = d / f"{kind}.wav"
-        sox("-n", *r, out[kind], "synth", 6, kind, "vol", 0.5)
-    out["tone"] = d / "tone.wav"
-    sox("-n", *r, out["tone"], "synth", 6, "sine", 440, "vol", 0.5)
-    out["chord"] = d / "chord.wav"
-    sox("-n", "-r", 16000, "-b", 16, out["chord"], "synth", 6, "sine", 261.63, "sine", 329.63,
-        "sine", 392.0, "remix", "-", "vol", 0.5)
-    out["plucked-chord"] = d / "plucked.wav"
-    sox("-n", "-r", 16000, "-b", 16, out["plucked-chord"], "synth", 6, "pluck", "C4", "pluck", "E4",
-        "pluck", "G4", "remix", "-", "vol", 0.6)
-    click = d / "click.wav"
-    sox("-n", *r, click, "synth", 0.004, "square", 1000, "pad", 0, 0.246)
-    out["clicks"] = d / "clicks.wav"
-    sox(click, out["clicks"], "repeat", 23)
-    notes = []
-    for i, semis in enumerate([0, 4, 7, 12, 7, 4, 0, -5, 0, 4, 7, 4]):
-        n = d / f"note{i}.wav"
-        sox("-n", *r, n, "synth", 0.5, "pluck", f"%{semis}", "fade", 0, 0.5, 0.1)
-        notes.append(n)
-    out["tune"] = d / "tune.wav"
-    sox(*notes, out["tune"])
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +26,7 @@ def vad() -> Path:
 
 
 def test_non_speech_gives_nothing(vad, tmp_path):
-    for name, path in make_signals(tmp_path).items():
+    for name, path in nonspeech.make(tmp_path).items():
         ev = run_driver(path, FINE_STEP_MS, extra=("-v", str(vad)))
         partials = [e["text"] for e in ev if e["type"] == "partial" and e["text"].strip()]
         finals = [e["text"] for e in ev if e["type"] == "final"]
