@@ -120,8 +120,8 @@ struct json_object;
  * strictly (valid UTF-8, no NUL byte) and nested at most depth deep: the
  * one reader of JSON from clients (sotto, Wyoming and WebSocket frames).
  * Returns the object, which the caller puts, or NULL with what is wrong
- * in why (PROTO_MSG_MAX bytes, or NULL), e.g. "bytes after the JSON
- * object", for the caller to put in its own words.
+ * in why (PROTO_MSG_MAX bytes, or NULL), e.g. "not a JSON object" or
+ * "bad JSON: truncated", for the caller to put in its own words.
  */
 struct json_object *proto_json_object(const void *p, size_t len, int depth,
 	    char *why);

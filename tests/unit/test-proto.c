@@ -1,7 +1,8 @@
 /*
  * Unit tests for daemon/proto.c: frame headers and JSON payloads round
  * trip; truncated, oversized, unknown, malformed and mistyped input is
- * rejected with the right error code and a message.
+ * rejected with the right error code and a message; the JSON reader that
+ * the Wyoming and WebSocket sides share names what is wrong.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,6 +163,59 @@ test_bad_json(void **state)
 	/* Nesting deeper than the tokenizer allows. */
 	assert_int_equal(proto_parse_hello(S("{\"a\":[[[[[[[[[[[[1]]]]]]]]]]]],"
 	    "\"protocol\":1}"), &h, msg), PROTO_E_BAD_JSON);
+}
+
+/*
+ * The one reader of clients' JSON (proto, Wyoming and WebSocket): each
+ * kind of bad input is named, whitespace around the object is allowed,
+ * and depth is the caller's.
+ */
+static void
+test_json_object(void **state)
+{
+#define C(x)	x, sizeof(x) - 1
+	static const struct {
+		const char	*in;
+		size_t		 len;
+		const char	*why;	/* start of the reason; NULL: parsed */
+	} cases[] = {
+		{ C(""), "empty, expected a JSON object" },
+		{ C("{}\0"), "a NUL byte in the JSON" },
+		{ C("{\"a\":"), "bad JSON: truncated" },
+		{ C("{\"a\" 1}"), "bad JSON: " },
+		{ C("{} {}"), "bad JSON: unexpected character" },
+		{ C("[1]"), "not a JSON object" },
+		{ C("\xc3\x28"), "bad JSON: " },
+		{ C(" \t{\"a\":[1]}\r\n"), NULL },
+	};
+	struct json_object *o;
+	char why[PROTO_MSG_MAX];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		why[0] = '\0';
+		o = proto_json_object(cases[i].in, cases[i].len, 8, why);
+		if (cases[i].why == NULL) {
+			if (o == NULL)
+				fail_msg("case %zu: %s", i, why);
+			json_object_put(o);
+			continue;
+		}
+		assert_null(o);
+		if (strncmp(why, cases[i].why, strlen(cases[i].why)) != 0)
+			fail_msg("case %zu: \"%s\", want \"%s...\"", i, why,
+			    cases[i].why);
+	}
+	/* Depth 3 takes {"a":[1]} and refuses one level more. */
+	o = proto_json_object("{\"a\":[1]}", 9, 3, why);
+	assert_non_null(o);
+	json_object_put(o);
+	assert_null(proto_json_object("{\"a\":[[1]]}", 11, 3, why));
+	assert_string_equal(why, "bad JSON: nesting too deep");
+	/* why may be NULL. */
+	assert_null(proto_json_object("[]", 2, 8, NULL));
+#undef C
 }
 
 static void
@@ -404,6 +458,7 @@ main(void)
 		cmocka_unit_test(test_frame_bad_header),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_bad_json),
+		cmocka_unit_test(test_json_object),
 		cmocka_unit_test(test_open),
 		cmocka_unit_test(test_open_bad_fields),
 		cmocka_unit_test(test_subscribe_and_empty),
