@@ -13,6 +13,7 @@ import numpy as np
 from .common import (
     ALIGNMENT,
     FORMAT_VERSION,
+    HPARAM_KEYS,
     ConvertError,
     WhisperModel,
     _Writer,
@@ -91,18 +92,7 @@ def metadata(model: WhisperModel, name: str) -> dict:
         "sotto.format_version": ("u32", FORMAT_VERSION),
         "sotto.source": ("str", model.source),
     }
-    for k in (
-        "n_mels",
-        "n_audio_ctx",
-        "n_audio_state",
-        "n_audio_head",
-        "n_audio_layer",
-        "n_text_ctx",
-        "n_text_state",
-        "n_text_head",
-        "n_text_layer",
-        "n_vocab",
-    ):
+    for k in HPARAM_KEYS:
         md[f"whisper.{k}"] = ("u32", getattr(hp, k))
     md["whisper.tokenizer.tokens"] = ("str[]", tokens)
     md["whisper.tokenizer.n_bpe"] = ("u32", sp.n_bpe)
