@@ -201,6 +201,22 @@ def make_daemon(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
 
 # --- a raw protocol client ----------------------------------------------------------
 
+def free_ports(n: int) -> list[int]:
+    """n distinct free TCP ports on 127.0.0.1. All n are held bound until
+    the last is picked: picked one at a time, the kernel may hand out the
+    same port twice, and a program that binds with SO_REUSEPORT (HAProxy)
+    then listens twice on one port and splits connections between two
+    frontends."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def frame(t: int, payload: bytes = b"") -> bytes:
     return struct.pack("<IB", len(payload) + 1, t) + payload
 

@@ -24,15 +24,9 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 
-from conftest import AUDIO_DIR, SOTTOD, report
+from conftest import AUDIO_DIR, SOTTOD, free_ports, report
 
 JFK = AUDIO_DIR / "jfk.wav"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _activate(tmp_path: Path, model: Path, listen: list[str],
@@ -75,7 +69,7 @@ async def _wyoming(port: int) -> tuple[Info, str]:
 
 def test_http_and_wyoming_activated(tiny_model, tmp_path):
     sock = str(tmp_path / "act.sock")
-    hp, wp = _free_port(), _free_port()
+    hp, wp = free_ports(2)
     # [http] listen is replaced by the socket from systemd
     p = _activate(tmp_path, tiny_model,
                   [sock, f"127.0.0.1:{hp}", f"127.0.0.1:{wp}"],
@@ -111,8 +105,8 @@ def test_http_and_wyoming_activated(tiny_model, tmp_path):
 def test_wrong_tcp_sockets(tiny_model, tmp_path, names, want):
     """A TCP socket without our name, or two named http: sottod says
     which and exits non-zero."""
-    p = _activate(tmp_path, tiny_model, [f"127.0.0.1:{_free_port()}",
-                                         f"127.0.0.1:{_free_port()}"], names)
+    p = _activate(tmp_path, tiny_model, [f"127.0.0.1:{p}"
+                                         for p in free_ports(2)], names)
     port = None
     try:
         log = tmp_path / "log"

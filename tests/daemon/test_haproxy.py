@@ -16,7 +16,6 @@ import asyncio
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -27,17 +26,11 @@ import pytest
 from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe, Info
 
-from conftest import AUDIO_DIR, REPO, Daemon, report
+from conftest import AUDIO_DIR, REPO, Daemon, free_ports, report
 
 CFG = REPO / "conf" / "haproxy.cfg"
 FILE = AUDIO_DIR / "jfk.wav"
 N = 20
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _port(d: Daemon, what: str) -> int:
@@ -96,7 +89,7 @@ def test_two_sottods_behind_haproxy(tiny_model, tmp_path, haproxy):
             d.start()
         http = [_port(d, "http") for d in ds]
         wy = [_port(d, "wyoming") for d in ds]
-        front, front_wy = _free_port(), _free_port()
+        front, front_wy = free_ports(2)
         cfg = CFG.read_text()
         for old, new in (("127.0.0.1:8000", front), ("127.0.0.1:8001", http[0]),
                          ("127.0.0.1:8002", http[1]),
@@ -143,7 +136,8 @@ def _run(ds, http, front, tmp_path) -> None:
                 r = c.audio.transcriptions.create(file=f, model="whisper-1")
             out = (i, r.text, None, time.monotonic() - t0)
         except Exception as e:  # noqa: BLE001 - reported below
-            out = (i, None, repr(e), time.monotonic() - t0)
+            # the SDK's "Connection error." says nothing: keep httpx's why
+            out = (i, None, f"{e!r} <- {e.__cause__!r}", time.monotonic() - t0)
         with lock:
             done.append(out)
         return out
