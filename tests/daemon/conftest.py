@@ -199,7 +199,7 @@ def make_daemon(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
             d.stop(signal.SIGKILL)
 
 
-# --- a raw protocol client ----------------------------------------------------------
+# --- TCP ports -------------------------------------------------------------------
 
 def free_ports(n: int) -> list[int]:
     """n distinct free TCP ports on 127.0.0.1. All n are held bound until
@@ -216,6 +216,8 @@ def free_ports(n: int) -> list[int]:
         for s in socks:
             s.close()
 
+
+# --- a raw protocol client ----------------------------------------------------------
 
 def frame(t: int, payload: bytes = b"") -> bytes:
     return struct.pack("<IB", len(payload) + 1, t) + payload

@@ -105,8 +105,8 @@ def test_http_and_wyoming_activated(tiny_model, tmp_path):
 def test_wrong_tcp_sockets(tiny_model, tmp_path, names, want):
     """A TCP socket without our name, or two named http: sottod says
     which and exits non-zero."""
-    p = _activate(tmp_path, tiny_model, [f"127.0.0.1:{p}"
-                                         for p in free_ports(2)], names)
+    p = _activate(tmp_path, tiny_model, [f"127.0.0.1:{port}"
+                                         for port in free_ports(2)], names)
     port = None
     try:
         log = tmp_path / "log"
