@@ -1,6 +1,6 @@
 /*
  * The client end of the sottod socket: connect, queue frames, poll, and
- * cut received bytes into EVENT payloads with daemon/proto.c.
+ * cut received bytes into EVENT payloads with common/proto.c.
  */
 #include <sys/socket.h>
 #include <sys/un.h>

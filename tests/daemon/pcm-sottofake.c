@@ -1,6 +1,6 @@
 /*
  * sottofake: an ALSA external PCM plugin (ioplug) that is a capture device
- * for the tests of sottod's microphone, daemon/source-alsa.c.  It plays a
+ * for the tests of sottod's microphone, daemon/sources/source-alsa.c.  It plays a
  * raw file of speech as a live microphone, paced by the clock, and fails
  * on a schedule the way real devices fail: an overrun (xrun: readi gives
  * -EPIPE), and unplugging (the running PCM becomes DISCONNECTED, readi

@@ -1,4 +1,4 @@
-"""Socket activation of the TCP front doors (daemon/systemd.c): sottod
+"""Socket activation of the TCP front doors (daemon/base/systemd.c): sottod
 takes the Unix socket and TCP sockets named http and wyoming from systemd
 (FileDescriptorName=, as systemd/sottod-http.socket and
 sottod-wyoming.socket set them) and serves each, here under

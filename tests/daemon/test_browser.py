@@ -1,4 +1,4 @@
-"""The live captions page (daemon/web/index.html) in a real Chromium:
+"""The live captions page (daemon/http/web/index.html) in a real Chromium:
 Debian's chromium and chromium-driver driven by selenium (PyPI), headless,
 against a real sottod with the real tiny.en model.
 

@@ -1,5 +1,5 @@
 """The OpenAI API's word timestamps and language name in verbose_json, and
-a client that goes away mid-request (daemon/http-openai.c, docs/http.md),
+a client that goes away mid-request (daemon/http/http-openai.c, docs/http.md),
 driven by the official openai SDK and curl against a real sottod with the
 real tiny.en model.
 

@@ -84,7 +84,7 @@ def test_configured():
     s = keys(unit_text("sottod.socket"))
     assert s["ListenStream"] == ["/run/sotto/sottod.sock"]
     assert s["SocketMode"] == ["0660"] and s["SocketGroup"] == ["audio"]
-    # the TCP front doors: loopback, named as daemon/systemd.c takes
+    # the TCP front doors: loopback, named as daemon/base/systemd.c takes
     # them, activating sottod.service (which sottod.socket requires)
     for name, fd, port in (("sottod-http.socket", "http", 8000),
                            ("sottod-wyoming.socket", "wyoming", 10300)):

@@ -1,5 +1,5 @@
-"""The WebSocket at /ws (daemon/ws.c, ws-conn.c, ws-msg.c) and the page at /
-(daemon/web.c), driven by the `websockets` package from PyPI against a real
+"""The WebSocket at /ws (daemon/ws/ws.c, ws-conn.c, ws-msg.c) and the page at /
+(daemon/http/web.c), driven by the `websockets` package from PyPI against a real
 sottod with the real tiny.en model. Bad input is written as raw bytes on a
 socket whose handshake and replies websockets' sans-I/O client protocol
 handles, so what the server sends is judged by a parser nobody here wrote.

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for sottod's audio ingestion (daemon/source-client.c):
+ * libFuzzer target for sottod's audio ingestion (daemon/sources/source-client.c):
  * client PCM (s16le, f32le) at any rate and channel count OPEN accepts,
  * and Opus packets, turned into 16 kHz mono samples through
  * sotto_pcm_mix(), libsamplerate and libopus.

@@ -1,6 +1,6 @@
 /*
- * libFuzzer target for sottod's config reader (daemon/config.c,
- * daemon/config-file.c): the input is a config file, read through the
+ * libFuzzer target for sottod's config reader (daemon/base/config.c,
+ * daemon/base/config-file.c): the input is a config file, read through the
  * real entry point, config_load() on a path (a memfd's /proc/self/fd
  * name: a regular file in memory, nothing written to disk). A file that
  * loads must dump (as --check-config prints it) to a file that loads back

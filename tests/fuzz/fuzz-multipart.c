@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for daemon/multipart.c. The input's first line is a
+ * libFuzzer target for daemon/http/multipart.c. The input's first line is a
  * Content-Type header value, the rest a request body: the boundary is
  * taken from the header (or, when the header has none, "b") and the body
  * split. ASan checks every read stays inside the input; every accepted

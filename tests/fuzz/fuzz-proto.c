@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for daemon/proto.c: cut the input into frames the way
+ * libFuzzer target for common/proto.c: cut the input into frames the way
  * sottod does and decode every payload as each control message and as an
  * event; then re-encode events from the decoded strings. ASan checks
  * every read stays inside the input; any accepted message must hold

@@ -1,6 +1,6 @@
 /*
- * libFuzzer target for the WebSocket side of sottod (daemon/ws-conn.c,
- * daemon/ws-msg.c): the input is what a client sends after the upgrade,
+ * libFuzzer target for the WebSocket side of sottod (daemon/net/ws-conn.c,
+ * daemon/ws/ws-msg.c): the input is what a client sends after the upgrade,
  * read in chunks whose sizes and times the input also picks. Every
  * message goes through ws_msg_frame and the socket protocol's parsers as
  * sottod's peer does, and is answered like sottod answers: an event per

@@ -1,6 +1,6 @@
 /*
- * libFuzzer target for daemon/wyoming-proto.c: cut the input into events
- * the way daemon/wyoming.c does (a header line, then data_length bytes of
+ * libFuzzer target for daemon/wyoming/wyoming-proto.c: cut the input into events
+ * the way daemon/wyoming/wyoming.c does (a header line, then data_length bytes of
  * data and payload_length bytes of payload), parse each, convert audio
  * payloads to floats, and write events back from the decoded strings: a
  * written event must be one line that parses again. ASan checks every

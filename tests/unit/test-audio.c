@@ -1,5 +1,5 @@
 /*
- * Unit tests for client/audio.c: WAV files written here with libsndfile
+ * Unit tests for common/audio.c: WAV files written here with libsndfile
  * at several rates and channel counts, plus files that are not audio.
  */
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/config.c: defaults, every key, the shipped
+ * Unit tests for daemon/base/config.c: defaults, every key, the shipped
  * conf/sottod.conf, and bad files whose messages must name file and line.
  */
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 /*
- * daemon/multipart.c: Content-Type boundaries and multipart/form-data
+ * daemon/http/multipart.c: Content-Type boundaries and multipart/form-data
  * bodies as HTTP clients send them (the openai SDK's httpx, curl -F,
  * browsers' FormData), and the malformed bodies each error names.
  */

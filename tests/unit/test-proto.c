@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/proto.c: frame headers and JSON payloads round
+ * Unit tests for common/proto.c: frame headers and JSON payloads round
  * trip; truncated, oversized, unknown, malformed and mistyped input is
  * rejected with the right error code and a message; the JSON reader that
  * the Wyoming and WebSocket sides share names what is wrong.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/source-alsa.c without a sound card: ALSA's file
+ * Unit tests for daemon/sources/source-alsa.c without a sound card: ALSA's file
  * plugin with an infile and a null slave is a capture PCM that yields the
  * bytes of a raw file.  The test writes real speech (jfk.wav from the
  * shared audio directory) as raw s16le, defines the PCMs in its own

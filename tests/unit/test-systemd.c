@@ -1,6 +1,6 @@
 /*
- * Unit tests for daemon/systemd.c (socket activation as systemd passes it:
- * LISTEN_PID, LISTEN_FDS and fd 3) and daemon/log.c (journal prefixes).
+ * Unit tests for daemon/base/systemd.c (socket activation as systemd passes it:
+ * LISTEN_PID, LISTEN_FDS and fd 3) and daemon/base/log.c (journal prefixes).
  */
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/ws-conn.c and daemon/ws-msg.c: the upgrade key
+ * Unit tests for daemon/net/ws-conn.c and daemon/ws/ws-msg.c: the upgrade key
  * of RFC 6455 section 1.3, its example frames (section 5.7), and what
  * the server sends for each kind of bad input: the error event first,
  * then a close frame with the right code.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for daemon/wyoming-proto.c's PCM conversion: every width's
+ * Unit tests for daemon/wyoming/wyoming-proto.c's PCM conversion: every width's
  * extremes land in [-1, 1) as the header promises. Full-scale 32-bit
  * samples rounded to 1.0f until the fuzz target found it
  * (tests/fuzz/corpus/wyoming/crash-int32-full-scale).

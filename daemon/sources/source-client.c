@@ -3,7 +3,7 @@
  * PCM at any rate and channel count, or Opus packets, decoded to 16 kHz
  * mono float with a streaming libsamplerate converter: the fastest for
  * live audio, or SOURCE_QUALITY_FILE's, the one `sotto transcribe` uses
- * (client/audio.c), so that the same samples give the same transcript.
+ * (common/audio.c), so that the same samples give the same transcript.
  *
  * PCM may arrive split anywhere: a partial sample frame at the end of an
  * AUDIO payload is kept and completed by the next one. Every sample goes

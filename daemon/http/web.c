@@ -1,6 +1,6 @@
 /*
- * The live captions page (daemon/web/index.html, embedded at build time
- * by daemon/web/embed.py) at / on the HTTP listener, and its WebSocket at
+ * The live captions page (daemon/http/web/index.html, embedded at build time
+ * by daemon/http/web/embed.py) at / on the HTTP listener, and its WebSocket at
  * /ws (ws.c). The page is one file with its script and style: nothing is
  * fetched from elsewhere, and its Content-Security-Policy lets it load
  * nothing else either (its AudioWorklet comes from a blob: URL it makes).

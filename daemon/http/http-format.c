@@ -1,7 +1,7 @@
 /*
  * A transcript in each response_format of OpenAI's audio API: json and
  * verbose_json (json-c), text, and srt and vtt as `sotto transcribe -f
- * srt|vtt` writes them (client/output.c). docs/http.md shows them.
+ * srt|vtt` writes them (common/output.c). docs/http.md shows them.
  */
 #include <ctype.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /*
- * The HTTP front door (daemon/http.c, docs/http.md): evhttp on the loop
+ * The HTTP front door (daemon/net/http.c, docs/http.md): evhttp on the loop
  * thread. Loop thread only.
  */
 #ifndef SOTTOD_HTTP_H

@@ -11,7 +11,7 @@
  *
  * Each key is marked live when the running daemon can apply a new value
  * (SIGHUP: config_diff, config_keep_restart_keys; a new model is loaded
- * by daemon/reload.c); the others (the socket, the threads, the
+ * by daemon/core/reload.c); the others (the socket, the threads, the
  * precision, the microphone) take effect at the next start.
  */
 #include <stdarg.h>

@@ -241,7 +241,7 @@ struct session *session_mic(void);
 struct source_client;
 enum source_quality {
 	SOURCE_QUALITY_LIVE,	/* the fastest resampler: sessions */
-	SOURCE_QUALITY_FILE,	/* `sotto transcribe`'s (client/audio.c) */
+	SOURCE_QUALITY_FILE,	/* `sotto transcribe`'s (common/audio.c) */
 };
 struct source_client *source_client_new(enum proto_format, int rate,
 	    int channels, char *msg);

@@ -10,7 +10,7 @@
  * The model is read at start when vad is not off, or at the first reload
  * that turns it on. A name (silero-vad) is looked for first in the
  * directory the Whisper model was found in, then where Whisper models are
- * (client/model-path.c); a path is taken as it is. It is shared by every
+ * (common/model-path.c); a path is taken as it is. It is shared by every
  * stream (read-only) and freed at exit, after the streams.
  */
 #include <limits.h>
