@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "model-path.h"
+#include "output.h"
 #include "sotto.h"
 
 /* Exit codes a script can rely on (documented in --help). */
@@ -53,32 +55,6 @@ void	vad_opts_free(struct vad_opts *);
 /* cmd-transcribe.c */
 int	cmd_transcribe(int argc, char **argv);
 
-/* model-path.c: NAME or PATH -> a readable .gguf path in buf. */
-int	model_path_resolve(const char *arg, char *buf, size_t len,
-	    char *err, size_t errlen);
-
-/* output.c */
-enum output_format {
-	OUTPUT_TXT,
-	OUTPUT_JSON,
-	OUTPUT_SRT,
-	OUTPUT_VTT,
-};
-
-/* Cue layout of srt and vtt with words (openai's writer options). */
-struct output_opts {
-	int max_line_width;	/* characters per line; 0: a segment's */
-	int max_line_count;	/* lines per cue; 0: a segment's */
-	int highlight_words;	/* a cue per word, underlined */
-};
-
-int	output_format_parse(const char *s, enum output_format *ret);
-/* Write one file's transcript (o NULL: no layout options); returns 0 or
- * -1 (errno set). */
-int	output_write(FILE *, enum output_format, const struct output_opts *,
-	    const char *file, double duration, const struct sotto_result *,
-	    int n_files);
-
 /*
  * output-dir.c: DIR/NAME.EXT for the input NAME.wav (buf of len; -1 if it
  * does not fit or the input has no name); the check that DIR is a
@@ -89,9 +65,5 @@ int	output_dir_path(const char *dir, const char *file,
 	    enum output_format, char *buf, size_t len);
 int	output_dir_check(const char *dir, char *const *files, int n_files,
 	    enum output_format, char *err, size_t errlen);
-
-/* subtitles.c: srt (or vtt) cues from the words of every segment */
-void	subtitles_write_words(FILE *, const struct sotto_result *, int srt,
-	    const struct output_opts *);
 
 #endif

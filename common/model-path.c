@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "model-path.h"
 
 /* Directory of the running executable, for a build tree's ../../models. */
 static int

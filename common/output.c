@@ -9,7 +9,7 @@
 
 #include <json-c/json.h>
 
-#include "client.h"
+#include "output.h"
 
 int
 output_format_parse(const char *s, enum output_format *ret)

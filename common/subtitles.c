@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "output.h"
 
 #define LONG_PAUSE	3.0	/* seconds between words that start a cue */
 

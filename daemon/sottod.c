@@ -25,7 +25,6 @@
 #include <event2/event.h>
 #include <event2/thread.h>
 
-#include "client.h"
 #include "http.h"
 #include "listen-addr.h"
 #include "log.h"

@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client.h"
+#include "model-path.h"
 #include "listen-addr.h"
 #include "sottod.h"
 

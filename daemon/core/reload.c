@@ -33,7 +33,7 @@
 
 #include <event2/event.h>
 
-#include "client.h"
+#include "model-path.h"
 #include "log.h"
 #include "systemd.h"
 #include "sottod.h"

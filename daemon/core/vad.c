@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client.h"
+#include "model-path.h"
 #include "log.h"
 #include "sottod.h"
 

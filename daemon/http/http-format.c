@@ -14,7 +14,7 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
-#include "client.h"
+#include "output.h"
 #include "http.h"
 #include "sottod.h"
 

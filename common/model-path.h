@@ -1,0 +1,14 @@
+/*
+ * A model named as sotto and sottod take it: NAME (NAME.gguf in the
+ * models directories) or the path of a .gguf file.
+ */
+#ifndef SOTTO_MODEL_PATH_H
+#define SOTTO_MODEL_PATH_H
+
+#include <stddef.h>
+
+/* NAME or PATH -> a readable .gguf path in buf. */
+int	model_path_resolve(const char *arg, char *buf, size_t len,
+	    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,38 @@
+/*
+ * A transcript written as txt, json, srt or vtt: what `sotto transcribe`
+ * prints and what sottod's HTTP API answers.
+ */
+#ifndef SOTTO_OUTPUT_H
+#define SOTTO_OUTPUT_H
+
+#include <stdio.h>
+
+#include "sotto.h"
+
+/* output.c, subtitles.c */
+enum output_format {
+	OUTPUT_TXT,
+	OUTPUT_JSON,
+	OUTPUT_SRT,
+	OUTPUT_VTT,
+};
+
+/* Cue layout of srt and vtt with words (openai's writer options). */
+struct output_opts {
+	int max_line_width;	/* characters per line; 0: a segment's */
+	int max_line_count;	/* lines per cue; 0: a segment's */
+	int highlight_words;	/* a cue per word, underlined */
+};
+
+int	output_format_parse(const char *s, enum output_format *ret);
+/* Write one file's transcript (o NULL: no layout options); returns 0 or
+ * -1 (errno set). */
+int	output_write(FILE *, enum output_format, const struct output_opts *,
+	    const char *file, double duration, const struct sotto_result *,
+	    int n_files);
+
+/* subtitles.c: srt (or vtt) cues from the words of every segment */
+void	subtitles_write_words(FILE *, const struct sotto_result *, int srt,
+	    const struct output_opts *);
+
+#endif
