@@ -3,59 +3,19 @@
  * takes it) or raw audio from standard input to sottod, print the
  * transcript as it comes.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 #include <opus.h>
 
-#include "audio.h"
 #include "client.h"
 #include "proto.h"
-#include "stream.h"
-
-#define STREAM_QUEUE_MAX_BYTES	(256 * 1024)	/* --fast: unsent audio */
-#define STREAM_OPUS_FRAME	320		/* 20 ms at 16 kHz */
-#define STREAM_RESUME_S		30	/* reconnecting, at most */
-#define STREAM_RESUMES_MAX	20
-
-struct stream_opts {
-	const char *socket, *file, *language, *task;
-	enum stream_format format;
-	enum proto_format raw_format, send_format;
-	int fast, rate, channels, chunk_ms, quiet, words, resume;
-};
-
-struct stream_src {
-	float *pcm;			/* file: 16 kHz mono */
-	size_t n, off;
-	OpusEncoder *enc;
-	int stdin_eof;
-};
-
-struct stream_run {
-	struct conn c;
-	struct stream_output out;
-	struct stream_src src;
-	double t0;
-	size_t sent;
-	int is_stdin, end_sent;
-	/* --resume */
-	const char *path;
-	struct stream_sent frames;	/* every AUDIO frame sent */
-	size_t frame0;			/* frames[frame0]: the session's first */
-	int resuming;			/* an OPEN resume awaits its answer */
-	int gone;			/* no_session: open a new one */
-	int64_t last_final;		/* id of the last final received */
-	int resumes;
-	double last_final_end;		/* its end, session seconds */
-};
+#include "stream-run.h"
 
 static volatile sig_atomic_t stream_interrupted;
 
@@ -197,22 +157,13 @@ stream_parse(struct stream_opts *o, int argc, char **argv)
 	return 0;
 }
 
-static double
-stream_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void
 stream_sigint(int sig)
 {
 	stream_interrupted++;
 }
 
-static int
+int
 stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 {
 	char json[512], lang[64] = "", task[64] = "";
@@ -235,228 +186,6 @@ stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 	    task, o->fast ? "" : ",\"live\":true", o->words ?
 	    ",\"word_timestamps\":true" : "");
 	return conn_queue(c, MSG_OPEN, json, (size_t)n);
-}
-
-/* Queue the next chunk of the file; 0 when all of it is queued. */
-/* Queue an AUDIO frame of seconds of audio, kept for a resume. */
-static int
-stream_audio(struct stream_run *r, const void *p, size_t len,
-    double seconds)
-{
-	if (stream_sent_add(&r->frames, p, len, seconds) != 0)
-		return -1;
-	return conn_queue(&r->c, MSG_AUDIO, p, len);
-}
-
-static int
-stream_file_chunk(struct stream_run *r, const struct stream_opts *o)
-{
-	struct stream_src *s = &r->src;
-	size_t n = (size_t)o->chunk_ms * 16, i;
-	unsigned char pkt[1500];
-	float frame[STREAM_OPUS_FRAME];
-	opus_int32 len;
-
-	if (s->off >= s->n)
-		return 0;
-	if (n > s->n - s->off)
-		n = s->n - s->off;
-	if (s->enc == NULL) {
-		stream_audio(r, s->pcm + s->off, n * sizeof(float),
-		    n / 16000.0);
-		s->off += n;
-		return 1;
-	}
-	for (i = 0; i < n; i += STREAM_OPUS_FRAME) {
-		memset(frame, 0, sizeof(frame));
-		memcpy(frame, s->pcm + s->off + i, (n - i < STREAM_OPUS_FRAME ?
-		    n - i : STREAM_OPUS_FRAME) * sizeof(float));
-		len = opus_encode_float(s->enc, frame, STREAM_OPUS_FRAME, pkt,
-		    sizeof(pkt));
-		if (len > 0)
-			stream_audio(r, pkt, (size_t)len,
-			    STREAM_OPUS_FRAME / 16000.0);
-	}
-	s->off += n;
-	return 1;
-}
-
-static int
-stream_stdin_chunk(struct stream_run *r, const struct stream_opts *o)
-{
-	struct stream_src *s = &r->src;
-	size_t width = o->raw_format == PROTO_FORMAT_F32LE ? 4 : 2;
-	unsigned char buf[16384];
-	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
-
-	if (n < 0 && (errno == EINTR || errno == EAGAIN))
-		return 0;
-	if (n <= 0) {
-		s->stdin_eof = 1;
-		return 0;
-	}
-	return stream_audio(r, buf, (size_t)n, (double)n / (width *
-	    (size_t)o->channels * (size_t)o->rate));
-}
-
-static int
-stream_load(struct stream_src *s, const struct stream_opts *o)
-{
-	char err[512];
-	int e;
-
-	memset(s, 0, sizeof(*s));
-	if (strcmp(o->file, "-") == 0)
-		return 0;
-	if (audio_read_file(o->file, &s->pcm, &s->n, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sotto stream: %s\n", err);
-		return -1;
-	}
-	if (o->send_format == PROTO_FORMAT_OPUS) {
-		s->enc = opus_encoder_create(16000, 1, OPUS_APPLICATION_VOIP,
-		    &e);
-		if (s->enc == NULL) {
-			fprintf(stderr, "sotto stream: opus: %s\n",
-			    opus_strerror(e));
-			return -1;
-		}
-		opus_encoder_ctl(s->enc, OPUS_SET_BITRATE(32000));
-	}
-	return 0;
-}
-
-/* Queue the audio that is due and END after it; the poll timeout. */
-static int
-stream_feed(struct stream_run *r, const struct stream_opts *o)
-{
-	double chunk_s = o->chunk_ms / 1000.0, next;
-
-	if (r->end_sent || r->resuming)
-		return -1;
-	if (!stream_interrupted && r->is_stdin && !r->src.stdin_eof)
-		return -1;
-	while (!stream_interrupted && !r->is_stdin) {
-		if (o->fast && conn_pending(&r->c) > STREAM_QUEUE_MAX_BYTES)
-			return -1;
-		next = r->t0 + (r->sent + 1) * chunk_s;
-		if (!o->fast && stream_now() < next)
-			return (int)((next - stream_now()) * 1000) + 1;
-		if (!stream_file_chunk(r, o))
-			break;
-		r->sent++;
-	}
-	conn_queue(&r->c, MSG_END, NULL, 0);
-	r->end_sent = 1;
-	return -1;
-}
-
-/* The last final's id and end, where a resume goes on from. */
-static void
-stream_note_final(struct stream_run *r, struct json_object *ev)
-{
-	struct json_object *v, *segs;
-	size_t n;
-
-	if (json_object_object_get_ex(ev, "id", &v))
-		r->last_final = json_object_get_int64(v);
-	if (json_object_object_get_ex(ev, "segments", &segs) &&
-	    json_object_is_type(segs, json_type_array) &&
-	    (n = json_object_array_length(segs)) > 0 &&
-	    json_object_object_get_ex(json_object_array_get_idx(segs, n - 1),
-	    "end", &v))
-		r->last_final_end = json_object_get_double(v);
-}
-
-/* Frames from..n again, END after them if it was sent. */
-static void
-stream_resend(struct stream_run *r, size_t from)
-{
-	double lost = stream_sent_resend(&r->frames, &r->c, from);
-
-	if (r->end_sent)
-		conn_queue(&r->c, MSG_END, NULL, 0);
-	if (lost > 0)
-		fprintf(stderr, "sotto stream: %.1f s of audio to send again "
-		    "were no longer kept: lost\n", lost);
-}
-
-/* The session resumed: send again what it did not take. */
-static void
-stream_resumed(struct stream_run *r, struct json_object *ev)
-{
-	struct json_object *v;
-	size_t took = 0;
-
-	if (json_object_object_get_ex(ev, "audio_frames", &v))
-		took = (size_t)json_object_get_int64(v);
-	if (r->frame0 + took > r->frames.n)
-		took = r->frames.n - r->frame0;
-	fprintf(stderr, "sotto stream: resumed session %s after final %lld; "
-	    "sending again the %zu frames (%.1f s) it had not taken\n",
-	    r->out.session, (long long)r->last_final,
-	    r->frames.n - r->frame0 - took, r->frames.seconds - (r->frame0 +
-	    took < r->frames.n ? r->frames.f[r->frame0 + took].t :
-	    r->frames.seconds));
-	stream_resend(r, r->frame0 + took);
-	r->resuming = 0;
-}
-
-/*
- * The session is gone (sottod restarted, or the grace period passed): a
- * new session from the end of the last final.
- */
-static int
-stream_new_session(struct stream_run *r, const struct stream_opts *o)
-{
-	double t0 = r->frame0 < r->frames.n ? r->frames.f[r->frame0].t :
-	    r->frames.seconds;
-	double from_t = t0 + (r->last_final >= 0 ? r->last_final_end : 0);
-	size_t from = stream_sent_at(&r->frames, from_t);
-
-	if (r->out.session[0] != '\0')
-		fprintf(stderr, "sotto stream: session %s is gone (sottod restarted, "
-	    "or no reconnect within its grace period): finals after %lld "
-	    "are lost; a new session goes on from %.2f s of the audio (the "
-	    "end of the last final)\n",
-	    r->out.session, (long long)r->last_final, from < r->frames.n ?
-	    r->frames.f[from].t : r->frames.seconds);
-	if (stream_open_frame(&r->c, o, r->is_stdin) != 0)
-		return -1;
-	r->frame0 = from;
-	r->out.time_offset = from < r->frames.n ? r->frames.f[from].t :
-	    r->frames.seconds;
-	r->last_final = -1;
-	r->last_final_end = 0;
-	r->out.session[0] = '\0';
-	stream_resend(r, from);
-	r->resuming = 0;
-	return 0;
-}
-
-/*
- * An event while a resume waits for its answer: 0 to print it, or 2 to
- * connect again (the daemon closes the connection after an error): to
- * the session again, or for a new one when it is gone.
- */
-static int
-stream_resume_answer(struct stream_run *r, const struct stream_opts *o,
-    const char *type, struct json_object *ev)
-{
-	struct json_object *v;
-	const char *code;
-
-	if (strcmp(type, "opened") == 0) {
-		stream_resumed(r, ev);
-		return 0;
-	}
-	if (strcmp(type, "error") != 0)
-		return 0;
-	code = json_object_object_get_ex(ev, "code", &v) ?
-	    json_object_get_string(v) : "";
-	if (strcmp(code, "no_session") == 0)
-		r->gone = 1;
-	/* bad_order: the old connection still holds it; busy, shutdown */
-	return 2;
 }
 
 /*
@@ -507,44 +236,6 @@ stream_events(struct stream_run *r, const struct stream_opts *o,
 	return 0;
 }
 
-/* Connect again and resume the session; 0, or an exit code. */
-static int
-stream_resume(struct stream_run *r, const struct stream_opts *o)
-{
-	char err[512];
-
-	if (++r->resumes > STREAM_RESUMES_MAX) {
-		fprintf(stderr, "sotto stream: %d resumes failed: giving up; "
-		    "the transcript after final %lld is lost\n",
-		    STREAM_RESUMES_MAX, (long long)r->last_final);
-		return EXIT_DAEMON;
-	}
-	if (r->out.session[0] == '\0' && !r->gone) {
-		/* lost before its session was opened: open it again */
-		fprintf(stderr, "sotto stream: lost the connection to sottod "
-		    "before the session was opened; opening it again\n");
-		r->gone = 1;
-	} else if (!r->gone && !r->resuming)
-		fprintf(stderr, "sotto stream: lost the connection to sottod; "
-		    "resuming session %s after final %lld\n", r->out.session,
-		    (long long)r->last_final);
-	if (stream_reconnect(&r->c, r->path, r->gone ? NULL : r->out.session,
-	    r->last_final, STREAM_RESUME_S, err, sizeof(err)) != 0) {
-		fprintf(stderr, "sotto stream: %s; gave up after %d s: the "
-		    "transcript after final %lld (%.1f s of audio) is lost\n",
-		    err, STREAM_RESUME_S, (long long)r->last_final,
-		    r->frames.seconds - r->out.time_offset -
-		    r->last_final_end);
-		return EXIT_DAEMON;
-	}
-	if (r->gone) {
-		r->gone = 0;
-		return stream_new_session(r, o) == 0 ? 0 : EXIT_USAGE;
-	}
-	r->resuming = 1;
-	return 0;
-}
-
 static int
 stream_loop(struct stream_run *r, const struct stream_opts *o)
 {
@@ -552,7 +243,7 @@ stream_loop(struct stream_run *r, const struct stream_opts *o)
 	int timeout, extra, rc, code, k;
 
 	for (;;) {
-		timeout = stream_feed(r, o);
+		timeout = stream_feed(r, o, stream_interrupted);
 		extra = r->is_stdin && !r->src.stdin_eof && !r->end_sent &&
 		    !r->resuming &&
 		    conn_pending(&r->c) < STREAM_QUEUE_MAX_BYTES ?

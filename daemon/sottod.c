@@ -1,18 +1,15 @@
 /*
- * sottod: the live captioning daemon. Reads the config (flags override
- * it), loads the model, listens on the socket systemd passed or on its
- * own, tells systemd it is ready and runs the event loop.
- *
- * SIGHUP (through the loop, server.c) reads the same config file again:
- * a file with an error is refused and the configuration in effect kept;
- * otherwise the keys that can change live are applied and each key that
- * needs a restart is logged and left as it was. Flags still override.
+ * sottod: the live captioning daemon. The program: its flags, the config
+ * they override, and the order the parts start and stop in. It is the
+ * one file that names the core and every front door (docs/architecture.md,
+ * "Layers"): the core (daemon/core) is set up with the configuration,
+ * each door (daemon/unix, http, ws, wyoming) registers itself with the
+ * core when it starts, and nothing calls back into this file but the
+ * hooks it gives the core (a SIGHUP reads the same config file again,
+ * flags still overriding it).
  */
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -22,19 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-#include <event2/thread.h>
-
+#include "core.h"
+#include "daemon.h"
 #include "http.h"
+#include "httpd.h"
 #include "listen-addr.h"
 #include "log.h"
 #include "omp-env.h"
 #include "systemd.h"
-#include "sottod.h"
-
-#define SOTTOD_BACKLOG		64
-
-struct sottod sottod;
+#include "unix.h"
+#include "ws.h"
+#include "wyoming.h"
 
 static const char usage_text[] =
 "usage: sottod [OPTIONS]\n"
@@ -113,15 +108,7 @@ struct sottod_flags {
 	int debug, check;
 };
 static struct sottod_flags flags;
-
-double
-sottod_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+static struct config sottod_cfg;	/* as read at start */
 
 static __attribute__((noreturn)) void
 sottod_usage(const char *msg)
@@ -151,12 +138,12 @@ sottod_check_args(struct sottod_flags *f, const char *threads)
 	    strcmp(f->precision, "int8") != 0)
 		sottod_usage("--precision must be auto, fp32, bf16 or int8");
 	if (f->socket != NULL &&
-	    strlen(f->socket) >= sizeof(sottod.cfg.socket_path))
+	    strlen(f->socket) >= sizeof(sottod_cfg.socket_path))
 		sottod_usage("--socket: path too long");
-	if (f->model != NULL && strlen(f->model) >= sizeof(sottod.cfg.model))
+	if (f->model != NULL && strlen(f->model) >= sizeof(sottod_cfg.model))
 		sottod_usage("--model: name too long");
 	if (f->http != NULL &&
-	    strlen(f->http) >= sizeof(sottod.cfg.http_listen))
+	    strlen(f->http) >= sizeof(sottod_cfg.http_listen))
 		sottod_usage("--http: address too long");
 	if (f->http != NULL &&
 	    listen_addr_parse(f->http, &ss, &len, msg, sizeof(msg)) != 0) {
@@ -164,7 +151,7 @@ sottod_check_args(struct sottod_flags *f, const char *threads)
 		sottod_usage(usage_msg);
 	}
 	if (f->wyoming != NULL &&
-	    strlen(f->wyoming) >= sizeof(sottod.cfg.wyoming_listen))
+	    strlen(f->wyoming) >= sizeof(sottod_cfg.wyoming_listen))
 		sottod_usage("--wyoming: address too long");
 	if (f->wyoming != NULL &&
 	    listen_addr_parse(f->wyoming, &ss, &len, msg, sizeof(msg)) != 0) {
@@ -248,149 +235,28 @@ sottod_read_config(struct config *cfg, char *err, size_t errlen)
 }
 
 static void
-sottod_set_log_level(void)
+sottod_set_log_level(const struct config *cfg)
 {
-	int level = log_level_parse(sottod.cfg.log_level);
+	int level = log_level_parse(cfg->log_level);
 
 	if (flags.debug || level < 0)
 		level = flags.debug ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO;
 	log_setlevel((enum log_level)level);
 }
 
-/*
- * Remove a stale socket at path: only a socket, and only when nobody
- * answers on it. Returns 0, or -1 with err.
- */
-static int
-sottod_unlink_stale(const char *path, const struct sockaddr_un *sun,
-    char *err, size_t errlen)
-{
-	struct stat st;
-	int fd, rc;
-
-	if (lstat(path, &st) != 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(err, errlen, "%s exists and is not a socket", path);
-		return -1;
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return -1;
-	rc = connect(fd, (const struct sockaddr *)sun, sizeof(*sun));
-	close(fd);
-	if (rc == 0) {
-		snprintf(err, errlen, "%s: another sottod is listening", path);
-		return -1;
-	}
-	if (unlink(path) != 0) {
-		snprintf(err, errlen, "%s: cannot remove the stale socket: %s",
-		    path, strerror(errno));
-		return -1;
-	}
-	log_info("removed stale socket %s", path);
-	return 0;
-}
-
-static int
-sottod_listen(const char *path, char *err, size_t errlen)
-{
-	struct sockaddr_un sun;
-	mode_t old;
-	int fd;
-
-	memset(&sun, 0, sizeof(sun));
-	sun.sun_family = AF_UNIX;
-	if (snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path) >=
-	    (int)sizeof(sun.sun_path)) {
-		snprintf(err, errlen, "socket path too long: %s", path);
-		return -1;
-	}
-	err[0] = '\0';
-	if (sottod_unlink_stale(path, &sun, err, errlen) != 0) {
-		if (err[0] == '\0')
-			snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
-		return -1;
-	}
-	old = umask(0777 & ~(mode_t)sottod.cfg.socket_mode);
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) != 0 ||
-	    chmod(path, (mode_t)sottod.cfg.socket_mode) != 0 ||
-	    listen(fd, SOTTOD_BACKLOG) != 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		umask(old);
-		close(fd);
-		return -1;
-	}
-	umask(old);
-	return fd;
-}
-
-/* Give our own socket the configured mode (a SIGHUP may change it). */
-static void
-sottod_socket_mode(void)
-{
-	const char *path = sottod.cfg.socket_path;
-	struct stat st;
-
-	if (!sottod.own_socket)
-		return;
-	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-		log_warnx("reload: %s is no longer our socket; socket_mode "
-		    "not applied", path);
-		return;
-	}
-	if ((st.st_mode & 0777) != (mode_t)sottod.cfg.socket_mode &&
-	    chmod(path, (mode_t)sottod.cfg.socket_mode) != 0)
-		log_warn("reload: chmod %04o %s", sottod.cfg.socket_mode,
-		    path);
-}
-
-static void
-sottod_reload_key(const char *section, const char *key, const char *old,
-    const char *new, int live, void *arg)
-{
-	int *restart = arg;
-
-	if (live) {
-		log_info("reload: [%s] %s = %s (was %s)", section, key, new,
-		    old);
-		return;
-	}
-	log_warnx("reload: [%s] %s = %s needs a restart; still %s", section,
-	    key, new, old);
-	(*restart)++;
-}
-
-/* SIGHUP, from the loop: read the config again and apply what can be. */
-void
-sottod_reload(void)
+static const char *
+sottod_config_source(void)
 {
 	const char *path = sottod_config_path();
-	struct config cfg;
-	char err[512];
-	int n, restart = 0;
 
-	systemd_notify_reloading();
-	if (sottod_read_config(&cfg, err, sizeof(err)) != 0) {
-		log_warnx("reload: %s; configuration not changed", err);
-		systemd_notify_ready(NULL);
-		return;
-	}
-	n = config_diff(&sottod.cfg, &cfg, sottod_reload_key, &restart);
-	config_keep_restart_keys(&cfg, &sottod.cfg);
-	sottod.cfg = cfg;
-	sottod_socket_mode();
-	sottod_set_log_level();
-	vad_reload();
-	log_info("reload: %s: %d change(s) applied, %d need a restart",
-	    path != NULL ? path : "no config file (defaults)", n - restart,
-	    restart);
-	if (!reload_model())
-		systemd_notify_ready(NULL);
+	return path != NULL ? path : "no config file (defaults)";
 }
+
+static const struct core_hooks sottod_hooks = {
+	.read_config = sottod_read_config,
+	.applied = sottod_set_log_level,
+	.source = sottod_config_source,
+};
 
 /*
  * --check-config: the configuration read (flags over the file), then its
@@ -409,20 +275,27 @@ sottod_check_config(void)
 	if (path != NULL && config_load_lines(&file, path, &lines, err,
 	    sizeof(err)) != 0)
 		fatalx("%s", err);
-	if (check_engine(&sottod.cfg, path, path != NULL ? &lines : NULL,
+	if (check_engine(&sottod_cfg, path, path != NULL ? &lines : NULL,
 	    flags.model != NULL, err, sizeof(err)) != 0 ||
-	    check_listeners(&sottod.cfg, path, path != NULL ? &lines : NULL,
+	    check_listeners(&sottod_cfg, path, path != NULL ? &lines : NULL,
 	    flags.http != NULL, flags.wyoming != NULL, err, sizeof(err)) != 0)
 		fatalx("%s", err);
-	config_dump(&sottod.cfg, stdout);
+	config_dump(&sottod_cfg, stdout);
 }
 
-/* libevent's own messages, into our log. */
+/* The doors, each on its listener: systemd's, else the config's. */
 static void
-sottod_event_log(int severity, const char *msg)
+sottod_doors(const struct systemd_fds *fds)
 {
-	if (severity >= EVENT_LOG_WARN)
-		log_debug("libevent: %s", msg);
+	char err[512];
+
+	if (unix_start(fds->socket, err, sizeof(err)) != 0 ||
+	    httpd_start(fds->http, err, sizeof(err)) != 0 ||
+	    http_start(err, sizeof(err)) != 0 ||
+	    ws_start(err, sizeof(err)) != 0 ||
+	    wyoming_start(sottod_cfg.wyoming_listen, fds->wyoming, err,
+	    sizeof(err)) != 0)
+		fatalx("%s", err);
 }
 
 int
@@ -434,60 +307,28 @@ main(int argc, char **argv)
 	omp_env_reexec(argv, OMP_WAIT_SLEEP);
 	sottod_parse_args(argc, argv, &flags);
 	log_init("sottod", flags.debug);
-	if (sottod_read_config(&sottod.cfg, err, sizeof(err)) != 0)
+	if (sottod_read_config(&sottod_cfg, err, sizeof(err)) != 0)
 		fatalx("%s", err);
-	sottod_set_log_level();
+	sottod_set_log_level(&sottod_cfg);
 	if (flags.check) {
 		sottod_check_config();
 		return 0;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	mem_init();
-	sottod.started = sottod_now();
-	if (systemd_listen_fds(&fds, err, sizeof(err)) != 0)
+	if (systemd_listen_fds(&fds, err, sizeof(err)) != 0 ||
+	    core_init(&sottod_cfg, &sottod_hooks, err, sizeof(err)) != 0)
 		fatalx("%s", err);
-	sottod.listen_fd = fds.socket;
-	sottod_load_model();
-	if (vad_start(err, sizeof(err)) != 0)
+	sottod_doors(&fds);
+	if (core_start(err, sizeof(err)) != 0)
 		fatalx("%s", err);
-	event_set_log_callback(sottod_event_log);
-	if (evthread_use_pthreads() != 0 ||
-	    (sottod.base = event_base_new()) == NULL ||
-	    reload_init(err, sizeof(err)) != 0)
-		fatalx("cannot set up the event loop");
-	if (sottod.listen_fd == -1) {
-		sottod.listen_fd = sottod_listen(sottod.cfg.socket_path, err,
-		    sizeof(err));
-		if (sottod.listen_fd == -1)
-			fatalx("%s", err);
-		sottod.own_socket = 1;
-	}
-	if (server_start(sottod.listen_fd, err, sizeof(err)) != 0 ||
-	    session_mic_start(err, sizeof(err)) != 0 ||
-	    http_start(fds.http, err, sizeof(err)) != 0 ||
-	    wyoming_start(sottod.cfg.wyoming_listen, fds.wyoming, err,
-	    sizeof(err)) != 0)
-		fatalx("%s", err);
-	web_start();
-	log_info("listening on %s%s", sottod.own_socket ?
-	    sottod.cfg.socket_path : "the socket from systemd",
-	    sottod.own_socket ? "" : " (socket activation)");
 	systemd_notify_ready("ready");
-	event_base_dispatch(sottod.base);
+	core_run();
 	log_info("stopping");
 	/* Once the loop is over (server_stop frees its signal events) a
 	 * late SIGTERM would kill us with a failure while we join the
 	 * compute thread (at most one step): we are exiting anyway. */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
-	http_stop();
-	server_stop();
-	event_base_loop(sottod.base, EVLOOP_NONBLOCK);
-	if (sottod.own_socket)
-		unlink(sottod.cfg.socket_path);
-	reload_stop();
-	models_free_all();
-	vad_free();
-	event_base_free(sottod.base);
+	core_shutdown();
 	return 0;
 }

@@ -46,7 +46,7 @@ struct config {
 	int	mic_channels;		/* channels = 1 */
 	char	mic_language[16];	/* language = [engine] language */
 
-	/* [http] (daemon/net/http.c) */
+	/* [http] (daemon/net/httpd.c, daemon/http) */
 	char	http_listen[64];	/* listen = ADDR:PORT; "" off */
 	char	http_token[256];	/* token = ""; Bearer token */
 	size_t	http_max_request_bytes;	/* max_request_bytes = 25M */

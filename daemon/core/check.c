@@ -15,7 +15,8 @@
 
 #include "model-path.h"
 #include "listen-addr.h"
-#include "sottod.h"
+#include "core-private.h"
+#include "daemon.h"
 
 /* Where [section] key's value came from, for a message. */
 static void

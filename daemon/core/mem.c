@@ -16,7 +16,7 @@
 #include <malloc.h>
 
 #include "log.h"
-#include "sottod.h"
+#include "core-private.h"
 
 #define MEM_MMAP_THRESHOLD	(128 * 1024)	/* glibc starts with it */
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #include "log.h"
-#include "sottod.h"
+#include "core-private.h"
 
 struct model_ref {
 	struct sotto_model	*model;		/* owned */

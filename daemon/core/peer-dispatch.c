@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core-private.h"
 #include "log.h"
-#include "sottod.h"
+#include "peer.h"
+#include "session.h"
 
 static void
 peer_dispatch_hello(struct peer *p, const struct proto_frame *f)
@@ -26,11 +28,11 @@ peer_dispatch_hello(struct peer *p, const struct proto_frame *f)
 		return peer_fail(p, PROTO_E_VERSION, "protocol %d is not "
 		    "supported; this server speaks %d", m.protocol,
 		    SOTTO_PROTO_VERSION);
-	if (sottod.draining)
+	if (core.draining)
 		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
 	log_debug("peer %llu: hello from %s", (unsigned long long)p->id,
 	    m.client[0] ? m.client : "?");
-	ev = proto_event_hello(SOTTOD_SERVER_NAME, sottod.model_name);
+	ev = proto_event_hello(SOTTOD_SERVER_NAME, core.model_name);
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);
 	p->state = PEER_READY;
@@ -44,7 +46,7 @@ peer_dispatch_resume(struct peer *p, const struct msg_open *m)
 	if ((s = session_find(m->session)) == NULL)
 		return peer_fail(p, PROTO_E_NO_SESSION, "no session %s (it "
 		    "ended more than %d s ago, or never was)", m->session,
-		    sottod.cfg.reconnect_grace_s);
+		    core.cfg.reconnect_grace_s);
 	if (session_in_use(s))
 		return peer_fail(p, PROTO_E_BAD_ORDER, "session %s is in use "
 		    "by another connection", m->session);
@@ -63,11 +65,11 @@ peer_dispatch_open(struct peer *p, const struct proto_frame *f)
 		return peer_fail(p, e, "OPEN: %s", msg);
 	if (m.session[0] != '\0')
 		return peer_dispatch_resume(p, &m);
-	if (sottod.draining)
+	if (core.draining)
 		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
-	if (session_count() >= sottod.cfg.max_sessions)
+	if (session_count() >= core.cfg.max_sessions)
 		return peer_fail(p, PROTO_E_BUSY, "all %d sessions are in use",
-		    sottod.cfg.max_sessions);
+		    core.cfg.max_sessions);
 	if ((s = session_open(p, &m, msg)) == NULL)
 		return peer_fail(p, PROTO_E_BAD_VALUE, "OPEN: %s", msg);
 	ev = proto_event_opened(session_name(s), -1, 0);
@@ -123,30 +125,28 @@ peer_dispatch_status(struct peer *p, const struct proto_frame *f)
 {
 	struct proto_status st;
 	struct proto_session_info *list;
-	struct session *mic = session_mic();
-	struct peer *q;
+	struct core_stats cs;
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX], *ev;
 
 	if ((e = proto_parse_empty(f->payload, f->len, msg)) != PROTO_OK)
 		return peer_fail(p, e, "STATUS: %s", msg);
+	core_stats(&cs);
 	memset(&st, 0, sizeof(st));
-	st.sessions = session_count() + (mic != NULL && !session_done(mic));
+	st.sessions = cs.sessions + (cs.mic >= 0 &&
+	    !session_done(session_mic()));
 	if ((st.n_list = session_list(&list)) < 0)
 		return peer_fail(p, PROTO_E_INTERNAL, "STATUS: out of memory");
 	st.list = list;
-	TAILQ_FOREACH(q, &peers, entry) {
-		st.clients++;
-		if (q->state == PEER_SUBSCRIBED)
-			st.subscribers++;
-	}
-	st.model = sottod.model_name;
-	st.rtf = worker_step_seconds() * 1000.0 / sottod.cfg.step_ms;
-	st.lag_s = session_max_lag();
-	st.uptime_s = sottod_now() - sottod.started;
-	st.mic = session_mic_state();
-	st.dropped_partials = peer_dropped_partials();
-	st.overload_s = mic != NULL ? (uint64_t)session_overload_s(mic) : 0;
+	st.clients = cs.clients;
+	st.subscribers = cs.subscribers;
+	st.model = core.model_name;
+	st.rtf = cs.rtf;
+	st.lag_s = cs.max_lag_s;
+	st.uptime_s = cs.uptime_s;
+	st.mic = cs.mic;
+	st.dropped_partials = cs.dropped_partials;
+	st.overload_s = (uint64_t)cs.mic_overload_s;
 	ev = proto_event_status(&st);
 	free(list);
 	peer_send(p, PEER_EVENT_CONTROL, ev);

@@ -1,6 +1,6 @@
 /*
- * One client connection: a bufferevent, frames decoded with proto.c and
- * handed to peer_dispatch (peer-dispatch.c), events written back with
+ * One client connection of any door: a bufferevent whose input the
+ * door's ops read, and events written back in the door's format with
  * limits.
  *
  * Output: a partial is dropped while more than a quarter of
@@ -22,18 +22,17 @@
  *
  * Any malformed or out-of-order frame gets an error event, then the
  * connection is closed once that event is written (or after
- * PEER_CLOSE_TIMEOUT_S); other connections never notice. A front door's
- * peer (ops: a TCP client that may still be sending) lingers instead:
- * once the event is written our side is shut down and what the client
- * sends is read and dropped until it closes too (at most
+ * PEER_CLOSE_TIMEOUT_S); other connections never notice. The peer of a
+ * door whose clients may still be sending (ops->linger: TCP) lingers
+ * instead: once the event is written our side is shut down and what the
+ * client sends is read and dropped until it closes too (at most
  * PEER_LINGER_BYTES, or PEER_CLOSE_TIMEOUT_S without a byte), because
- * closing with input unread resets the connection, and a reset can
- * lose the error event before the client reads it.
+ * closing with input unread resets the connection, and a reset can lose
+ * the error event before the client reads it.
  *
  * A peer is freed from a zero-timeout event_base_once(), never inside one
  * of its own callbacks, so a callback may close it and return safely.
  */
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -46,15 +45,17 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "core-private.h"
 #include "log.h"
-#include "sottod.h"
+#include "peer.h"
+#include "session.h"
 
 #define PEER_PARTIAL_MAX_BYTES	(64 * 1024)
 #define PEER_SNDBUF_BYTES	(4 * 1024)	/* the kernel doubles it */
 #define PEER_CLOSE_TIMEOUT_S	5
 #define PEER_LINGER_BYTES	(1024 * 1024)
 
-struct peer_list peers = TAILQ_HEAD_INITIALIZER(peers);
+static struct peer_list peers = TAILQ_HEAD_INITIALIZER(peers);
 static uint64_t peer_next_id = 1;
 static uint64_t peer_dropped_total;
 
@@ -68,6 +69,52 @@ uint64_t
 peer_dropped_partials(void)
 {
 	return peer_dropped_total;
+}
+
+int
+peer_count(void)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		n++;
+	return n;
+}
+
+int
+peer_count_uid(long uid)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		if (p->uid == uid)
+			n++;
+	return n;
+}
+
+int
+peer_count_subscribed(void)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		if (p->state == PEER_SUBSCRIBED)
+			n++;
+	return n;
+}
+
+struct peer *
+peer_find(uint64_t id)
+{
+	struct peer *p;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		if (p->id == id)
+			return p;
+	return NULL;
 }
 
 /*
@@ -84,10 +131,7 @@ peer_sndbuf(int fd)
 		log_debug("SO_SNDBUF: %s", strerror(errno));
 }
 
-/*
- * A peer for an accepted fd (which it owns from now on), or NULL; ops is
- * NULL for the sottod protocol.
- */
+/* A peer for an accepted fd (which it owns from now on), or NULL. */
 struct peer *
 peer_new(int fd, long uid, const struct peer_ops *ops)
 {
@@ -100,7 +144,7 @@ peer_new(int fd, long uid, const struct peer_ops *ops)
 	}
 	evutil_make_socket_nonblocking(fd);
 	peer_sndbuf(fd);
-	p->bev = bufferevent_socket_new(sottod.base, fd,
+	p->bev = bufferevent_socket_new(core.base, fd,
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (p->bev == NULL) {
 		log_warnx("accept: cannot make a bufferevent");
@@ -108,7 +152,7 @@ peer_new(int fd, long uid, const struct peer_ops *ops)
 		free(p);
 		return NULL;
 	}
-	if ((p->timer = evtimer_new(sottod.base, peer_timeout_cb, p)) ==
+	if ((p->timer = evtimer_new(core.base, peer_timeout_cb, p)) ==
 	    NULL) {
 		log_warnx("accept: out of memory");
 		bufferevent_free(p->bev);
@@ -134,7 +178,7 @@ peer_free_cb(int fd, short ev, void *arg)
 {
 	struct peer *p = arg;
 
-	if (p->ops != NULL && p->ops->free != NULL)
+	if (p->ops->free != NULL)
 		p->ops->free(p);
 	free(p);
 	server_drain_check();
@@ -157,7 +201,7 @@ peer_close(struct peer *p)
 	event_free(p->timer);
 	p->timer = NULL;
 	log_debug("peer %llu: closed", (unsigned long long)p->id);
-	if (event_base_once(sottod.base, -1, EV_TIMEOUT, peer_free_cb, p,
+	if (event_base_once(core.base, -1, EV_TIMEOUT, peer_free_cb, p,
 	    &zero) != 0)
 		log_warnx("peer %llu: leaked (event_base_once failed)",
 		    (unsigned long long)p->id);
@@ -175,13 +219,13 @@ peer_close_after_flush(struct peer *p)
 	evtimer_del(p->timer);
 	if (p->session != NULL)
 		session_detach(p->session, p);
-	if (p->ops != NULL && p->ops->closing != NULL)
+	if (p->ops->closing != NULL)
 		p->ops->closing(p);	/* its last words, e.g. a close frame */
-	if (p->ops == NULL)
-		bufferevent_disable(p->bev, EV_READ);
-	else
+	if (p->ops->linger)
 		bufferevent_enable(p->bev, EV_READ);
-	bufferevent_set_timeouts(p->bev, p->ops != NULL ? &tv : NULL, &tv);
+	else
+		bufferevent_disable(p->bev, EV_READ);
+	bufferevent_set_timeouts(p->bev, p->ops->linger ? &tv : NULL, &tv);
 	if (evbuffer_get_length(bufferevent_get_output(p->bev)) == 0)
 		peer_flushed(p);
 }
@@ -190,7 +234,7 @@ peer_close_after_flush(struct peer *p)
 static void
 peer_flushed(struct peer *p)
 {
-	if (p->ops == NULL) {
+	if (!p->ops->linger) {
 		peer_close(p);
 		return;
 	}
@@ -216,27 +260,14 @@ peer_linger_read(struct peer *p, struct evbuffer *in)
 static void
 peer_write(struct peer *p, const char *json)
 {
-	uint8_t hdr[PROTO_HEADER_BYTES];
-	size_t n = strlen(json);
-	struct evbuffer *out = bufferevent_get_output(p->bev);
-
-	if (p->ops != NULL) {
-		p->ops->write(p, json);
-		return;
-	}
-	proto_frame_header(hdr, MSG_EVENT, n);
-	if (evbuffer_add(out, hdr, sizeof(hdr)) != 0 ||
-	    evbuffer_add(out, json, n) != 0) {
-		log_warnx("peer %llu: out of memory", (unsigned long long)p->id);
-		peer_close(p);
-	}
+	p->ops->write(p, json);
 }
 
 /* Queue a partial only while the peer keeps up with its output. */
 static size_t
 peer_partial_max(void)
 {
-	size_t max = sottod.cfg.max_client_buffer_bytes / 4;
+	size_t max = core.cfg.max_client_buffer_bytes / 4;
 
 	return max < PEER_PARTIAL_MAX_BYTES ? max : PEER_PARTIAL_MAX_BYTES;
 }
@@ -250,11 +281,11 @@ peer_slow_reader(struct peer *p, size_t queued)
 	log_warnx("peer %llu: slow reader: %zu bytes of events not read "
 	    "(max_client_buffer_bytes %zu); disconnecting",
 	    (unsigned long long)p->id, queued,
-	    sottod.cfg.max_client_buffer_bytes);
+	    core.cfg.max_client_buffer_bytes);
 	snprintf(msg, sizeof(msg), "%zu bytes of events not read (server "
 	    "limit %zu); reconnect with the session id and since to get the "
 	    "finals after the last one read", queued,
-	    sottod.cfg.max_client_buffer_bytes);
+	    core.cfg.max_client_buffer_bytes);
 	if ((ev = proto_event_error(PROTO_E_SLOW_READER, msg)) != NULL) {
 		peer_write(p, ev);
 		free(ev);
@@ -277,7 +308,7 @@ peer_send(struct peer *p, enum peer_event kind, const char *json)
 		return;
 	}
 	if (kind != PEER_EVENT_REPLAY && queued > 0 &&
-	    queued + n > sottod.cfg.max_client_buffer_bytes) {
+	    queued + n > core.cfg.max_client_buffer_bytes) {
 		peer_slow_reader(p, queued);
 		return;
 	}
@@ -318,10 +349,10 @@ peer_timer(struct peer *p)
 	if (p->flags & (PEER_DEAD | PEER_CLOSING))
 		return;
 	if (p->state == PEER_NEW)
-		tv.tv_sec = sottod.cfg.handshake_timeout_s;
+		tv.tv_sec = core.cfg.handshake_timeout_s;
 	else if ((p->state == PEER_READY || p->state == PEER_STREAMING) &&
 	    !(p->flags & PEER_PAUSED))
-		tv.tv_sec = sottod.cfg.idle_timeout_s;
+		tv.tv_sec = core.cfg.idle_timeout_s;
 	p->timeout_s = (int)tv.tv_sec;
 	if (tv.tv_sec > 0)
 		evtimer_add(p->timer, &tv);
@@ -345,7 +376,7 @@ peer_timeout_cb(int fd, short ev, void *arg)
 void
 peer_pause(struct peer *p, int on)
 {
-	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) || (!on && sottod.draining))
+	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) || (!on && core.draining))
 		return;
 	if (on) {
 		p->flags |= PEER_PAUSED;
@@ -365,59 +396,17 @@ peer_pause(struct peer *p, int on)
 void
 peer_session_ended(struct peer *p)
 {
-	if (p->ops != NULL && p->ops->ended != NULL) {
+	if (p->ops->ended != NULL) {
 		p->ops->ended(p);
 		return;
 	}
 	if (p->session != NULL)
 		session_detach(p->session, p);
-	if (sottod.draining || (p->flags & PEER_EOF))
+	if (core.draining || (p->flags & PEER_EOF))
 		peer_close_after_flush(p);
 	else if (p->state != PEER_SUBSCRIBED || p->session == NULL)
 		p->state = PEER_READY;
 	peer_timer(p);
-}
-
-/* Dispatch the whole frames p's input holds (paused: only with force). */
-static void
-peer_frames(struct peer *p, int force)
-{
-	struct evbuffer *in = bufferevent_get_input(p->bev);
-	struct proto_frame f;
-	enum proto_error e;
-	char msg[PROTO_MSG_MAX];
-	size_t used, avail;
-	uint8_t *buf;
-	int rc;
-
-	while (!(p->flags & (PEER_DEAD | PEER_CLOSING)) &&
-	    (force || !(p->flags & PEER_PAUSED))) {
-		avail = evbuffer_get_length(in);
-		if (avail < PROTO_HEADER_BYTES)
-			break;
-		buf = evbuffer_pullup(in, PROTO_HEADER_BYTES);
-		rc = proto_frame_parse(buf, PROTO_HEADER_BYTES,
-		    sottod.cfg.max_frame_bytes, &f, &used, &e, msg);
-		if (rc < 0) {
-			peer_fail(p, e, "%s", msg);
-			break;
-		}
-		used = 4 + ((size_t)buf[0] | (size_t)buf[1] << 8 |
-		    (size_t)buf[2] << 16 | (size_t)buf[3] << 24);
-		if (avail < used)
-			break;
-		buf = evbuffer_pullup(in, (ssize_t)used);
-		if (proto_frame_parse(buf, used, sottod.cfg.max_frame_bytes,
-		    &f, &used, &e, msg) != 1) {
-			peer_fail(p, PROTO_E_INTERNAL, "frame decode");
-			break;
-		}
-		peer_dispatch(p, &f);
-		if (p->flags & PEER_DEAD)
-			break;
-		evbuffer_drain(in, used);
-		peer_timer(p);
-	}
 }
 
 static void
@@ -429,46 +418,44 @@ peer_read_cb(struct bufferevent *bev, void *arg)
 		peer_linger_read(p, bufferevent_get_input(bev));
 		return;
 	}
-	if (p->ops != NULL) {
-		p->ops->read(p);
-		return;
-	}
-	peer_frames(p, 0);
+	p->ops->read(p);
 }
 
 /*
- * SIGTERM: take in what a streaming client wrote before the signal (all
- * its socket holds now, even while its reading is paused), dispatch those
- * frames, then stop reading it for good. Its "end" says how much was
- * received.
+ * SIGTERM: the door takes what a streaming client sent before the
+ * signal (ops->drain), then nothing more is read.
  */
-void
+static void
 peer_drain(struct peer *p)
 {
-	struct evbuffer *in;
-	evutil_socket_t fd;
-	int n = 0, got;
-
 	if (p->flags & (PEER_DEAD | PEER_CLOSING))
 		return;
-	if (p->ops != NULL) {	/* another front door: no more input */
-		peer_pause(p, 1);
-		return;
-	}
-	in = bufferevent_get_input(p->bev);
-	fd = bufferevent_getfd(p->bev);
-	if (p->state == PEER_STREAMING && ioctl(fd, FIONREAD, &n) == 0 &&
-	    n > 0) {
-		/* A bufferevent keeps its input's end frozen to all but itself. */
-		evbuffer_unfreeze(in, 0);
-		while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
-			n -= got;
-		evbuffer_freeze(in, 0);
-		log_debug("peer %llu: %zu bytes read at shutdown",
-		    (unsigned long long)p->id, evbuffer_get_length(in));
-	}
-	peer_frames(p, 1);
+	if (p->ops->drain != NULL)
+		p->ops->drain(p);
 	peer_pause(p, 1);
+}
+
+/* SIGTERM: idle peers close now; the others are drained. */
+void
+peer_drain_all(void)
+{
+	struct peer *p, *next;
+
+	TAILQ_FOREACH_SAFE(p, &peers, entry, next) {
+		if (p->session == NULL && !(p->flags & PEER_BUSY))
+			peer_close(p);
+		else
+			peer_drain(p);
+	}
+}
+
+void
+peer_close_all(void)
+{
+	struct peer *p;
+
+	while ((p = TAILQ_FIRST(&peers)) != NULL)
+		peer_close(p);
 }
 
 static void

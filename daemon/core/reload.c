@@ -1,6 +1,12 @@
 /*
- * Loading the model, at start and on a reload (docs/config.md,
- * "Reloading").
+ * SIGHUP: the configuration read again (by the program's hook: the file,
+ * then the flags) and applied where it can be; then the model, at start
+ * and on a reload (docs/config.md, "Reloading").
+ *
+ * A file with an error is refused and the configuration in effect kept;
+ * otherwise the keys that can change live are applied (the doors are
+ * told, struct door's reload) and each key that needs a restart is
+ * logged and left as it was.
  *
  * The engine reads the model file into memory of its own (lib/gguf-load.c),
  * so a running sottod never depends on the file again: replacing or
@@ -33,10 +39,12 @@
 
 #include <event2/event.h>
 
-#include "model-path.h"
+#include "core-private.h"
+#include "daemon.h"
 #include "log.h"
+#include "model-path.h"
+#include "session.h"
 #include "systemd.h"
-#include "sottod.h"
 
 /* The file a model came from, to tell whether it was replaced. */
 struct model_file {
@@ -112,7 +120,7 @@ model_load_run(struct model_load *l)
 	struct sotto_model_params mp;
 	struct model_file after;
 	char err[SOTTO_ERR_MAX];
-	double t0 = sottod_now();
+	double t0 = core_now();
 
 	sotto_model_params_init(&mp);
 	mp.threads = l->threads;
@@ -127,7 +135,7 @@ model_load_run(struct model_load *l)
 		snprintf(l->err, sizeof(l->err), "%s", err);
 		return;
 	}
-	l->secs = sottod_now() - t0;
+	l->secs = core_now() - t0;
 	if (model_file_find(l->file.key, &after, l->err,
 	    sizeof(l->err)) == 0 && model_file_same(&after, &l->file))
 		return;
@@ -150,16 +158,16 @@ model_install(struct model_load *l)
 		l->model = NULL;
 		return -1;
 	}
-	sottod.model = l->model;
+	core.model = l->model;
 	l->model = NULL;
 	reload.loaded = l->file;
-	sotto_model_info(sottod.model, &info);
-	snprintf(sottod.model_name, sizeof(sottod.model_name), "%.*s",
-	    (int)sizeof(sottod.model_name) - 1, info.name ? info.name :
+	sotto_model_info(core.model, &info);
+	snprintf(core.model_name, sizeof(core.model_name), "%.*s",
+	    (int)sizeof(core.model_name) - 1, info.name ? info.name :
 	    l->file.key);
-	sottod.multilingual = info.multilingual;
+	core.multilingual = info.multilingual;
 	log_info("model %s loaded from %s in %.1f s (%s, %d threads)",
-	    sottod.model_name, l->file.path, l->secs,
+	    core.model_name, l->file.path, l->secs,
 	    info.precision == SOTTO_PRECISION_INT8 ? "int8" :
 	    info.precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
 	    info.threads);
@@ -169,20 +177,20 @@ model_install(struct model_load *l)
 static void
 model_load_setup(struct model_load *l)
 {
-	l->threads = sottod.cfg.threads;
+	l->threads = core.cfg.threads;
 	snprintf(l->precision, sizeof(l->precision), "%s",
-	    sottod.cfg.precision);
+	    core.cfg.precision);
 	l->err[0] = '\0';
 }
 
-/* At start: the model of sottod.cfg, or exit. */
+/* At start: the model of core.cfg, or exit. */
 void
-sottod_load_model(void)
+reload_load_model(void)
 {
 	struct model_load *l = &reload.load;
 
 	model_load_setup(l);
-	if (model_file_find(sottod.cfg.model, &l->file, l->err,
+	if (model_file_find(core.cfg.model, &l->file, l->err,
 	    sizeof(l->err)) != 0)
 		fatalx("%s", l->err);
 	model_load_run(l);
@@ -204,7 +212,7 @@ static void
 reload_done_cb(int fd, short ev, void *arg)
 {
 	struct model_load *l = &reload.load;
-	const char *old = sottod.model_name;
+	const char *old = core.model_name;
 	char was[PROTO_NAME_MAX];
 
 	pthread_join(reload.thread, NULL);
@@ -213,11 +221,11 @@ reload_done_cb(int fd, short ev, void *arg)
 	if (l->model == NULL || model_install(l) != 0) {
 		log_warnx("reload: cannot load model %s: %s; still %s",
 		    l->file.key, l->err[0] ? l->err : "out of memory", was);
-		snprintf(sottod.cfg.model, sizeof(sottod.cfg.model), "%s",
+		snprintf(core.cfg.model, sizeof(core.cfg.model), "%s",
 		    reload.loaded.key);
 	} else
 		log_info("reload: new sessions use model %s; %d open "
-		    "session(s) finish on %s", sottod.model_name,
+		    "session(s) finish on %s", core.model_name,
 		    session_busy(), was);
 	if (reload.again) {
 		reload.again = 0;
@@ -230,7 +238,7 @@ reload_done_cb(int fd, short ev, void *arg)
 int
 reload_init(char *err, size_t errlen)
 {
-	reload.done = event_new(sottod.base, -1, 0, reload_done_cb, NULL);
+	reload.done = event_new(core.base, -1, 0, reload_done_cb, NULL);
 	if (reload.done == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return -1;
@@ -239,7 +247,7 @@ reload_init(char *err, size_t errlen)
 }
 
 /*
- * After a reload has applied sottod.cfg (loop thread): start loading the
+ * After a reload has applied core.cfg (loop thread): start loading the
  * model when the key or the file changed. Returns 1 when a load is under
  * way (it sends systemd READY=1 when done), else 0.
  */
@@ -256,10 +264,10 @@ reload_model(void)
 		return 1;
 	}
 	model_load_setup(l);
-	if (model_file_find(sottod.cfg.model, &l->file, l->err,
+	if (model_file_find(core.cfg.model, &l->file, l->err,
 	    sizeof(l->err)) != 0) {
-		log_warnx("reload: %s; still %s", l->err, sottod.model_name);
-		snprintf(sottod.cfg.model, sizeof(sottod.cfg.model), "%s",
+		log_warnx("reload: %s; still %s", l->err, core.model_name);
+		snprintf(core.cfg.model, sizeof(core.cfg.model), "%s",
 		    reload.loaded.key);
 		return 0;
 	}
@@ -275,8 +283,8 @@ reload_model(void)
 	if ((rc = pthread_create(&reload.thread, NULL, reload_main,
 	    NULL)) != 0) {
 		log_warnx("reload: cannot start a thread to load the model: "
-		    "%s; still %s", strerror(rc), sottod.model_name);
-		snprintf(sottod.cfg.model, sizeof(sottod.cfg.model), "%s",
+		    "%s; still %s", strerror(rc), core.model_name);
+		snprintf(core.cfg.model, sizeof(core.cfg.model), "%s",
 		    reload.loaded.key);
 		return 0;
 	}
@@ -297,4 +305,46 @@ reload_stop(void)
 	if (reload.done != NULL)
 		event_free(reload.done);
 	reload.done = NULL;
+}
+
+static void
+reload_key(const char *section, const char *key, const char *old,
+    const char *new, int live, void *arg)
+{
+	int *restart = arg;
+
+	if (live) {
+		log_info("reload: [%s] %s = %s (was %s)", section, key, new,
+		    old);
+		return;
+	}
+	log_warnx("reload: [%s] %s = %s needs a restart; still %s", section,
+	    key, new, old);
+	(*restart)++;
+}
+
+/* SIGHUP, from the loop: read the config again and apply what can be. */
+void
+reload_config(void)
+{
+	struct config cfg;
+	char err[512];
+	int n, restart = 0;
+
+	systemd_notify_reloading();
+	if (core.hooks->read_config(&cfg, err, sizeof(err)) != 0) {
+		log_warnx("reload: %s; configuration not changed", err);
+		systemd_notify_ready(NULL);
+		return;
+	}
+	n = config_diff(&core.cfg, &cfg, reload_key, &restart);
+	config_keep_restart_keys(&cfg, &core.cfg);
+	core.cfg = cfg;
+	core.hooks->applied(&core.cfg);
+	core_doors_reload();
+	vad_reload();
+	log_info("reload: %s: %d change(s) applied, %d need a restart",
+	    core.hooks->source(), n - restart, restart);
+	if (!reload_model())
+		systemd_notify_ready(NULL);
 }

@@ -18,9 +18,10 @@
 
 #include <event2/event.h>
 
+#include "core-private.h"
 #include "log.h"
+#include "session.h"
 #include "source-alsa.h"
-#include "sottod.h"
 
 #define SESSION_MIC_RETRY_S	2
 #define SESSION_MIC_CHUNK	4096	/* frames per read */
@@ -82,7 +83,7 @@ session_mic_retry(void)
 {
 	struct timeval tv = { SESSION_MIC_RETRY_S, 0 };
 
-	if (!sottod.draining)
+	if (!core.draining)
 		evtimer_add(mic.retry, &tv);
 }
 
@@ -93,14 +94,14 @@ session_mic_timer(void)
 	struct timeval tv = { 0, SESSION_MIC_TICK_MS * 1000 };
 
 	session_mic_unwatch();
-	mic.tick = event_new(sottod.base, -1, EV_PERSIST, session_mic_read_cb,
+	mic.tick = event_new(core.base, -1, EV_PERSIST, session_mic_read_cb,
 	    NULL);
 	if (mic.tick == NULL || event_add(mic.tick, &tv) != 0)
 		return -1;
-	mic.t_open = sottod_now();
+	mic.t_open = core_now();
 	mic.frames = 0;
 	log_info("mic: %s cannot be polled; reading it every %d ms at %d Hz",
-	    sottod.cfg.mic_device, SESSION_MIC_TICK_MS, sottod.cfg.mic_rate);
+	    core.cfg.mic_device, SESSION_MIC_TICK_MS, core.cfg.mic_rate);
 	return 0;
 }
 
@@ -119,7 +120,7 @@ session_mic_watch(void)
 			what |= EV_READ;
 		if (pfd[i].events & POLLOUT)
 			what |= EV_WRITE;
-		mic.ev[mic.n_ev] = event_new(sottod.base, pfd[i].fd, what,
+		mic.ev[mic.n_ev] = event_new(core.base, pfd[i].fd, what,
 		    session_mic_read_cb, NULL);
 		if (mic.ev[mic.n_ev] == NULL)
 			return -1;
@@ -136,8 +137,8 @@ session_mic_open(void)
 {
 	char err[256];
 
-	if (source_alsa_open(sottod.cfg.mic_device, sottod.cfg.mic_rate,
-	    sottod.cfg.mic_channels, &mic.alsa, err, sizeof(err)) != 0) {
+	if (source_alsa_open(core.cfg.mic_device, core.cfg.mic_rate,
+	    core.cfg.mic_channels, &mic.alsa, err, sizeof(err)) != 0) {
 		if (!mic.warned)
 			log_warnx("mic: %s; retrying every %d s", err,
 			    SESSION_MIC_RETRY_S);
@@ -150,8 +151,8 @@ session_mic_open(void)
 		return -1;
 	}
 	log_info("mic: capturing from %s (%d Hz, %d channels)%s",
-	    sottod.cfg.mic_device, sottod.cfg.mic_rate,
-	    sottod.cfg.mic_channels, mic.warned ? " again" : "");
+	    core.cfg.mic_device, core.cfg.mic_rate,
+	    core.cfg.mic_channels, mic.warned ? " again" : "");
 	mic.warned = 0;
 	mic.xruns = 0;
 	return 0;
@@ -172,7 +173,7 @@ session_mic_budget(void)
 
 	if (mic.tick == NULL)
 		return SESSION_MIC_CHUNK;
-	due = (sottod_now() - mic.t_open) * sottod.cfg.mic_rate -
+	due = (core_now() - mic.t_open) * core.cfg.mic_rate -
 	    (double)mic.frames;
 	if (due < 1)
 		return 0;
@@ -204,7 +205,7 @@ session_mic_read_cb(int fd, short ev, void *arg)
 			mic.xruns = source_alsa_xruns(mic.alsa);
 			log_warnx("mic: overrun (xrun) on %s: capture "
 			    "restarted, some audio lost (%lu since opened)",
-			    sottod.cfg.mic_device, mic.xruns);
+			    core.cfg.mic_device, mic.xruns);
 		}
 		if (n == 0)
 			return;
@@ -217,13 +218,13 @@ session_mic_read_cb(int fd, short ev, void *arg)
 int
 session_mic_start(char *err, size_t errlen)
 {
-	if (!sottod.cfg.mic_enabled)
+	if (!core.cfg.mic_enabled)
 		return 0;
-	mic.buf = malloc((size_t)SESSION_MIC_CHUNK * sottod.cfg.mic_channels *
+	mic.buf = malloc((size_t)SESSION_MIC_CHUNK * core.cfg.mic_channels *
 	    sizeof(*mic.buf));
-	mic.retry = evtimer_new(sottod.base, session_mic_retry_cb, NULL);
-	mic.session = session_shared_new("mic", sottod.cfg.mic_rate,
-	    sottod.cfg.mic_channels, sottod.cfg.mic_language);
+	mic.retry = evtimer_new(core.base, session_mic_retry_cb, NULL);
+	mic.session = session_shared_new("mic", core.cfg.mic_rate,
+	    core.cfg.mic_channels, core.cfg.mic_language);
 	if (mic.buf == NULL || mic.retry == NULL || mic.session == NULL) {
 		snprintf(err, errlen, "mic: cannot set up the session");
 		return -1;

@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core-private.h"
 #include "log.h"
-#include "session.h"
-#include "sottod.h"
+#include "peer.h"
+#include "session-private.h"
+#include "source-client.h"
+#include "worker.h"
 
 /* The "end" event of s (malloc'd; NULL when out of memory). */
 char *
@@ -163,7 +166,7 @@ session_done_now(struct session *s)
 	}
 	done = (double)s->received / SOTTO_SAMPLE_RATE - s->undecoded_s;
 	if (done > s->audio_time)
-		sottod_stats.audio_done_s += done - s->audio_time;
+		core_totals.audio_done_s += done - s->audio_time;
 	ev = session_end_event(s);
 	session_broadcast(s, PEER_EVENT_CONTROL, ev);
 	free(ev);
@@ -230,7 +233,7 @@ session_result(struct worker_result *r)
 	if (r->stepped) {
 		s->compute_s += r->compute_s;
 		if (r->audio_time > s->audio_time) {
-			sottod_stats.audio_done_s += r->audio_time -
+			core_totals.audio_done_s += r->audio_time -
 			    s->audio_time;
 			s->audio_time = r->audio_time;
 		}

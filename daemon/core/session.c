@@ -31,12 +31,14 @@
 
 #include <event2/event.h>
 
+#include "core-private.h"
 #include "log.h"
-#include "session.h"
-#include "sottod.h"
+#include "peer.h"
+#include "session-private.h"
+#include "source-client.h"
+#include "worker.h"
 
 struct session_list sessions = TAILQ_HEAD_INITIALIZER(sessions);
-struct sottod_stats sottod_stats;
 static uint64_t session_next_id = 1;
 
 const char *
@@ -238,7 +240,7 @@ session_expire_cb(int fd, short ev, void *arg)
 	else
 		log_info("session %s: %s after %d s", s->name, s->flags &
 		    SESSION_DONE ? "finals expired" : "no reconnect",
-		    sottod.cfg.reconnect_grace_s);
+		    core.cfg.reconnect_grace_s);
 	session_free(s);
 }
 
@@ -246,16 +248,16 @@ session_expire_cb(int fd, short ev, void *arg)
 void
 session_expire_arm(struct session *s)
 {
-	struct timeval tv = { sottod.cfg.reconnect_grace_s, 0 };
+	struct timeval tv = { core.cfg.reconnect_grace_s, 0 };
 
 	if (s->flags & SESSION_SHARED)
 		return;
-	if ((sottod.draining && (s->flags & SESSION_DONE)) ||
+	if ((core.draining && (s->flags & SESSION_DONE)) ||
 	    (s->flags & SESSION_NO_RESUME)) {
 		tv.tv_sec = 0;
 	}
 	if (s->expire == NULL)
-		s->expire = evtimer_new(sottod.base, session_expire_cb, s);
+		s->expire = evtimer_new(core.base, session_expire_cb, s);
 	if (s->expire != NULL)
 		evtimer_add(s->expire, &tv);
 }
@@ -299,7 +301,7 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 		return NULL;
 	}
 	TAILQ_INSERT_TAIL(&sessions, s, entry);
-	sottod_stats.sessions++;
+	core_totals.sessions++;
 	return s;
 }
 
@@ -312,13 +314,13 @@ session_params(const char *language, enum proto_task task,
 	int i, n;
 
 	sotto_stream_params_init(sp);
-	sp->step_ms = sottod.cfg.step_ms;
-	sp->beam_size = sottod.cfg.beam_size;
+	sp->step_ms = core.cfg.step_ms;
+	sp->beam_size = core.cfg.beam_size;
 	sp->task = task == PROTO_TASK_TRANSLATE ? SOTTO_TASK_TRANSLATE :
 	    SOTTO_TASK_TRANSCRIBE;
 	if (*language == '\0')
-		language = sottod.cfg.language;
-	if (!sottod.multilingual) {
+		language = core.cfg.language;
+	if (!core.multilingual) {
 		if (strcmp(language, "en") != 0 && strcmp(language, "auto"))
 			goto english;
 		if (task == PROTO_TASK_TRANSLATE)
@@ -328,9 +330,9 @@ session_params(const char *language, enum proto_task task,
 	}
 	if (strcmp(language, "auto") == 0)
 		return 0;
-	n = sotto_language_count(sottod.model);
+	n = sotto_language_count(core.model);
 	for (i = 0; i < n; i++)
-		if ((code = sotto_language_code(sottod.model, i)) != NULL &&
+		if ((code = sotto_language_code(core.model, i)) != NULL &&
 		    strcmp(code, language) == 0) {
 			sp->language = code;
 			return 0;
@@ -339,7 +341,7 @@ session_params(const char *language, enum proto_task task,
 	return -1;
 english:
 	snprintf(msg, PROTO_MSG_MAX, "model %s is English-only: language "
-	    "must be en and task transcribe", sottod.model_name);
+	    "must be en and task transcribe", core.model_name);
 	return -1;
 }
 
@@ -359,13 +361,13 @@ session_open(struct peer *p, const struct msg_open *m, char *msg)
 		return NULL;
 	sp.word_timestamps = m->word_timestamps;
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		r ^= (uint64_t)(sottod_now() * 1e9) ^ session_next_id << 48;
+		r ^= (uint64_t)(core_now() * 1e9) ^ session_next_id << 48;
 	snprintf(name, sizeof(name), "%016llx", (unsigned long long)r);
 	if ((s = session_new(name, &sp, m->format, m->rate, m->channels,
 	    m->live, msg)) == NULL)
 		return NULL;
 	s->owner = p;
-	s->source = p->ops != NULL ? p->ops->name : "socket";
+	s->source = p->ops->name;
 	TAILQ_INSERT_TAIL(&s->subs, p, sub_entry);
 	p->session = s;
 	log_info("session %s: opened (%s %d Hz x%d, language %s%s)",
@@ -467,7 +469,7 @@ session_detach(struct session *s, struct peer *p)
 	s->owner = NULL;
 	if (p->flags & PEER_NO_RESUME)
 		s->flags |= SESSION_NO_RESUME;
-	if (sottod.draining && !(s->flags & SESSION_DONE)) {
+	if (core.draining && !(s->flags & SESSION_DONE)) {
 		session_free(s);
 		return;
 	}
@@ -494,7 +496,7 @@ session_push(struct session *s, const float *pcm, size_t n)
 	if (n > 0 && worker_stream_push(s->ws, pcm, n) != 0)
 		return -1;
 	s->received += n;
-	sottod_stats.audio_in_s += (double)n / SOTTO_SAMPLE_RATE;
+	core_totals.audio_in_s += (double)n / SOTTO_SAMPLE_RATE;
 	return 0;
 }
 
@@ -524,7 +526,7 @@ session_shared_audio(struct session *s, const int16_t *pcm, size_t frames)
 {
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX], *ev;
-	double secs = (double)frames / sottod.cfg.mic_rate;
+	double secs = (double)frames / core.cfg.mic_rate;
 
 	if (s->flags & (SESSION_ENDING | SESSION_DONE))
 		return;
@@ -543,7 +545,7 @@ session_shared_audio(struct session *s, const int16_t *pcm, size_t frames)
 		s->dropping_s = 0;
 	}
 	session_audio(s, (const uint8_t *)pcm, frames * sizeof(*pcm) *
-	    sottod.cfg.mic_channels, msg, &e);
+	    core.cfg.mic_channels, msg, &e);
 	if (e != PROTO_OK)
 		log_warnx("session %s: %s", s->name, msg);
 }

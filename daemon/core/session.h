@@ -1,63 +1,57 @@
 /*
- * A session's private parts, shared by session.c (sessions, their peers,
- * audio in, resume) and session-result.c (worker results out as events,
- * the end of a stream, shutdown). The rest of the daemon sees only
- * sottod.h's session_* calls.
+ * Sessions (session.c, session-result.c, session-mic.c): one audio
+ * stream each, decoded on the compute thread, with the peers that get
+ * its events and the finals kept for a resume. A door opens one for a
+ * peer, feeds it the client's audio in the format OPEN named, ends it,
+ * and is told of its events through the peer (peer_send, ops->write)
+ * and of its end through peer_session_ended. The rest is session.c's.
  */
 #ifndef SOTTOD_SESSION_H
 #define SOTTOD_SESSION_H
 
-#include "sottod.h"
+#include <stddef.h>
+#include <stdint.h>
 
-#define SESSION_LAG_HIGH_S	8.0
-#define SESSION_LAG_LOW_S	4.0
-#define SESSION_LAG_MAX_S	30.0
+#include "proto.h"
 
-struct session {
-	uint64_t		 id;
-	char			 name[PROTO_SESSION_MAX];
-	int			 flags;
-#define SESSION_SHARED	0x1	/* no owner; subscribers */
-#define SESSION_ENDING	0x2	/* END: FINISH jobs until the end */
-#define SESSION_DONE	0x4	/* finished or failed: finals only */
-#define SESSION_NO_RESUME 0x8	/* its owner cannot resume: no grace */
-#define SESSION_FINISHED 0x10	/* everything received was decoded */
-#define SESSION_ABORTED	0x20	/* shutdown: end at the next result */
-	struct peer		*owner;
-	struct peer_list	 subs;
-	struct source_client	*src;
-	struct worker_stream	*ws;
-	int			 in_flight, due;
-	size_t			 step_samples;
-	uint64_t		 received;	/* 16 kHz samples */
-	uint64_t		 audio_frames;	/* AUDIO frames taken */
-	double			 audio_time;	/* what the engine holds */
-	double			 decoded_s;	/* its words are all final */
-	double			 final_end;	/* end of the last final */
-	double			 undecoded_s;	/* at the end: never decoded */
-	double			 compute_s;	/* its steps' compute time */
-	const char		*source;	/* status: socket, ws, ... */
-	char			*last_partial;
-	char			*language_ev;	/* the last language event */
-	char			 language[8];	/* its language, settled */
-	int			 language_settled;
-	char			*hist[SESSION_HISTORY_MAX];
-	int64_t			 next_final;
-	double			 overload_s, dropping_s;
-	struct event		*expire;
-	TAILQ_ENTRY(session)	 entry;
-};
+#define SESSION_HISTORY_MAX	256	/* finals kept for resume */
 
-/* session.c */
-struct session *session_find_id(uint64_t id);
-void	session_free(struct session *);
-void	session_expire_arm(struct session *);
-void	session_broadcast(struct session *, enum peer_event, const char *);
-void	session_flow(struct session *);
-int	session_push(struct session *, const float *, size_t);
+struct peer;
+struct session;
 
-/* session-result.c */
-void	session_kick(struct session *);
-char	*session_end_event(const struct session *);
+/*
+ * A new client session for p, or NULL with msg (the reason, for a
+ * bad_value error).
+ */
+struct session *session_open(struct peer *, const struct msg_open *,
+	    char *msg);
+/* Audio of the format OPEN named; *ret_error is PROTO_OK or why not. */
+void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
+	    enum proto_error *ret_error);
+/* End of stream: the rest is decoded, then "end" goes out. */
+void	session_end(struct session *);
+/* p goes away; a session it owned waits for a resume (or is freed). */
+void	session_detach(struct session *, struct peer *);
+
+/* Resume and subscribe (the sottod protocol's OPEN and SUBSCRIBE). */
+struct session *session_find(const char *name);
+void	session_attach(struct session *, struct peer *, int64_t since);
+void	session_subscribe(struct session *, struct peer *, int64_t since);
+const char *session_name(const struct session *);
+int	session_done(const struct session *);
+int	session_in_use(const struct session *);
+
+/* Client streams and files decoding now (what max_sessions bounds). */
+int	session_count(void);
+/*
+ * Every session and file job for a status event, the microphone's
+ * included (ret owned by the caller); their number, or -1 when out of
+ * memory.
+ */
+int	session_list(struct proto_session_info **ret);
+
+/* The microphone as the shared session "mic" (session-mic.c). */
+struct session *session_mic(void);
+int	session_mic_state(void);		/* -1 off, 0 down, 1 up */
 
 #endif

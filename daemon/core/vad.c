@@ -20,7 +20,7 @@
 
 #include "model-path.h"
 #include "log.h"
-#include "sottod.h"
+#include "core-private.h"
 
 static struct sotto_vad *vad_model;
 
@@ -68,11 +68,11 @@ vad_load(char *err, size_t errlen)
 {
 	char path[PATH_MAX];
 
-	if (vad_open(&sottod.cfg, &vad_model, path, sizeof(path), err,
+	if (vad_open(&core.cfg, &vad_model, path, sizeof(path), err,
 	    errlen) != 0)
 		return -1;
-	log_info("VAD %s loaded from %s (sessions: %s)", sottod.cfg.vad_model,
-	    path, sottod.cfg.vad);
+	log_info("VAD %s loaded from %s (sessions: %s)", core.cfg.vad_model,
+	    path, core.cfg.vad);
 	return 0;
 }
 
@@ -93,7 +93,7 @@ vad_check(const struct config *cfg, char *err, size_t errlen)
 int
 vad_start(char *err, size_t errlen)
 {
-	if (strcmp(sottod.cfg.vad, "off") == 0)
+	if (strcmp(core.cfg.vad, "off") == 0)
 		return 0;
 	return vad_load(err, errlen);
 }
@@ -103,19 +103,19 @@ vad_reload(void)
 {
 	char err[512];
 
-	if (vad_model != NULL || strcmp(sottod.cfg.vad, "off") == 0)
+	if (vad_model != NULL || strcmp(core.cfg.vad, "off") == 0)
 		return;
 	if (vad_load(err, sizeof(err)) != 0) {
 		log_warnx("reload: %s; vad stays off", err);
-		snprintf(sottod.cfg.vad, sizeof(sottod.cfg.vad), "off");
+		snprintf(core.cfg.vad, sizeof(core.cfg.vad), "off");
 	}
 }
 
 const struct sotto_vad *
 vad_for(int live)
 {
-	if (strcmp(sottod.cfg.vad, "all") == 0 ||
-	    (live && strcmp(sottod.cfg.vad, "live") == 0))
+	if (strcmp(core.cfg.vad, "all") == 0 ||
+	    (live && strcmp(core.cfg.vad, "live") == 0))
 		return vad_model;
 	return NULL;
 }

@@ -22,8 +22,7 @@
 
 #include "audio.h"
 #include "log.h"
-#include "sottod.h"
-#include "worker.h"
+#include "worker-private.h"
 
 #define WORKER_FILE_TEMPERATURES	16
 

@@ -23,7 +23,7 @@
  *
  * docs/benchmarks.md "Fairness" measures it (bench/fairness).
  */
-#include "worker.h"
+#include "worker-private.h"
 
 /* 0 FREE, 1 a live stream, 2 the rest: the lower runs first. */
 static int

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "log.h"
-#include "sottod.h"
-#include "worker.h"
+#include "worker-private.h"
 
 #define WORKER_CATCHUP_S 8	/* audio fed at once when behind, at most */
 #define WORKER_MOVE_WAIT_S 30	/* a following stream waits for a pause */

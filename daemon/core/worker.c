@@ -62,8 +62,7 @@
 #include <event2/event.h>
 
 #include "log.h"
-#include "sottod.h"
-#include "worker.h"
+#include "worker-private.h"
 
 #define WORKER_BATCH	16	/* streams stepped together, at most */
 #define WORKER_BATCH_S	1.0	/* seconds a batch takes, about */

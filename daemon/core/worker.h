@@ -1,71 +1,139 @@
 /*
- * The compute thread's private parts, shared by worker.c (the thread, its
- * queue and batches) and worker-stream.c (a stream's audio, results and
- * model). The rest of the daemon sees only sottod.h's worker_* calls.
+ * The compute thread (worker.c, worker-stream.c, worker-file.c): the one
+ * thread that runs the engine. Sessions queue their streams' steps;
+ * doors queue whole files (worker_file_new) and get them back on the
+ * loop. Its private parts are in worker-private.h.
  */
 #ifndef SOTTOD_WORKER_H
 #define SOTTOD_WORKER_H
 
-#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
 
-#include "sottod.h"
+#include "proto.h"
+#include "sotto.h"
+#include "tailq.h"
 
-/*
- * A session's side of the compute thread: pending audio (under lock, the
- * loop appends), and the engine stream the compute thread alone uses.
- */
-struct worker_stream {
-	uint64_t	 id;
-	pthread_mutex_t	 lock;		/* guards pending */
-	float		*pending;
-	size_t		 n_pending, cap_pending;
-	struct sotto_stream_params params;
-	char		 language[PROTO_LANGUAGE_MAX];
-	int		 live;		/* catch up when behind */
-	int		 follow;	/* moves to a reloaded model */
-	struct model_ref *model;	/* the model it runs on */
-	/* compute thread only: */
-	struct sotto_stream *stream;
-	int		 failed;
-	double		 t_offset;	/* audio of earlier streams */
-	int		 quiet;		/* fed audio ends quietly */
-	double		 stale_since;	/* its model was replaced */
-	double		 attained_s;	/* compute it has had, in s */
+struct event;
+struct model_ref;
+
+/* worker.c */
+enum worker_kind {
+	WORKER_STEP,		/* one step, if one is due */
+	WORKER_FINISH,		/* one step of the rest, or the end */
+	WORKER_FREE,
+	WORKER_FILE,		/* a whole file: worker-file.c */
 };
 
-/* A job in the compute thread's queue. */
-struct worker_job {
-	struct worker_stream	*ws;		/* NULL for FILE */
-	struct worker_file	*file;		/* FILE only */
+struct worker_segment {
+	double			 start, end;
+	char			*text;
+	struct sotto_word	*words;		/* owned; NULL: none asked */
+	int			 n_words;
+};
+
+struct worker_file;
+struct worker_result {
+	uint64_t		 id;		/* session */
 	enum worker_kind	 kind;
-	TAILQ_ENTRY(worker_job)	 entry;
+	struct worker_file	*file;		/* WORKER_FILE: the job */
+	int			 error, stepped, due;
+	int			 aborted;	/* shutdown: not run */
+	int			 ended;		/* FINISH: the stream is over */
+	char			 err[SOTTO_ERR_MAX];
+	struct worker_segment	*finals;
+	int			 n_finals;
+	char			*partial;
+	double			 partial_start, partial_end, audio_time;
+	double			 compute_s;
+	char			 language[8];	/* detected; "" none */
+	float			 language_prob;
+	int			 language_settled;
+	TAILQ_ENTRY(worker_result) entry;
 };
-TAILQ_HEAD(worker_job_list, worker_job);
+
+struct worker_stream;
+/*
+ * live: catch up in larger steps when behind (worker.c). NULL when out
+ * of memory.
+ */
+struct worker_stream *worker_stream_new(uint64_t id,
+	    const struct sotto_stream_params *, int live);
+/* Before its first job: move to the new model after a reload. */
+void	worker_stream_follow(struct worker_stream *);
+int	worker_stream_push(struct worker_stream *, const float *, size_t);
+size_t	worker_stream_pending(struct worker_stream *);
+int	worker_queue(struct worker_stream *, enum worker_kind);
+struct worker_result *worker_next_result(void);
+void	worker_result_free(struct worker_result *);
+double	worker_step_seconds(void);
+int	worker_start(struct event *wake, char *err, size_t errlen);
+/* Shutdown: no more engine work; jobs return at once, aborted. */
+void	worker_abort(void);
+void	worker_stop(void);
+int	worker_alive(void);
+int	worker_queue_depth(void);
+
+/* worker-file.c: whole files transcribed on the compute thread */
+struct worker_file_params {
+	char		 language[PROTO_LANGUAGE_MAX];	/* "": detect */
+	enum sotto_task	 task;
+	int		 beam_size;
+	float		 temperature;	/* the first; fallback by 0.2 to 1 */
+	const char	*prompt;	/* NULL or copied */
+	int		 word_timestamps;	/* segments get their words */
+};
+
+enum worker_file_error {
+	WORKER_FILE_OK = 0,
+	WORKER_FILE_BAD_INPUT,	/* not audio, damaged, empty: the client's */
+	WORKER_FILE_FAILED,	/* the engine failed */
+	WORKER_FILE_CANCELED,	/* sottod is stopping, or worker_file_cancel */
+};
+
+typedef void worker_file_done_fn(struct worker_file *, void *arg);
+
+struct worker_file {
+	uint64_t		 id;
+	void			*data;		/* the encoded file */
+	size_t			 len;
+	struct worker_file_params params;
+	char			*prompt;
+	struct model_ref	*model;
+	worker_file_done_fn	*done;
+	void			*arg;
+	atomic_int		 cancel;	/* set by worker_file_cancel */
+	/* the result, once done */
+	enum worker_file_error	 error;
+	char			 err[SOTTO_ERR_MAX];
+	struct sotto_result	*res;		/* NULL on error */
+	double			 duration;	/* seconds of audio */
+	double			 compute_s;
+	TAILQ_ENTRY(worker_file) entry;		/* loop: jobs not yet done */
+};
 
 /*
- * worker-sched.c, with the queue's lock held: the job to run next (files
- * too only when files is set), or NULL; the best STEP or FINISH job to
- * run with it in a batch, or NULL. Neither takes it out of the queue.
+ * Queue the transcription of data[len], an audio file in any format
+ * libsndfile reads (the job owns data from the call on, even when this
+ * fails), on the current model. done(f, arg) runs on the loop when it
+ * is over: f->error, f->err, f->res; the callee frees f with
+ * worker_file_free. NULL with msg when out of memory.
  */
-struct worker_job *worker_sched_next(struct worker_job_list *, int files);
-struct worker_job *worker_sched_step(struct worker_job_list *);
-
-double	worker_now(void);
-
-/* worker.c, compute thread: files (worker-file.c) */
-int	worker_queue_file(struct worker_file *);	/* loop */
-void	worker_file_run(struct worker_file *);
-void	worker_yield(void);
-int	worker_stopping(void);
-
-/* worker-stream.c, compute thread */
-int	worker_copy(struct worker_stream *, struct worker_result *,
-	    const struct sotto_stream_update *);
-int	worker_feed(struct worker_stream *, size_t max, char *err);
-size_t	worker_feed_size(struct worker_stream *);
-int	worker_finish(struct worker_stream *, struct worker_result *,
-	    char *err);
-int	worker_may_move(struct worker_stream *);
-int	worker_switch(struct worker_stream *, struct worker_result *);
+struct worker_file *worker_file_new(uint64_t id, void *data, size_t len,
+	    const struct worker_file_params *, worker_file_done_fn *done,
+	    void *arg, char *msg);
+void	worker_file_free(struct worker_file *);
+/*
+ * Loop thread, before done(): stop the job at its next window (it has no
+ * one to go to); done() still comes, with WORKER_FILE_CANCELED.
+ */
+void	worker_file_cancel(struct worker_file *);
+/* Jobs queued or running (they count as sessions). */
+int	worker_file_count(void);
+/* The first n of them (the loop's list, oldest first). */
+int	worker_file_list(struct worker_file **, int n);
+/* The loop (server.c): f is back from the compute thread; done(). */
+void	worker_file_done(struct worker_file *);
 
 #endif

@@ -14,9 +14,10 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
-#include "output.h"
 #include "http.h"
-#include "sottod.h"
+#include "httpd.h"
+#include "output.h"
+#include "worker.h"
 
 static const char *const http_format_names[] = {
 	"json", "text", "srt", "vtt", "verbose_json",
@@ -188,7 +189,7 @@ http_reply_text(struct evhttp_request *req, enum http_format format,
 			evbuffer_add(b, buf, len);
 		free(buf);
 	}
-	http_count_reply(HTTP_OK);
+	httpd_count_reply(HTTP_OK);
 	evhttp_send_reply(req, HTTP_OK, NULL, b);
 	evbuffer_free(b);
 }
@@ -201,12 +202,12 @@ http_reply_transcript(struct evhttp_request *req, enum http_format format,
 	char *text;
 
 	if ((text = http_text(f->res)) == NULL) {
-		http_reply_error(req, 500, "server_error", NULL,
+		httpd_reply_error(req, 500, "server_error", NULL,
 		    "out of memory");
 		return;
 	}
 	if (format == HTTP_FORMAT_JSON || format == HTTP_FORMAT_VERBOSE)
-		http_reply_object(req, HTTP_OK, http_json(format, task,
+		httpd_reply_object(req, HTTP_OK, http_json(format, task,
 		    segments, words, f, text));
 	else
 		http_reply_text(req, format, f, text);

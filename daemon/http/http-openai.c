@@ -32,10 +32,14 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
+#include "core.h"
 #include "http.h"
+#include "httpd.h"
 #include "log.h"
 #include "multipart.h"
-#include "sottod.h"
+#include "session.h"
+#include "tailq.h"
+#include "worker.h"
 
 #define HTTP_FORM_PARTS		32
 #define HTTP_PROMPT_MAX		4096
@@ -95,7 +99,7 @@ http_job_free(struct http_job *j)
 	http_job_unwatch(j);
 	TAILQ_REMOVE(&http_jobs, j, entry);
 	free(j);
-	server_drain_check();
+	core_drain_check();
 }
 
 /* The reply is written (or its connection went): the job is over. */
@@ -140,7 +144,7 @@ http_job_over(struct http_job *j)
 		http_job_free(j);
 }
 
-/* evhttp is going away (http_stop): forget its requests. */
+/* evhttp is going away (httpd_stop): forget its requests. */
 void
 http_openai_stop(void)
 {
@@ -191,12 +195,12 @@ http_job_watch(struct http_job *j)
 	struct bufferevent *bev;
 	evutil_socket_t fd;
 
-	if (!(event_base_get_features(sottod.base) & EV_FEATURE_EARLY_CLOSE) ||
+	if (!(event_base_get_features(core_base()) & EV_FEATURE_EARLY_CLOSE) ||
 	    (evcon = evhttp_request_get_connection(j->req)) == NULL ||
 	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL ||
 	    (fd = bufferevent_getfd(bev)) < 0)
 		return;
-	if ((j->gone = event_new(sottod.base, fd, EV_CLOSED, http_job_gone,
+	if ((j->gone = event_new(core_base(), fd, EV_CLOSED, http_job_gone,
 	    j)) != NULL && event_add(j->gone, NULL) != 0)
 		http_job_unwatch(j);
 }
@@ -223,19 +227,19 @@ http_language(const char *v, char *out, char *msg, size_t msglen)
 		*out = '\0';
 		return 0;
 	}
-	n = sottod.multilingual ? sotto_language_count(sottod.model) : 0;
+	n = core_multilingual() ? sotto_language_count(core_model()) : 0;
 	for (i = 0; i < n; i++)
-		if ((code = sotto_language_code(sottod.model, i)) != NULL &&
+		if ((code = sotto_language_code(core_model(), i)) != NULL &&
 		    strcmp(code, v) == 0)
 			break;
-	if (((!sottod.multilingual && strcmp(v, "en") == 0) || i < n) &&
+	if (((!core_multilingual() && strcmp(v, "en") == 0) || i < n) &&
 	    strlen(v) < PROTO_LANGUAGE_MAX) {
 		memcpy(out, v, strlen(v) + 1);
 		return 0;
 	}
-	if (!sottod.multilingual)
+	if (!core_multilingual())
 		snprintf(msg, msglen, "model %s is English-only: language "
-		    "must be en", sottod.model_name);
+		    "must be en", core_model_name());
 	else
 		snprintf(msg, msglen, "unknown language '%.64s' (an ISO-639-1 "
 		    "code such as en or de)", v);
@@ -341,7 +345,7 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 
 	memset(f, 0, sizeof(*f));
 	f->p.task = task;
-	f->p.beam_size = sottod.cfg.http_beam_size;
+	f->p.beam_size = core_config()->http_beam_size;
 	if (multipart_boundary(evhttp_find_header(
 	    evhttp_request_get_input_headers(req), "Content-Type"), boundary,
 	    msg, msglen) != 0)
@@ -371,9 +375,9 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 	if (f->granularity == 0)
 		f->granularity = HTTP_GRAN_SEGMENT;
 	f->p.word_timestamps = (f->granularity & HTTP_GRAN_WORD) != 0;
-	if (task == SOTTO_TASK_TRANSLATE && !sottod.multilingual) {
+	if (task == SOTTO_TASK_TRANSLATE && !core_multilingual()) {
 		snprintf(msg, msglen, "model %s is English-only: it cannot "
-		    "translate", sottod.model_name);
+		    "translate", core_model_name());
 		return -1;
 	}
 	return 0;
@@ -386,13 +390,10 @@ http_file_done(struct worker_file *f, void *arg)
 	struct http_job *j = arg;
 
 	j->file = NULL;
-	sottod_stats.audio_in_s += f->duration;
-	sottod_stats.audio_done_s += f->duration;
-	sottod_stats.files++;
-	sottod_stats.files_compute_s += f->compute_s;
+	core_count_file(f->duration, f->compute_s);
 	log_info("http: %s of %.1f s of audio in %.2f s (%.2f s in all)%s%s",
 	    j->task == SOTTO_TASK_TRANSLATE ? "translation" : "transcription",
-	    f->duration, f->compute_s, sottod_now() - j->t0,
+	    f->duration, f->compute_s, core_now() - j->t0,
 	    f->error ? ": " : "", f->error ? f->err : "");
 	if (j->req == NULL) {		/* evhttp or the client is gone */
 		http_job_free(j);
@@ -407,15 +408,15 @@ http_file_done(struct worker_file *f, void *arg)
 		    (j->granularity & HTTP_GRAN_WORD) != 0, f);
 		break;
 	case WORKER_FILE_BAD_INPUT:
-		http_reply_error(j->req, 400, "invalid_request_error",
+		httpd_reply_error(j->req, 400, "invalid_request_error",
 		    "invalid_audio", "%s", f->err);
 		break;
 	case WORKER_FILE_CANCELED:
-		http_reply_error(j->req, 503, "server_error", "shutting_down",
+		httpd_reply_error(j->req, 503, "server_error", "shutting_down",
 		    "%s", f->err);
 		break;
 	default:
-		http_reply_error(j->req, 500, "server_error", NULL,
+		httpd_reply_error(j->req, 500, "server_error", NULL,
 		    "transcription failed: %s", f->err);
 		break;
 	}
@@ -434,27 +435,27 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	void *data;
 
 	if (http_form(req, task, &form, parts, msg, sizeof(msg)) != 0) {
-		http_reply_error(req, 400, "invalid_request_error", NULL,
+		httpd_reply_error(req, 400, "invalid_request_error", NULL,
 		    "%s", msg);
 		return;
 	}
-	if (sottod.draining) {
-		http_reply_error(req, 503, "server_error", "shutting_down",
+	if (core_draining()) {
+		httpd_reply_error(req, 503, "server_error", "shutting_down",
 		    "sottod is stopping");
 		return;
 	}
-	if (session_count() >= sottod.cfg.max_sessions) {
+	if (session_count() >= core_config()->max_sessions) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Retry-After", "1");
-		http_reply_error(req, 429, "rate_limit_error", "busy",
+		httpd_reply_error(req, 429, "rate_limit_error", "busy",
 		    "sottod is busy: %d sessions (max_sessions = %d); try "
-		    "again", session_count(), sottod.cfg.max_sessions);
+		    "again", session_count(), core_config()->max_sessions);
 		return;
 	}
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (data = malloc(form.file->len + 1)) == NULL) {
 		free(j);
-		http_reply_error(req, 500, "server_error", NULL,
+		httpd_reply_error(req, 500, "server_error", NULL,
 		    "out of memory");
 		return;
 	}
@@ -466,12 +467,12 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	j->format = form.format;
 	j->granularity = form.granularity;
 	j->task = task;
-	j->t0 = sottod_now();
+	j->t0 = core_now();
 	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
 	if ((wf = worker_file_new(http_next_job++, data, form.file->len,
 	    &form.p, http_file_done, j, msg)) == NULL) {
 		http_job_replying(j);
-		http_reply_error(req, 500, "server_error", NULL, "%s", msg);
+		httpd_reply_error(req, 500, "server_error", NULL, "%s", msg);
 		http_job_over(j);
 		return;
 	}
@@ -497,11 +498,10 @@ http_model_object(void)
 	struct json_object *o = json_object_new_object();
 
 	json_object_object_add(o, "id",
-	    json_object_new_string(sottod.model_name));
+	    json_object_new_string(core_model_name()));
 	json_object_object_add(o, "object", json_object_new_string("model"));
 	json_object_object_add(o, "created",
-	    json_object_new_int64((int64_t)(time(NULL) - (sottod_now() -
-	    sottod.started))));
+	    json_object_new_int64((int64_t)(time(NULL) - core_uptime())));
 	json_object_object_add(o, "owned_by", json_object_new_string("sotto"));
 	return o;
 }
@@ -516,18 +516,21 @@ http_models(struct evhttp_request *req)
 	json_object_array_add(a, http_model_object());
 	json_object_object_add(o, "object", json_object_new_string("list"));
 	json_object_object_add(o, "data", a);
-	http_reply_object(req, HTTP_OK, o);
+	httpd_reply_object(req, HTTP_OK, o);
 }
 
 /* GET /v1/models/ID: the loaded model; any other name is 404. */
 void
-http_model(struct evhttp_request *req, const char *id)
+http_model(struct evhttp_request *req)
 {
-	if (strcmp(id, sottod.model_name) != 0) {
-		http_reply_error(req, 404, "invalid_request_error",
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(
+	    req)), *id = path + strlen("/v1/models/");
+
+	if (strcmp(id, core_model_name()) != 0) {
+		httpd_reply_error(req, 404, "invalid_request_error",
 		    "model_not_found", "the model '%s' does not exist (this "
-		    "sottod serves %s)", id, sottod.model_name);
+		    "sottod serves %s)", id, core_model_name());
 		return;
 	}
-	http_reply_object(req, HTTP_OK, http_model_object());
+	httpd_reply_object(req, HTTP_OK, http_model_object());
 }

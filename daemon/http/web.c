@@ -1,7 +1,7 @@
 /*
- * The live captions page (daemon/http/web/index.html, embedded at build time
- * by daemon/http/web/embed.py) at / on the HTTP listener, and its WebSocket at
- * /ws (ws.c). The page is one file with its script and style: nothing is
+ * The live captions page (daemon/http/web/index.html, embedded at build
+ * time by daemon/http/web/embed.py) at / on the HTTP listener; it talks
+ * to sottod through the WebSocket door at /ws (daemon/ws). The page is one file with its script and style: nothing is
  * fetched from elsewhere, and its Content-Security-Policy lets it load
  * nothing else either (its AudioWorklet comes from a blob: URL it makes).
  */
@@ -13,8 +13,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "http.h"
-#include "log.h"
-#include "sottod.h"
+#include "httpd.h"
 
 extern const unsigned char web_index_html[];
 extern const size_t web_index_html_len;
@@ -25,14 +24,12 @@ extern const size_t web_index_html_len;
 	"frame-ancestors 'none'"
 
 /* GET / (or HEAD): the page. */
-static void
-web_page_cb(struct evhttp_request *req, void *arg)
+void
+web_page(struct evhttp_request *req)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	struct evbuffer *body;
 
-	if (!http_want_get(req))
-		return;
 	if ((body = evbuffer_new()) == NULL) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
@@ -46,22 +43,4 @@ web_page_cb(struct evhttp_request *req, void *arg)
 	evhttp_add_header(h, "Referrer-Policy", "no-referrer");
 	evhttp_send_reply(req, HTTP_OK, "OK", body);
 	evbuffer_free(body);
-}
-
-static void
-web_ws_cb(struct evhttp_request *req, void *arg)
-{
-	ws_request(req);
-}
-
-/* Add / and /ws to the HTTP listener, when there is one. */
-void
-web_start(void)
-{
-	struct evhttp *http = http_server();
-
-	if (http == NULL)
-		return;
-	evhttp_set_cb(http, "/", web_page_cb, NULL);
-	evhttp_set_cb(http, "/ws", web_ws_cb, NULL);
 }

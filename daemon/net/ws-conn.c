@@ -21,7 +21,7 @@
 #include <nettle/sha1.h>
 #include <wslay/wslay.h>
 
-#include "ws.h"
+#include "ws-conn.h"
 
 #define WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_REASON_MAX	123	/* a close frame's payload is <= 125 */

@@ -12,13 +12,15 @@
  * comes in its own AUDIO payload; libopus decodes it at 16 kHz directly
  * (one of its native rates), so Opus needs no resampler.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <opus.h>
 #include <samplerate.h>
 
-#include "sottod.h"
+#include "source-client.h"
+#include "sotto.h"
 
 #define SOURCE_CLIENT_OPUS_MAX	5760	/* 120 ms at 48 kHz, per channel */
 #define SOURCE_CLIENT_BLOCK	256	/* sample frames converted at once */

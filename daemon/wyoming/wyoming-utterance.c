@@ -28,7 +28,6 @@
 #include <event2/event.h>
 
 #include "log.h"
-#include "sottod.h"
 #include "wyoming.h"
 
 #define WY_WAV_FLOATS	11	/* a 44-byte WAV header, in front */
@@ -40,9 +39,9 @@ static const char *
 wy_language(const struct wy_conn *c)
 {
 	const char *l = c->language[0] != '\0' ? c->language :
-	    sottod.cfg.language;
+	    core_config()->language;
 
-	if (!sottod.multilingual)
+	if (!core_multilingual())
 		return "en";
 	return strcmp(l, "auto") == 0 ? NULL : l;
 }
@@ -67,7 +66,7 @@ static int
 wy_push(struct peer *p, struct wy_conn *c, const float *pcm, size_t n,
     int to_session)
 {
-	size_t max = (size_t)sottod.cfg.wyoming_max_utterance_s *
+	size_t max = (size_t)core_config()->wyoming_max_utterance_s *
 	    SOTTO_SAMPLE_RATE, cap;
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX];
@@ -76,7 +75,7 @@ wy_push(struct peer *p, struct wy_conn *c, const float *pcm, size_t n,
 	if (c->n_audio + n > max) {
 		peer_fail(p, PROTO_E_TOO_LARGE, "the utterance is longer than "
 		    "%d s (max_utterance_seconds)",
-		    sottod.cfg.wyoming_max_utterance_s);
+		    core_config()->wyoming_max_utterance_s);
 		return -1;
 	}
 	if (c->n_audio + n > c->cap_audio) {
@@ -157,13 +156,13 @@ wy_open(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 	struct msg_open m;
 	char msg[PROTO_MSG_MAX];
 
-	if (sottod.draining) {
+	if (core_draining()) {
 		peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
 		return -1;
 	}
-	if (session_count() >= sottod.cfg.max_sessions) {
+	if (session_count() >= core_config()->max_sessions) {
 		peer_fail(p, PROTO_E_BUSY, "all %d sessions are in use",
-		    sottod.cfg.max_sessions);
+		    core_config()->max_sessions);
 		return -1;
 	}
 	memset(&m, 0, sizeof(m));
@@ -285,7 +284,7 @@ wy_stop(struct peer *p, struct wy_conn *c)
 	memset(&fp, 0, sizeof(fp));
 	snprintf(fp.language, sizeof(fp.language), "%s", lang ? lang : "");
 	fp.task = SOTTO_TASK_TRANSCRIBE;
-	fp.beam_size = sottod.cfg.wyoming_beam_size;
+	fp.beam_size = core_config()->wyoming_beam_size;
 	wy_wav(c);
 	p->flags |= PEER_BUSY;
 	if (worker_file_new(p->id, c->audio, WY_WAV_FLOATS * sizeof(float) +
@@ -332,7 +331,7 @@ wy_finish(struct peer *p)
 	p->state = PEER_READY;
 	p->flags &= ~PEER_BUSY;
 	peer_timer(p);
-	if (sottod.draining || (p->flags & PEER_EOF)) {
+	if (core_draining() || (p->flags & PEER_EOF)) {
 		peer_close_after_flush(p);
 		return;
 	}

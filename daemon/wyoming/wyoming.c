@@ -1,6 +1,6 @@
 /*
  * The Wyoming front door (Home Assistant): a TCP listener whose
- * connections are peers with their own ops (sottod.h), so they share the
+ * connections are peers with their own ops (core/peer.h), so they share the
  * model, the compute thread, the sessions and their limits with socket
  * clients. This file reads and dispatches events (parsed by
  * wyoming-proto.c) and turns session events into Wyoming ones;
@@ -29,7 +29,6 @@
 
 #include "listen-addr.h"
 #include "log.h"
-#include "sottod.h"
 #include "wyoming.h"
 
 #define WY_BACKLOG	64
@@ -50,6 +49,7 @@ static const struct peer_ops wy_ops = {
 	.write = wy_session_event,
 	.ended = wy_ended,
 	.free = wy_free,
+	.linger = 1,
 };
 
 /* Queue an event line (consumed); NULL was out of memory. */
@@ -80,11 +80,11 @@ wy_send(struct peer *p, char *line)
 		return;
 	}
 	queued = evbuffer_get_length(bufferevent_get_output(p->bev));
-	if (queued > sottod.cfg.max_client_buffer_bytes) {
+	if (queued > core_config()->max_client_buffer_bytes) {
 		free(line);
 		peer_fail(p, PROTO_E_SLOW_READER, "%zu bytes of events not "
 		    "read (server limit %zu)", queued,
-		    sottod.cfg.max_client_buffer_bytes);
+		    core_config()->max_client_buffer_bytes);
 		return;
 	}
 	wy_send_raw(p, line);
@@ -106,17 +106,17 @@ wy_send_info(struct peer *p)
 	struct wy_info in;
 	int i, n = 0;
 
-	if (sottod.multilingual) {
-		for (i = 0; i < sotto_language_count(sottod.model) &&
+	if (core_multilingual()) {
+		for (i = 0; i < sotto_language_count(core_model()) &&
 		    n < (int)(sizeof(langs) / sizeof(langs[0])); i++)
-			if ((langs[n] = sotto_language_code(sottod.model,
+			if ((langs[n] = sotto_language_code(core_model(),
 			    i)) != NULL)
 				n++;
 	} else
 		langs[n++] = "en";
 	in.program = "sotto";
 	in.version = SOTTO_VERSION;
-	in.model = sottod.model_name;
+	in.model = core_model_name();
 	in.languages = langs;
 	in.n_languages = n;
 	wy_send(p, wy_write_info(&in));
@@ -135,9 +135,9 @@ wy_transcribe(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 	    ev->language[i] != '_'; i++)
 		c->language[i] = (char)tolower((unsigned char)ev->language[i]);
 	c->language[i] = '\0';
-	if (ev->name[0] != '\0' && strcmp(ev->name, sottod.model_name) != 0)
+	if (ev->name[0] != '\0' && strcmp(ev->name, core_model_name()) != 0)
 		log_debug("wyoming peer %llu: model %s asked for, %s used",
-		    (unsigned long long)p->id, ev->name, sottod.model_name);
+		    (unsigned long long)p->id, ev->name, core_model_name());
 }
 
 static void
@@ -183,7 +183,7 @@ wy_dispatch(struct peer *p, struct wy_conn *c, const struct wy_event *ev,
 static int
 wy_read_header(struct peer *p, struct wy_conn *c, struct evbuffer *in)
 {
-	size_t max = sottod.cfg.wyoming_max_event_bytes, avail;
+	size_t max = core_config()->wyoming_max_event_bytes, avail;
 	struct evbuffer_ptr at;
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX];
@@ -272,12 +272,9 @@ wy_read(struct peer *p)
 struct peer *
 wy_find(uint64_t id)
 {
-	struct peer *p;
+	struct peer *p = peer_find(id);
 
-	TAILQ_FOREACH(p, &peers, entry)
-		if (p->id == id && p->ops == &wy_ops)
-			return p;
-	return NULL;
+	return p != NULL && p->ops == &wy_ops ? p : NULL;
 }
 
 /* A final's text: its segments' joined; NULL when it has none. */
@@ -394,10 +391,10 @@ wy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	char msg[PROTO_MSG_MAX];
 	int one = 1;
 
-	if (server_full()) {
+	if (peer_count() >= core_config()->max_connections) {
 		snprintf(msg, sizeof(msg), "all %d connections are in use "
-		    "(max_connections = %d)", server_clients(),
-		    sottod.cfg.max_connections);
+		    "(max_connections = %d)", peer_count(),
+		    core_config()->max_connections);
 		log_warnx("wyoming: refused: %s", msg);
 		wy_refuse(fd, PROTO_E_BUSY, msg);
 		return;
@@ -418,7 +415,7 @@ wy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	p->state = PEER_READY;		/* Wyoming has no handshake */
 	peer_timer(p);
 	bufferevent_setwatermark(p->bev, EV_READ, 0,
-	    2 * sottod.cfg.wyoming_max_event_bytes + WY_READ_SLACK);
+	    2 * core_config()->wyoming_max_event_bytes + WY_READ_SLACK);
 	log_debug("wyoming peer %llu: connected", (unsigned long long)p->id);
 }
 
@@ -445,18 +442,22 @@ wy_bind(const char *addr, char *err, size_t errlen)
 	}
 	if (ss.ss_family == AF_INET6)
 		flags |= LEV_OPT_BIND_IPV6ONLY;
-	if ((l = evconnlistener_new_bind(sottod.base, wy_accept_cb, NULL,
+	if ((l = evconnlistener_new_bind(core_base(), wy_accept_cb, NULL,
 	    flags, WY_BACKLOG, (struct sockaddr *)&ss, (int)len)) == NULL)
 		snprintf(err, errlen, "wyoming: cannot listen on %s: %s", addr,
 		    strerror(errno));
 	return l;
 }
 
-/*
- * Serve on sfd, a listening TCP socket from systemd, or (sfd -1) listen
- * on addr (ADDRESS:PORT, listen-addr.h; "" for none). Returns 0, or -1
- * with err.
- */
+static void	wyoming_drain(void);
+static void	wyoming_stop(void);
+
+static const struct door wyoming_door = {
+	.name = "wyoming",
+	.drain = wyoming_drain,
+	.stop = wyoming_stop,
+};
+
 int
 wyoming_start(const char *addr, int sfd, char *err, size_t errlen)
 {
@@ -471,7 +472,7 @@ wyoming_start(const char *addr, int sfd, char *err, size_t errlen)
 			    "listen = %s", addr);
 		addr = "the socket from systemd";
 		(void)evutil_make_socket_nonblocking(sfd);
-		if ((wy.listener = evconnlistener_new(sottod.base,
+		if ((wy.listener = evconnlistener_new(core_base(),
 		    wy_accept_cb, NULL, LEV_OPT_CLOSE_ON_FREE |
 		    LEV_OPT_CLOSE_ON_EXEC, WY_BACKLOG, sfd)) == NULL) {
 			snprintf(err, errlen, "wyoming: cannot serve on the "
@@ -490,19 +491,20 @@ wyoming_start(const char *addr, int sfd, char *err, size_t errlen)
 		    sizeof(bound));
 	else
 		snprintf(bound, sizeof(bound), "%s", addr);
+	core_door_add(&wyoming_door);
 	log_info("wyoming: listening on %s", bound);
 	return 0;
 }
 
-/* SIGTERM: no new connections. */
-void
+/* door.drain: no new connections. */
+static void
 wyoming_drain(void)
 {
 	if (wy.listener != NULL)
 		evconnlistener_disable(wy.listener);
 }
 
-void
+static void
 wyoming_stop(void)
 {
 	if (wy.listener != NULL)

@@ -1,7 +1,7 @@
 /*
- * The Wyoming front door's private parts, shared by wyoming.c (events in
- * and out) and wyoming-utterance.c (an utterance's audio and answer).
- * The rest of the daemon sees only sottod.h's wyoming_* calls.
+ * The Wyoming front door (Home Assistant; docs/protocol.md): wyoming.c
+ * (the listener, events in and out), wyoming-utterance.c (an utterance's
+ * audio and answer), wyoming-proto.c (the events' encoding).
  */
 #ifndef SOTTOD_WYOMING_H
 #define SOTTOD_WYOMING_H
@@ -9,7 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sottod.h"
+#include "core.h"
+#include "peer.h"
+#include "session.h"
+#include "source-client.h"
+#include "worker.h"
 #include "wyoming-proto.h"
 
 /* A connection's state (peer->front). */
@@ -33,6 +37,13 @@ struct wy_conn {
 };
 
 /* wyoming.c */
+/*
+ * Serve on fd, a listening TCP socket from systemd, or (fd -1) listen on
+ * addr (ADDRESS:PORT, listen-addr.h; "" for none). Registers the door.
+ * 0, or -1 with err.
+ */
+int	wyoming_start(const char *addr, int fd, char *err, size_t errlen);
+
 /* Queue an event line (consumed; NULL: out of memory, closes p). */
 void	wy_send_raw(struct peer *, char *line);
 /* The same, unless the client does not read what it has been sent. */

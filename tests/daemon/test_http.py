@@ -1,4 +1,4 @@
-"""sottod's HTTP front door (daemon/net/http.c, docs/http.md), driven by the
+"""sottod's HTTP front door (daemon/http, daemon/net/httpd.c, docs/http.md), driven by the
 official openai Python SDK and by curl against a real sottod with the real
 tiny.en (and base, for translations) model and the files of ../shared/audio.
 

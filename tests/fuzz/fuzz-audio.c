@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "sottod.h"
+#include "source-client.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -16,6 +16,7 @@
 #include <wslay/wslay.h>
 
 #include "proto.h"
+#include "ws-conn.h"
 #include "ws.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "ws-conn.h"
 #include "ws.h"
 
 struct conn {

@@ -23,8 +23,8 @@
 #include <event2/event.h>
 #include <json-c/json.h>
 
-#include "http.h"
-#include "sottod.h"
+#include "httpd.h"
+#include "core.h"
 
 #define HTTP_CONN_PAGE		"<HTML><HEAD>\n<TITLE>"
 #define HTTP_CONN_PAGE_MAX	512	/* evhttp's pages are ~100 bytes */
@@ -32,7 +32,7 @@
 
 /* The JSON error body for an evhttp status. */
 static char *
-http_conn_json(int code)
+httpd_conn_json(int code)
 {
 	struct json_object *o = json_object_new_object(), *e;
 	char msg[256];
@@ -43,7 +43,7 @@ http_conn_json(int code)
 	case 413:
 		snprintf(msg, sizeof(msg), "the request body is over "
 		    "max_request_bytes (%zu bytes), or its chunked encoding "
-		    "is malformed", sottod.cfg.http_max_request_bytes);
+		    "is malformed", core_config()->http_max_request_bytes);
 		c = "request_too_large";
 		break;
 	case 417:
@@ -79,7 +79,7 @@ http_conn_json(int code)
  * end of head[n] ("HTTP/1.x NNN ..." at the start of a line), or -1.
  */
 static long
-http_conn_status_line(const char *head, size_t n, size_t base)
+httpd_conn_status_line(const char *head, size_t n, size_t base)
 {
 	size_t i;
 
@@ -97,13 +97,13 @@ http_conn_status_line(const char *head, size_t n, size_t base)
 
 /* Replace out[from...] (evhttp's reply) with code and a JSON body. */
 static void
-http_conn_rewrite(struct evbuffer *out, size_t from, const char *status,
+httpd_conn_rewrite(struct evbuffer *out, size_t from, const char *status,
     int code)
 {
 	struct evbuffer *keep;
 	char *json;
 
-	if ((json = http_conn_json(code)) == NULL ||
+	if ((json = httpd_conn_json(code)) == NULL ||
 	    (keep = evbuffer_new()) == NULL) {
 		free(json);
 		return;
@@ -118,11 +118,11 @@ http_conn_rewrite(struct evbuffer *out, size_t from, const char *status,
 	evbuffer_freeze(out, 1);
 	evbuffer_free(keep);
 	free(json);
-	http_count_reply(code);
+	httpd_count_reply(code);
 }
 
 static void
-http_conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
+httpd_conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
     void *arg)
 {
 	static int rewriting;
@@ -146,27 +146,27 @@ http_conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
 	    evbuffer_copyout_from(out, &p, head, hn) != (ev_ssize_t)hn)
 		return;
 	head[hn] = '\0';
-	if ((at = http_conn_status_line(head, hn, len - n - hn)) < 0 ||
+	if ((at = httpd_conn_status_line(head, hn, len - n - hn)) < 0 ||
 	    (eol = strstr(head + at, "\r\n")) == NULL ||
 	    (size_t)(eol - (head + at)) >= sizeof(status))
 		return;
 	memcpy(status, head + at, (size_t)(eol - (head + at)));
 	status[eol - (head + at)] = '\0';
 	rewriting = 1;
-	http_conn_rewrite(out, len - n - hn + (size_t)at, status,
+	httpd_conn_rewrite(out, len - n - hn + (size_t)at, status,
 	    atoi(page + strlen(HTTP_CONN_PAGE)));
 	rewriting = 0;
 }
 
 /* evhttp_set_bevcb: what evhttp would make, and the hook. */
 struct bufferevent *
-http_conn_bev(struct event_base *base, void *arg)
+httpd_conn_bev(struct event_base *base, void *arg)
 {
 	struct bufferevent *bev;
 
 	if ((bev = bufferevent_socket_new(base, -1, 0)) == NULL)
 		return NULL;
-	if (evbuffer_add_cb(bufferevent_get_output(bev), http_conn_output_cb,
+	if (evbuffer_add_cb(bufferevent_get_output(bev), httpd_conn_output_cb,
 	    NULL) == NULL) {
 		bufferevent_free(bev);
 		return NULL;

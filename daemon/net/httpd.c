@@ -1,12 +1,10 @@
 /*
- * The HTTP front door (docs/http.md): libevent's evhttp on the loop
- * thread, off unless [http] listen or --http names an address.
- *
- * Routes are registered here (http_routes); other front doors on the
- * same listener (the WebSocket endpoint) add theirs with
- * evhttp_set_cb(http_server(), ...) after http_start, and call
- * http_authorized first. Every error is a JSON body shaped like
- * OpenAI's: {"error": {"message": ..., "type": ..., "code": ...}}.
+ * The HTTP listener (docs/http.md): libevent's evhttp on the loop
+ * thread, off unless [http] listen or --http names an address. The doors
+ * on it (daemon/http: the OpenAI API and the page; daemon/ws: the
+ * WebSocket) add their routes (httpd_routes); a path no route takes is
+ * a 404. Every error is a JSON body shaped like OpenAI's:
+ * {"error": {"message": ..., "type": ..., "code": ...}}.
  *
  * Access: with [http] token set, every route but /health wants
  * "Authorization: Bearer TOKEN" (401 otherwise); a listener on anything
@@ -14,7 +12,7 @@
  *
  * Limits: evhttp refuses a body over max_request_bytes (413) and a
  * request whose headers are over HTTP_HEADERS_MAX (400), with JSON
- * bodies (http-conn.c), and drops a connection idle for
+ * bodies (httpd-conn.c), and drops a connection idle for
  * request_timeout_seconds while it reads a request or writes a reply.
  */
 #include <sys/socket.h>
@@ -34,44 +32,25 @@
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
 
-#include "http.h"
+#include "core.h"
+#include "httpd.h"
 #include "listen-addr.h"
 #include "log.h"
-#include "sottod.h"
 
 #define HTTP_BACKLOG		64
 #define HTTP_HEADERS_MAX	(16 * 1024)
-
-struct http_route {
-	const char	*path;
-	int		 methods;	/* EVHTTP_REQ_* */
-	int		 open;		/* no token needed */
-	void		(*fn)(struct evhttp_request *);
-};
-
-static void	http_health(struct evhttp_request *);
-
-#define GET	(EVHTTP_REQ_GET | EVHTTP_REQ_HEAD)
-static const struct http_route http_routes[] = {
-	{ "/health", GET, 1, http_health },
-	{ "/metrics", GET, 0, http_metrics },
-	{ "/v1/models", GET, 0, http_models },
-	{ "/v1/audio/transcriptions", EVHTTP_REQ_POST, 0,
-	    http_transcriptions },
-	{ "/v1/audio/translations", EVHTTP_REQ_POST, 0, http_translations },
-};
-#undef GET
+#define HTTP_PREFIX_MAX		8
 
 static uint64_t	http_replies[3];	/* 2xx (and others), 4xx, 5xx */
 
 void
-http_count_reply(int code)
+httpd_count_reply(int code)
 {
 	http_replies[code >= 500 ? 2 : code >= 400 ? 1 : 0]++;
 }
 
 void
-http_reply_counts(uint64_t counts[3])
+httpd_reply_counts(uint64_t counts[3])
 {
 	memcpy(counts, http_replies, sizeof(http_replies));
 }
@@ -81,23 +60,26 @@ static struct {
 	struct evhttp_bound_socket	*bound;
 	char				 addr[LISTEN_ADDR_MAX + 8];
 	int				 loopback;
+	/* routes for every path under a prefix ("/v1/models/") */
+	const struct httpd_route	*prefix[HTTP_PREFIX_MAX];
+	int				 n_prefix;
 } http;
 
-struct evhttp *
-http_server(void)
+int
+httpd_on(void)
 {
-	return http.http;
+	return http.http != NULL;
 }
 
 /* Reply with json (a JSON object's text) and status code. */
 void
-http_reply_json(struct evhttp_request *req, int code, const char *json)
+httpd_reply_json(struct evhttp_request *req, int code, const char *json)
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	struct evbuffer *b = evbuffer_new();
 
 	evhttp_add_header(h, "Content-Type", "application/json");
-	http_count_reply(code);
+	httpd_count_reply(code);
 	if (b != NULL)
 		evbuffer_add_printf(b, "%s\n", json);
 	evhttp_send_reply(req, code, NULL, b);
@@ -110,7 +92,7 @@ http_reply_json(struct evhttp_request *req, int code, const char *json)
  * error, server_error...; code may be NULL.
  */
 void
-http_reply_error(struct evhttp_request *req, int status, const char *type,
+httpd_reply_error(struct evhttp_request *req, int status, const char *type,
     const char *code, const char *fmt, ...)
 {
 	struct json_object *o, *e;
@@ -134,14 +116,14 @@ http_reply_error(struct evhttp_request *req, int status, const char *type,
 	json_object_object_add(e, "code", code != NULL ?
 	    json_object_new_string(code) : NULL);
 	json_object_object_add(o, "error", e);
-	log_debug("http: %s %s: %d %s", http_method_name(req),
+	log_debug("http: %s %s: %d %s", httpd_method_name(req),
 	    evhttp_request_get_uri(req), status, msg);
-	http_reply_object(req, status, o);
+	httpd_reply_object(req, status, o);
 }
 
 /* Reply with o as JSON, and put o. */
 void
-http_reply_object(struct evhttp_request *req, int code,
+httpd_reply_object(struct evhttp_request *req, int code,
     struct json_object *o)
 {
 	const char *s = json_object_to_json_string_ext(o,
@@ -150,12 +132,12 @@ http_reply_object(struct evhttp_request *req, int code,
 	if (s == NULL)
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 	else
-		http_reply_json(req, code, s);
+		httpd_reply_json(req, code, s);
 	json_object_put(o);
 }
 
 const char *
-http_method_name(struct evhttp_request *req)
+httpd_method_name(struct evhttp_request *req)
 {
 	switch (evhttp_request_get_command(req)) {
 	case EVHTTP_REQ_GET: return "GET";
@@ -173,9 +155,9 @@ http_method_name(struct evhttp_request *req)
  * has been sent. Compared in constant time.
  */
 int
-http_authorized(struct evhttp_request *req)
+httpd_authorized(struct evhttp_request *req)
 {
-	const char *token = sottod.cfg.http_token, *h;
+	const char *token = core_config()->http_token, *h;
 	size_t i, n = strlen(token);
 	unsigned char diff = 0;
 
@@ -195,7 +177,7 @@ http_authorized(struct evhttp_request *req)
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", "Bearer realm=\"sottod\"");
-	http_reply_error(req, 401, "invalid_request_error", "invalid_api_key",
+	httpd_reply_error(req, 401, "invalid_request_error", "invalid_api_key",
 	    "%s", h == NULL ? "no API key: send Authorization: Bearer TOKEN "
 	    "([http] token of sottod.conf)" : "incorrect API key");
 	return 0;
@@ -203,7 +185,7 @@ http_authorized(struct evhttp_request *req)
 
 /* The Allow header's value for methods. */
 static void
-http_allow(int methods, char *buf, size_t len)
+httpd_allow(int methods, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s%s%s", methods & EVHTTP_REQ_GET ? "GET, " : "",
 	    methods & EVHTTP_REQ_HEAD ? "HEAD, " : "",
@@ -214,96 +196,77 @@ http_allow(int methods, char *buf, size_t len)
 
 /* The method, then the token; 0 when a reply has been sent. */
 static int
-http_route_check(struct evhttp_request *req, const struct http_route *r)
+httpd_route_check(struct evhttp_request *req, const struct httpd_route *r)
 {
 	char allow[32];
 
 	if ((evhttp_request_get_command(req) & r->methods) == 0) {
-		http_allow(r->methods, allow, sizeof(allow));
+		httpd_allow(r->methods, allow, sizeof(allow));
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Allow", allow);
-		http_reply_error(req, 405, "invalid_request_error",
+		httpd_reply_error(req, 405, "invalid_request_error",
 		    "method_not_allowed", "%s takes %s, not %s", r->path,
-		    allow, http_method_name(req));
+		    allow, httpd_method_name(req));
 		return 0;
 	}
-	return r->open || http_authorized(req);
-}
-
-/* For routes added elsewhere: GET or HEAD, else a 405 has been sent. */
-int
-http_want_get(struct evhttp_request *req)
-{
-	struct http_route r = { evhttp_request_get_uri(req),
-	    EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, 1, NULL };
-
-	return http_route_check(req, &r);
+	return r->open || httpd_authorized(req);
 }
 
 static void
-http_route_cb(struct evhttp_request *req, void *arg)
+httpd_route_cb(struct evhttp_request *req, void *arg)
 {
-	const struct http_route *r = arg;
+	const struct httpd_route *r = arg;
 
-	if (http_route_check(req, r))
+	if (httpd_route_check(req, r))
 		r->fn(req);
 }
 
-/*
- * GET /health: 200 while the model is loaded, the compute thread runs
- * and sottod is not stopping; else 503. Load balancers poll it.
- */
+/* Paths no route has: a route of a prefix they start with, else 404. */
 static void
-http_health(struct evhttp_request *req)
-{
-	struct json_object *o;
-	const char *why = NULL;
-
-	if (sottod.model == NULL)
-		why = "no model loaded";
-	else if (!worker_alive())
-		why = "the compute thread is not running";
-	else if (sottod.draining)
-		why = "stopping";
-	if ((o = json_object_new_object()) == NULL) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	json_object_object_add(o, "status", json_object_new_string(why ==
-	    NULL ? "ok" : "unavailable"));
-	if (why != NULL)
-		json_object_object_add(o, "reason",
-		    json_object_new_string(why));
-	json_object_object_add(o, "model",
-	    json_object_new_string(sottod.model_name));
-	json_object_object_add(o, "sessions",
-	    json_object_new_int(session_count()));
-	http_reply_object(req, why == NULL ? HTTP_OK : 503, o);
-}
-
-/* Paths of no route: /v1/models/ID, else 404. */
-static void
-http_notfound_cb(struct evhttp_request *req, void *arg)
+httpd_notfound_cb(struct evhttp_request *req, void *arg)
 {
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(
 	    req));
-	static const struct http_route model = { "/v1/models/ID",
-	    EVHTTP_REQ_GET | EVHTTP_REQ_HEAD, 0, NULL };
+	const struct httpd_route *r;
+	size_t n;
+	int i;
 
-	if (path != NULL && strncmp(path, "/v1/models/", 11) == 0 &&
-	    path[11] != '\0') {
-		if (http_route_check(req, &model))
-			http_model(req, path + 11);
-		return;
+	for (i = 0; path != NULL && i < http.n_prefix; i++) {
+		r = http.prefix[i];
+		n = strlen(r->path);
+		if (strncmp(path, r->path, n) == 0 && path[n] != '\0') {
+			if (httpd_route_check(req, r))
+				r->fn(req);
+			return;
+		}
 	}
-	http_reply_error(req, HTTP_NOTFOUND, "invalid_request_error",
-	    "not_found", "no such endpoint: %s %s", http_method_name(req),
+	httpd_reply_error(req, HTTP_NOTFOUND, "invalid_request_error",
+	    "not_found", "no such endpoint: %s %s", httpd_method_name(req),
 	    evhttp_request_get_uri(req));
+}
+
+int
+httpd_routes(const struct httpd_route *routes, size_t n)
+{
+	size_t i;
+
+	if (http.http == NULL)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (routes[i].prefix) {
+			if (http.n_prefix == HTTP_PREFIX_MAX)
+				return -1;
+			http.prefix[http.n_prefix++] = &routes[i];
+		} else if (evhttp_set_cb(http.http, routes[i].path,
+		    httpd_route_cb, (void *)&routes[i]) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 /* A listening socket on addr; -1 with err. */
 static int
-http_listen(const char *addr, char *err, size_t errlen)
+httpd_listen(const char *addr, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -336,7 +299,7 @@ http_listen(const char *addr, char *err, size_t errlen)
 
 /* The address fd listens on, into http.addr and http.loopback. */
 static void
-http_bound(int fd)
+httpd_bound(int fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
@@ -348,12 +311,20 @@ http_bound(int fd)
 	http.loopback = listen_addr_loopback((struct sockaddr *)&ss);
 }
 
+static void	httpd_drain(void);
+static void	httpd_stop(void);
+
+static const struct door httpd_door = {
+	.name = "http listener",
+	.drain = httpd_drain,
+	.stop = httpd_stop,
+};
+
 int
-http_start(int fd, char *err, size_t errlen)
+httpd_start(int fd, char *err, size_t errlen)
 {
-	const char *addr = sottod.cfg.http_listen;
-	struct timeval tv = { sottod.cfg.http_timeout_s, 0 };
-	size_t i;
+	const char *addr = core_config()->http_listen;
+	struct timeval tv = { core_config()->http_timeout_s, 0 };
 
 	if (fd != -1) {		/* socket activation: sottod-http.socket */
 		if (*addr != '\0')
@@ -364,17 +335,17 @@ http_start(int fd, char *err, size_t errlen)
 		addr = "the socket from systemd";
 	} else if (*addr == '\0')
 		return 0;
-	else if ((fd = http_listen(addr, err, errlen)) == -1)
+	else if ((fd = httpd_listen(addr, err, errlen)) == -1)
 		return -1;
-	http_bound(fd);
-	if (!http.loopback && sottod.cfg.http_token[0] == '\0') {
+	httpd_bound(fd);
+	if (!http.loopback && core_config()->http_token[0] == '\0') {
 		snprintf(err, errlen, "http: %s is not a loopback address: "
 		    "set [http] token in the config, which clients then send "
 		    "as Authorization: Bearer TOKEN", addr);
 		close(fd);
 		return -1;
 	}
-	if ((http.http = evhttp_new(sottod.base)) == NULL ||
+	if ((http.http = evhttp_new(core_base())) == NULL ||
 	    (http.bound = evhttp_accept_socket_with_handle(http.http,
 	    fd)) == NULL) {
 		snprintf(err, errlen, "http: cannot set up the server");
@@ -388,23 +359,21 @@ http_start(int fd, char *err, size_t errlen)
 	    EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_default_content_type(http.http, "application/json");
 	evhttp_set_max_body_size(http.http,
-	    (ev_ssize_t)sottod.cfg.http_max_request_bytes);
+	    (ev_ssize_t)core_config()->http_max_request_bytes);
 	evhttp_set_max_headers_size(http.http, HTTP_HEADERS_MAX);
 	/* a 413 reaches the client after its body, not a reset */
 	evhttp_set_flags(http.http, EVHTTP_SERVER_LINGERING_CLOSE);
 	evhttp_set_timeout_tv(http.http, &tv);
-	evhttp_set_bevcb(http.http, http_conn_bev, NULL);
-	evhttp_set_gencb(http.http, http_notfound_cb, NULL);
-	for (i = 0; i < sizeof(http_routes) / sizeof(http_routes[0]); i++)
-		evhttp_set_cb(http.http, http_routes[i].path, http_route_cb,
-		    (void *)&http_routes[i]);
+	evhttp_set_bevcb(http.http, httpd_conn_bev, NULL);
+	evhttp_set_gencb(http.http, httpd_notfound_cb, NULL);
+	core_door_add(&httpd_door);
 	log_info("http: listening on %s", http.addr);
 	return 0;
 }
 
 /* SIGTERM: take no new connections; requests in progress finish. */
-void
-http_drain(void)
+static void
+httpd_drain(void)
 {
 	if (http.bound != NULL) {
 		evhttp_del_accept_socket(http.http, http.bound);
@@ -412,10 +381,9 @@ http_drain(void)
 	}
 }
 
-void
-http_stop(void)
+static void
+httpd_stop(void)
 {
-	http_openai_stop();
 	if (http.http != NULL)
 		evhttp_free(http.http);
 	memset(&http, 0, sizeof(http));

@@ -1,19 +1,14 @@
 /*
- * The WebSocket transport's pure parts, free of libevent and of the
- * daemon's state so that tests/fuzz/fuzz-ws.c can drive them:
- *
- *   ws-conn.c  one connection's RFC 6455 frames and messages (wslay does
- *              the framing, masking, fragments, ping/pong, UTF-8 and the
- *              close handshake), a message size cap and a message rate
- *              cap, and the Sec-WebSocket-Accept of the upgrade;
- *   ws-msg.c   a message to the socket protocol's frame: binary is AUDIO,
- *              text is the JSON object named by its "type".
- *
- * ws.c (sottod.h) takes a connection over from evhttp and joins these to
- * a peer.
+ * One WebSocket connection's RFC 6455 frames and messages (ws-conn.c),
+ * free of libevent and of the daemon's state so that tests/fuzz/fuzz-ws.c
+ * can drive it: wslay does the framing, masking, fragments, ping/pong,
+ * UTF-8 and the close handshake; on top, a message size cap, a message
+ * rate cap, and the Sec-WebSocket-Accept of the upgrade. ws-upgrade.h
+ * takes a connection over from the HTTP listener; a door (daemon/ws)
+ * joins the two to a peer.
  */
-#ifndef SOTTOD_WS_H
-#define SOTTOD_WS_H
+#ifndef SOTTOD_WS_CONN_H
+#define SOTTOD_WS_CONN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -91,14 +86,5 @@ int	ws_accept_key(const char *key, char ret[WS_ACCEPT_KEY_BYTES]);
 
 /* The close code for an error event's code. */
 uint16_t ws_close_code(enum proto_error);
-
-/*
- * A message as a socket protocol frame pointing into the message: binary
- * is MSG_AUDIO; text is one JSON object whose "type" is "open" (also
- * when there is no "type"), "subscribe", "end" or "status". Returns
- * PROTO_OK or an error with msg (PROTO_MSG_MAX bytes).
- */
-enum proto_error ws_msg_frame(int binary, const uint8_t *, size_t,
-	    struct proto_frame *ret, char *msg);
 
 #endif

@@ -1,0 +1,72 @@
+/*
+ * The compute thread's private parts, shared by worker.c (the thread, its
+ * queue and batches) and worker-stream.c (a stream's audio, results and
+ * model). The rest of the daemon sees worker.h.
+ */
+#ifndef SOTTOD_WORKER_PRIVATE_H
+#define SOTTOD_WORKER_PRIVATE_H
+
+#include <pthread.h>
+
+#include "core-private.h"
+#include "worker.h"
+
+/*
+ * A session's side of the compute thread: pending audio (under lock, the
+ * loop appends), and the engine stream the compute thread alone uses.
+ */
+struct worker_stream {
+	uint64_t	 id;
+	pthread_mutex_t	 lock;		/* guards pending */
+	float		*pending;
+	size_t		 n_pending, cap_pending;
+	struct sotto_stream_params params;
+	char		 language[PROTO_LANGUAGE_MAX];
+	int		 live;		/* catch up when behind */
+	int		 follow;	/* moves to a reloaded model */
+	struct model_ref *model;	/* the model it runs on */
+	/* compute thread only: */
+	struct sotto_stream *stream;
+	int		 failed;
+	double		 t_offset;	/* audio of earlier streams */
+	int		 quiet;		/* fed audio ends quietly */
+	double		 stale_since;	/* its model was replaced */
+	double		 attained_s;	/* compute it has had, in s */
+};
+
+/* A job in the compute thread's queue. */
+struct worker_job {
+	struct worker_stream	*ws;		/* NULL for FILE */
+	struct worker_file	*file;		/* FILE only */
+	enum worker_kind	 kind;
+	TAILQ_ENTRY(worker_job)	 entry;
+};
+TAILQ_HEAD(worker_job_list, worker_job);
+
+/*
+ * worker-sched.c, with the queue's lock held: the job to run next (files
+ * too only when files is set), or NULL; the best STEP or FINISH job to
+ * run with it in a batch, or NULL. Neither takes it out of the queue.
+ */
+struct worker_job *worker_sched_next(struct worker_job_list *, int files);
+struct worker_job *worker_sched_step(struct worker_job_list *);
+
+double	worker_now(void);
+
+/* worker.c, compute thread: files (worker-file.c) */
+int	worker_queue_file(struct worker_file *);	/* loop */
+void	worker_file_run(struct worker_file *);
+void	worker_yield(void);
+int	worker_stopping(void);
+
+/* worker-stream.c, compute thread */
+int	worker_copy(struct worker_stream *, struct worker_result *,
+	    const struct sotto_stream_update *);
+int	worker_feed(struct worker_stream *, size_t max, char *err);
+size_t	worker_feed_size(struct worker_stream *);
+int	worker_finish(struct worker_stream *, struct worker_result *,
+	    char *err);
+int	worker_may_move(struct worker_stream *);
+int	worker_switch(struct worker_stream *, struct worker_result *);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * The HTTP door (docs/http.md): OpenAI's audio API (http-openai.c, its
+ * forms in multipart.c, its response formats in http-format.c), the
+ * operators' /health and /metrics (http-metrics.c) and the live captions
+ * page at / (web.c), all on the HTTP listener (daemon/net/httpd.h).
+ */
+#ifndef SOTTOD_HTTP_H
+#define SOTTOD_HTTP_H
+
+#include <stddef.h>
+
+#include "sotto.h"
+
+struct evhttp_request;
+struct worker_file;
+
+/* Add the routes, when there is a listener; registers the door. */
+int	http_start(char *err, size_t errlen);
+
+/* http-format.c: a transcript as each response_format */
+enum http_format {
+	HTTP_FORMAT_JSON,
+	HTTP_FORMAT_TEXT,
+	HTTP_FORMAT_SRT,
+	HTTP_FORMAT_VTT,
+	HTTP_FORMAT_VERBOSE,
+};
+int	http_format_parse(const char *, enum http_format *);
+/* verbose_json has segments, words (their own array) or both. */
+void	http_reply_transcript(struct evhttp_request *, enum http_format,
+	    enum sotto_task, int segments, int words,
+	    const struct worker_file *);
+/*
+ * http-language.c: Whisper's English name of a language code ("en":
+ * "english"), as OpenAI's verbose_json gives it; the code when unknown.
+ */
+const char *http_language_name(const char *code);
+
+/* http-openai.c */
+void	http_transcriptions(struct evhttp_request *);
+void	http_translations(struct evhttp_request *);
+void	http_models(struct evhttp_request *);
+/* GET /v1/models/ID (the prefix route) */
+void	http_model(struct evhttp_request *);
+/* Requests being answered: a drain waits for them. */
+int	http_busy(void);
+void	http_openai_stop(void);
+
+/* http-metrics.c: GET /health and GET /metrics */
+void	http_health(struct evhttp_request *);
+void	http_metrics(struct evhttp_request *);
+
+/* web.c: GET / */
+void	web_page(struct evhttp_request *);
+
+#endif

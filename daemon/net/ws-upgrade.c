@@ -1,0 +1,262 @@
+/*
+ * A WebSocket upgrade on the HTTP listener, for the doors that speak
+ * over one (daemon/ws; later others).
+ *
+ * The upgrade: evhttp parses the request and calls the door's route,
+ * which checks it here (GET, Upgrade: websocket, version 13, a good key,
+ * an Origin of the listener's own host, without a token a loopback Host,
+ * the listener's token, room for one more connection) and then takes the
+ * connection from evhttp for good: the socket is dup()ed into a peer of
+ * its own (with the door's ops), the descriptor evhttp knows is pointed
+ * at /dev/null (dup2), and evhttp frees its connection, closing only
+ * that. libevent 2.1 has no call to detach a connection from evhttp
+ * (2.2's evws does it inside evhttp); evhttp watches nothing on the
+ * descriptor then (it stops reading before it calls a route, and has
+ * nothing to write), so nothing of it reaches the socket afterwards.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "core.h"
+#include "httpd.h"
+#include "log.h"
+#include "peer.h"
+#include "ws-conn.h"
+#include "ws-upgrade.h"
+
+/* Whether header value v lists token t (comma-separated, any case). */
+static int
+ws_upgrade_has_token(const char *v, const char *t)
+{
+	size_t n = strlen(t);
+
+	while (v != NULL && *v != '\0') {
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		if (strncasecmp(v, t, n) == 0 && (v[n] == '\0' ||
+		    v[n] == ',' || v[n] == ' ' || v[n] == '\t'))
+			return 1;
+		v = strchr(v, ',');
+	}
+	return 0;
+}
+
+/*
+ * A browser sends the page's origin; only the page this listener served
+ * (scheme http or https, the same host and port as Host) may connect.
+ * Clients that are not browsers send no Origin.
+ */
+static int
+ws_upgrade_origin_ok(const char *origin, const char *host)
+{
+	if (origin == NULL)
+		return 1;
+	if (host == NULL)
+		return 0;
+	if (strncasecmp(origin, "http://", 7) == 0)
+		origin += 7;
+	else if (strncasecmp(origin, "https://", 8) == 0)
+		origin += 8;
+	else
+		return 0;
+	return strcasecmp(origin, host) == 0;
+}
+
+/*
+ * Without a token the listener is on a loopback address (httpd.c), and
+ * only names of it may be in Host: a page whose name was made to point
+ * at 127.0.0.1 (DNS rebinding) would otherwise be of "the same origin".
+ */
+static int
+ws_upgrade_host_ok(const char *host)
+{
+	static const char *const names[] = { "localhost", "127.", "[::1]" };
+	size_t i, n;
+
+	if (core_config()->http_token[0] != '\0')
+		return 1;
+	if (host == NULL)
+		return 0;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		n = strlen(names[i]);
+		if (strncasecmp(host, names[i], n) != 0)
+			continue;
+		if (names[i][n - 1] == '.')
+			return strspn(host + n, "0123456789.:") ==
+			    strlen(host + n);
+		return host[n] == '\0' || (host[n] == ':' &&
+		    strspn(host + n + 1, "0123456789") == strlen(host + n + 1));
+	}
+	return 0;
+}
+
+/*
+ * The listener's token: as for every route (Authorization: Bearer), or,
+ * since a browser cannot put headers on a WebSocket, as ?token=. 0 when
+ * a 401 has been sent.
+ */
+static int
+ws_upgrade_authorized(struct evhttp_request *req)
+{
+	const char *token = core_config()->http_token, *q, *t;
+	struct evkeyvalq params;
+	size_t i, n = strlen(token);
+	unsigned char diff;
+	int ok = 0;
+
+	q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	if (n == 0 || q == NULL || evhttp_parse_query_str(q, &params) != 0)
+		return httpd_authorized(req);
+	if ((t = evhttp_find_header(&params, "token")) != NULL) {
+		diff = strlen(t) != n;
+		for (i = 0; i < n && t[i] != '\0'; i++)
+			diff |= (unsigned char)(t[i] ^ token[i]);
+		ok = diff == 0 && i == n;
+	}
+	evhttp_clear_headers(&params);
+	return ok || httpd_authorized(req);
+}
+
+static void
+ws_upgrade_refuse(struct evhttp_request *req, int code, const char *reason,
+    const char *why)
+{
+	struct evbuffer *body = evbuffer_new();
+
+	log_info("http: %s refused: %s", evhttp_request_get_uri(req), why);
+	if (body != NULL)
+		evbuffer_add_printf(body, "%s\n", why);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; charset=utf-8");
+	evhttp_send_reply(req, code, reason, body);
+	if (body != NULL)
+		evbuffer_free(body);
+}
+
+/* Check the upgrade request; 0, or -1 after answering it. */
+int
+ws_upgrade_check(struct evhttp_request *req, char accept[WS_ACCEPT_KEY_BYTES])
+{
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const char *key = evhttp_find_header(h, "Sec-WebSocket-Key");
+	const char *ver = evhttp_find_header(h, "Sec-WebSocket-Version");
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+	    !ws_upgrade_has_token(evhttp_find_header(h, "Upgrade"), "websocket") ||
+	    !ws_upgrade_has_token(evhttp_find_header(h, "Connection"), "upgrade")) {
+		ws_upgrade_refuse(req, 426, "Upgrade Required", "this is a WebSocket: "
+		    "GET with Upgrade: websocket and Connection: Upgrade");
+		return -1;
+	}
+	if (ver == NULL || strcmp(ver, "13") != 0) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Sec-WebSocket-Version", "13");
+		ws_upgrade_refuse(req, 426, "Upgrade Required", "WebSocket version 13 "
+		    "(RFC 6455) only");
+		return -1;
+	}
+	if (key == NULL || ws_accept_key(key, accept) != 0) {
+		ws_upgrade_refuse(req, 400, "Bad Request", "Sec-WebSocket-Key must "
+		    "be the base64 of 16 bytes");
+		return -1;
+	}
+	if (!ws_upgrade_origin_ok(evhttp_find_header(h, "Origin"),
+	    evhttp_find_header(h, "Host"))) {
+		ws_upgrade_refuse(req, 403, "Forbidden", "a page from another origin "
+		    "may not open it");
+		return -1;
+	}
+	if (!ws_upgrade_host_ok(evhttp_find_header(h, "Host"))) {
+		ws_upgrade_refuse(req, 403, "Forbidden", "without [http] token, a "
+		    "WebSocket answers only to Host: localhost or a loopback address");
+		return -1;
+	}
+	if (!ws_upgrade_authorized(req))
+		return -1;
+	if (core_draining()) {
+		ws_upgrade_refuse(req, 503, "Service Unavailable", "sottod is "
+		    "stopping");
+		return -1;
+	}
+	if (peer_count() >= core_config()->max_connections) {
+		ws_upgrade_refuse(req, 503, "Service Unavailable", "too many "
+		    "connections");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Take the connection from evhttp: a descriptor of our own for the
+ * socket, evhttp's pointed at /dev/null, evhttp's connection freed.
+ * Returns the descriptor, or -1 (the request is then still evhttp's).
+ */
+static int
+ws_upgrade_fd(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+	int fd = bufferevent_getfd(bev), own, null;
+
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+		return -1;	/* frames before our 101: not a client */
+	if ((own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return -1;
+	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1) {
+		close(own);
+		return -1;
+	}
+	bufferevent_disable(bev, EV_READ | EV_WRITE);
+	if (dup2(null, fd) == -1) {
+		close(null);
+		close(own);
+		return -1;
+	}
+	close(null);
+	evhttp_connection_free(evcon);
+	return own;
+}
+
+/*
+ * Take the connection from evhttp and make it a peer with ops and front
+ * (now the peer's: ops->free frees it), the 101 queued. Returns the
+ * peer, or NULL: then req was answered (503) when *ret_gone is clear, or
+ * the connection is gone (closed) when it is set; front is still the
+ * caller's.
+ */
+struct peer *
+ws_upgrade_take(struct evhttp_request *req, const char *accept,
+    const struct peer_ops *ops, void *front, int *ret_gone)
+{
+	struct peer *p;
+	int fd;
+
+	*ret_gone = 0;
+	if ((fd = ws_upgrade_fd(req)) == -1) {
+		log_warnx("http: %s: cannot take the connection (out of "
+		    "memory or descriptors)", evhttp_request_get_uri(req));
+		ws_upgrade_refuse(req, 503, "Service Unavailable", "cannot "
+		    "take the connection");
+		return NULL;
+	}
+	*ret_gone = 1;		/* the request went with evhttp's connection */
+	if ((p = peer_new(fd, -1, ops)) == NULL)
+		return NULL;
+	p->front = front;
+	evbuffer_add_printf(bufferevent_get_output(p->bev),
+	    "HTTP/1.1 101 Switching Protocols\r\n"
+	    "Upgrade: websocket\r\n"
+	    "Connection: Upgrade\r\n"
+	    "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+	return p;
+}
