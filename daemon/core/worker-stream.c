@@ -152,7 +152,7 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 	rc = n ? sotto_stream_push(ws->stream, ws->pending, n, err) : 0;
 	if (rc == 0 && n > 0)
 		ws->quiet = worker_pause(ws->pending, n);
-	if (rc == 0) {
+	if (rc == 0 && n > 0) {	/* pending is NULL until audio came */
 		memmove(ws->pending, ws->pending + n,
 		    (ws->n_pending - n) * sizeof(float));
 		ws->n_pending -= n;

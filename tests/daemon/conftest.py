@@ -114,7 +114,7 @@ class Daemon:
 
     def __init__(self, workdir: Path, model: Path, *, conf: str = "",
                  env: dict | None = None, argv: list | None = None,
-                 wrapper: list | None = None):
+                 wrapper: list | None = None, binary: Path | None = None):
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.socket = str(self.dir / "s.sock")
@@ -127,10 +127,11 @@ class Daemon:
         self.env = dict(os.environ, **(env or {}))
         self.argv = argv or []
         self.wrapper = wrapper or []
+        self.binary = binary or SOTTOD
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60) -> "Daemon":
-        cmd = [*self.wrapper, str(SOTTOD), "-f", str(self.conf), "-m",
+        cmd = [*self.wrapper, str(self.binary), "-f", str(self.conf), "-m",
                str(self.model), "-t", "2", "-d", *self.argv]
         self.logf = open(self.log_path, "w")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,

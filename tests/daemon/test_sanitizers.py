@@ -1,0 +1,178 @@
+"""sottod built with AddressSanitizer and UndefinedBehaviorSanitizer
+(build-asan/, made by `scripts/setup --asan`), driven through every front
+door and the edge cases of a session's life, then stopped with SIGTERM.
+UBSan halts on its first report and ASan on its first error, so any
+report fails the test (the daemon dies, or its log names it: Daemon.stop
+checks). The C unit tests run under both sanitizers in meson; this is the
+daemon as clients use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+import wave
+
+import openai
+import pytest
+from websockets.sync.client import connect as ws_connect
+from wyoming.asr import Transcript
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
+
+from conftest import (AUDIO_DIR, MSG_AUDIO, MSG_END, MSG_OPEN, MSG_STATUS,
+                      REPO, SOTTO, Daemon, RawClient, frame, jframe,
+                      report)
+
+ASAN_SOTTOD = REPO / "build-asan" / "daemon" / "sottod"
+SAN_ENV = {
+    "ASAN_OPTIONS": "halt_on_error=1:detect_leaks=1:abort_on_error=0",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    "LSAN_OPTIONS": f"suppressions={REPO / 'tests' / 'lsan.supp'}",
+}
+
+
+def pcm16(name: str) -> bytes:
+    with wave.open(str(AUDIO_DIR / name)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == \
+            (16000, 1, 2)
+        return w.readframes(w.getnframes())
+
+
+def events_until_end(c: RawClient) -> list[dict]:
+    evs = []
+    while (ev := c.event()) is not None:
+        evs.append(ev)
+        if ev["type"] in ("end", "error"):
+            break
+    return evs
+
+
+def port_of(d: Daemon, what: str) -> int:
+    m = re.search(rf"{what}: listening on 127\.0\.0\.1:(\d+)", d.log())
+    assert m, f"no {what} listening line in the log:\n{d.log()}"
+    return int(m.group(1))
+
+
+async def wyoming_utterance(port: int, pcm: bytes) -> str:
+    async with AsyncTcpClient("127.0.0.1", port) as c:
+        await c.write_event(AudioStart(rate=16000, width=2,
+                                       channels=1).event())
+        for i in range(0, len(pcm), 32000):
+            await c.write_event(AudioChunk(rate=16000, width=2, channels=1,
+                                           audio=pcm[i:i + 32000]).event())
+        await c.write_event(AudioStop().event())
+        while True:
+            ev = await asyncio.wait_for(c.read_event(), 300)
+            assert ev is not None, "the connection closed before transcript"
+            if Transcript.is_type(ev.type):
+                return Transcript.from_event(ev).text
+
+
+def test_sanitized_daemon_every_door(tiny_model, tmp_path):
+    if not (ASAN_SOTTOD.is_file() and os.access(ASAN_SOTTOD, os.X_OK)):
+        pytest.fail(f"{ASAN_SOTTOD} is missing: build it with "
+                    "scripts/setup --asan")
+    # Greedy doors and 4 s of speech: the sanitized engine is slow, and
+    # what is checked here is the daemon's code, not the words.
+    d = Daemon(tmp_path / "d", tiny_model, env=SAN_ENV, binary=ASAN_SOTTOD,
+               argv=["--http", "127.0.0.1:0", "--wyoming", "127.0.0.1:0"],
+               conf="[http]\nbeam_size = 1\n[wyoming]\nbeam_size = 1\n")
+    d.start(timeout=180)
+    jfk = pcm16("jfk.wav")[:4 * 32000]     # "And so my fellow Americans"
+    wav = tmp_path / "jfk4.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(jfk)
+    done = []
+
+    # A stream that ends before any audio.
+    c = RawClient(d.socket, timeout=300)
+    c.hello()
+    c.send(jframe(MSG_OPEN, {"format": "s16le", "rate": 16000,
+                             "channels": 1}))
+    assert c.event()["type"] == "opened"
+    c.send(frame(MSG_END))
+    evs = events_until_end(c)
+    assert evs and evs[-1]["type"] == "end", f"{evs}:\n{d.log()}"
+    done.append("a stream ended before any audio")
+
+    # A short stream with word times, then STATUS on the same connection.
+    c.send(jframe(MSG_OPEN, {"format": "s16le", "rate": 16000,
+                             "channels": 1, "word_timestamps": True}))
+    assert c.event()["type"] == "opened"
+    for i in range(0, len(jfk), 16000):
+        c.send(frame(MSG_AUDIO, jfk[i:i + 16000]))
+    c.send(frame(MSG_END))
+    evs = events_until_end(c)
+    text = " ".join(s["text"] for e in evs if e["type"] == "final"
+                    for s in e["segments"])
+    assert "fellow" in text.lower(), f"{evs}:\n{d.log()}"
+    c.send(frame(MSG_STATUS))
+    assert c.event()["type"] == "status"
+    c.close()
+    done.append("a stream with word times, status")
+
+    # Bad frames: a wrong type, then a frame cut by the connection's end.
+    c = RawClient(d.socket)
+    c.send(frame(0x7f))
+    assert c.event()["type"] == "error"
+    c.close()
+    c = RawClient(d.socket)
+    c.send(b"\x10\x00\x00\x00\x01{")
+    c.close()
+    done.append("bad frames")
+
+    # The HTTP API and the WebSocket.
+    hp = port_of(d, "http")
+    sdk = openai.OpenAI(base_url=f"http://127.0.0.1:{hp}/v1", api_key="x",
+                        timeout=300, max_retries=0)
+    with open(wav, "rb") as f:
+        r = sdk.audio.transcriptions.create(
+            model="whisper-1", file=f, response_format="verbose_json",
+            timestamp_granularities=["word"])
+    assert "fellow" in r.text.lower(), r
+    with ws_connect(f"ws://127.0.0.1:{hp}/ws", open_timeout=30) as ws:
+        assert json.loads(ws.recv(30))["type"] == "hello"
+        ws.send(json.dumps({"format": "s16le", "rate": 16000,
+                            "channels": 1}))
+        assert json.loads(ws.recv(30))["type"] == "opened"
+        ws.send(jfk)
+        ws.send(json.dumps({"type": "end"}))
+        while json.loads(ws.recv(300))["type"] != "end":
+            pass
+    done.append("HTTP transcription, WebSocket stream")
+
+    # A Wyoming utterance.
+    text = asyncio.run(wyoming_utterance(port_of(d, "wyoming"), jfk))
+    assert "fellow" in text.lower(), text
+    done.append("a Wyoming utterance")
+
+    # SIGTERM with a stream open: it is finished, then sottod exits 0.
+    p = subprocess.Popen([str(SOTTO), "stream", "-s", d.socket, "-q",
+                          str(wav)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    c = RawClient(d.socket)
+    c.hello()
+    for _ in range(600):
+        c.send(frame(MSG_STATUS))
+        st = c.event()
+        if any(s["state"] == "streaming"
+               for s in st.get("session_list", [])):
+            break
+        time.sleep(0.1)
+    c.close()
+    rc = d.stop(signal.SIGTERM, timeout=300)
+    p.communicate(timeout=60)
+    assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
+    done.append("SIGTERM mid-stream")
+    report("sanitized sottod (ASan + UBSan, halt on error): " +
+           "; ".join(done) + ": no report")
