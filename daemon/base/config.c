@@ -99,6 +99,10 @@ static const struct config_key config_keys[] = {
 	M("server", "socket_mode", socket_mode, LIVE),
 	I("wyoming", "beam_size", wyoming_beam_size, 1, 16, LIVE),
 	S("wyoming", "listen", config_parse_listen, wyoming_listen, RESTART),
+	I("wyoming", "max_connections", wyoming_max_connections, 1, 65536,
+	    LIVE),
+	I("wyoming", "max_connections_per_address",
+	    wyoming_max_connections_per_address, 1, 65536, LIVE),
 	Z("wyoming", "max_event_bytes", wyoming_max_event_bytes,
 	    4096, 64LL * 1024 * 1024, LIVE),
 	I("wyoming", "max_utterance_seconds", wyoming_max_utterance_s, 1,
@@ -148,6 +152,8 @@ config_defaults(struct config *cfg)
 	cfg->wyoming_max_event_bytes = CONFIG_MIB;
 	cfg->wyoming_max_utterance_s = 120;
 	cfg->wyoming_beam_size = 5;
+	cfg->wyoming_max_connections = 64;
+	cfg->wyoming_max_connections_per_address = 16;
 }
 
 static int

@@ -18,7 +18,7 @@ struct config {
 	/* [server] */
 	char	socket_path[108];	/* socket = /run/sotto/sottod.sock */
 	int	max_sessions;		/* max_sessions = 16 */
-	int	max_connections;	/* max_connections = 256 */
+	int	max_connections;	/* max_connections = 256 (socket) */
 	size_t	max_frame_bytes;	/* max_frame_bytes = 1M */
 	size_t	max_client_buffer_bytes; /* max_client_buffer_bytes = 4M */
 	int	reconnect_grace_s;	/* reconnect_grace_seconds = 30 */
@@ -58,6 +58,8 @@ struct config {
 	size_t	wyoming_max_event_bytes; /* max_event_bytes = 1M */
 	int	wyoming_max_utterance_s; /* max_utterance_seconds = 120 */
 	int	wyoming_beam_size;	/* beam_size = 5 */
+	int	wyoming_max_connections; /* max_connections = 64 */
+	int	wyoming_max_connections_per_address; /* = 16 */
 };
 
 /* Fill every field with its default. */

@@ -34,6 +34,8 @@
  * of its own callbacks, so a callback may close it and return safely.
  */
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <stdarg.h>
@@ -83,15 +85,58 @@ peer_count(void)
 }
 
 int
-peer_count_uid(long uid)
+peer_count_door(const struct peer_ops *ops)
 {
 	struct peer *p;
 	int n = 0;
 
 	TAILQ_FOREACH(p, &peers, entry)
-		if (p->uid == uid)
+		if (p->ops == ops)
 			n++;
 	return n;
+}
+
+int
+peer_count_uid(const struct peer_ops *ops, long uid)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		if (p->ops == ops && p->uid == uid)
+			n++;
+	return n;
+}
+
+int
+peer_count_addr(const struct peer_ops *ops, const char *addr)
+{
+	struct peer *p;
+	int n = 0;
+
+	TAILQ_FOREACH(p, &peers, entry)
+		if (p->ops == ops && strcmp(p->addr, addr) == 0)
+			n++;
+	return n;
+}
+
+void
+peer_addr(int fd, char addr[PEER_ADDR_MAX])
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	const void *a = NULL;
+
+	addr[0] = '\0';
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
+		return;
+	if (ss.ss_family == AF_INET)
+		a = &((struct sockaddr_in *)&ss)->sin_addr;
+	else if (ss.ss_family == AF_INET6)
+		a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+	if (a == NULL || inet_ntop(ss.ss_family, a, addr, PEER_ADDR_MAX) ==
+	    NULL)
+		addr[0] = '\0';
 }
 
 int
@@ -161,6 +206,7 @@ peer_new(int fd, long uid, const struct peer_ops *ops)
 	}
 	p->id = peer_next_id++;
 	p->uid = uid;
+	peer_addr(fd, p->addr);
 	p->ops = ops;
 	p->state = PEER_NEW;
 	peer_timer(p);
@@ -366,8 +412,10 @@ peer_timeout_cb(int fd, short ev, void *arg)
 	struct peer *p = arg;
 
 	if (p->state == PEER_NEW)
-		peer_fail(p, PROTO_E_TIMEOUT, "no HELLO within %d s of "
-		    "connecting (handshake_timeout_seconds)", p->timeout_s);
+		peer_fail(p, PROTO_E_TIMEOUT, "no %s within %d s of "
+		    "connecting (handshake_timeout_seconds)",
+		    p->ops->greeting != NULL ? p->ops->greeting : "frame",
+		    p->timeout_s);
 	else
 		peer_fail(p, PROTO_E_TIMEOUT, "no frame for %d s "
 		    "(idle_timeout_seconds)", p->timeout_s);

@@ -16,6 +16,8 @@
 #include "proto.h"
 #include "tailq.h"
 
+#define PEER_ADDR_MAX	48	/* an IPv6 address as text, and a NUL */
+
 struct bufferevent;
 struct event;
 struct session;
@@ -44,6 +46,8 @@ struct peer;
  */
 struct peer_ops {
 	const char *name;			/* in status: "socket", "ws" */
+	/* What a new peer must send first: "HELLO"; NULL: it need not. */
+	const char *greeting;
 	void	(*read)(struct peer *);
 	void	(*write)(struct peer *, const char *json);
 	/* The session ended; NULL: peer.c's default (back to READY). */
@@ -68,6 +72,8 @@ struct peer_ops {
 struct peer {
 	uint64_t		 id;
 	long			 uid;		/* SO_PEERCRED; -1 unknown */
+	char			 addr[PEER_ADDR_MAX];	/* TCP: the
+						   client's address; "" */
 	struct bufferevent	*bev;
 	const struct peer_ops	*ops;
 	void			*front;		/* the door's state */
@@ -90,13 +96,23 @@ struct peer {
 };
 TAILQ_HEAD(peer_list, peer);
 
-/* A peer for an accepted fd (which it owns from now on), or NULL. */
+/*
+ * A peer for an accepted fd (which it owns from now on), or NULL; a TCP
+ * peer's address is read from the socket.
+ */
 struct peer *peer_new(int fd, long uid, const struct peer_ops *);
+/* The client address of a TCP socket as text into addr; "" otherwise. */
+void	peer_addr(int fd, char addr[PEER_ADDR_MAX]);
 /* The peer of id, or NULL when it is gone. */
 struct peer *peer_find(uint64_t id);
-/* Connections open now: all of them, and those of uid. */
+/*
+ * Connections open now: all of them; those of one door (its ops); of a
+ * door, those of uid, or of the client address addr (TCP).
+ */
 int	peer_count(void);
-int	peer_count_uid(long uid);
+int	peer_count_door(const struct peer_ops *);
+int	peer_count_uid(const struct peer_ops *, long uid);
+int	peer_count_addr(const struct peer_ops *, const char *addr);
 int	peer_count_subscribed(void);
 uint64_t peer_dropped_partials(void);
 

@@ -108,6 +108,7 @@ unix_drain(struct peer *p)
 
 const struct peer_ops unix_ops = {
 	.name = "socket",
+	.greeting = "HELLO",
 	.read = unix_read,
 	.write = unix_write,
 	.drain = unix_drain,

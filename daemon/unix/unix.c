@@ -88,7 +88,7 @@ unix_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	long uid;
 	int n;
 
-	if ((n = peer_count()) >= cfg->max_connections) {
+	if ((n = peer_count_door(&unix_ops)) >= cfg->max_connections) {
 		snprintf(msg, sizeof(msg), "all %d connections are in use "
 		    "(max_connections = %d)", n, cfg->max_connections);
 		log_warnx("accept: refused: %s", msg);
@@ -96,7 +96,8 @@ unix_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		return;
 	}
 	uid = unix_peer_uid(fd);
-	if ((n = peer_count_uid(uid)) >= cfg->max_connections_per_uid) {
+	if ((n = peer_count_uid(&unix_ops, uid)) >=
+	    cfg->max_connections_per_uid) {
 		snprintf(msg, sizeof(msg), "uid %ld already has %d "
 		    "connections (max_connections_per_uid = %d); close one "
 		    "first", uid, n, cfg->max_connections_per_uid);

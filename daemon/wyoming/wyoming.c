@@ -45,6 +45,7 @@ static void	wy_free(struct peer *);
 
 static const struct peer_ops wy_ops = {
 	.name = "wyoming",
+	.greeting = "event",
 	.read = wy_read,
 	.write = wy_session_event,
 	.ended = wy_ended,
@@ -235,6 +236,8 @@ wy_event(struct peer *p, struct wy_conn *c, const uint8_t *buf)
 	    &ev, msg);
 	if (e != PROTO_OK)
 		return peer_fail(p, e, "%s", msg);
+	if (p->state == PEER_NEW)
+		p->state = PEER_READY;	/* from now on, the idle timeout */
 	wy_dispatch(p, c, &ev, buf + c->hdr.data_length,
 	    c->hdr.payload_length);
 }
@@ -382,6 +385,36 @@ wy_refuse(evutil_socket_t fd, enum proto_error code, const char *text)
 	evutil_closesocket(fd);
 }
 
+/*
+ * Room for one more connection from fd's address: [wyoming]
+ * max_connections for the door, max_connections_per_address for one
+ * address. The Unix socket's connections are counted apart, so that a
+ * flood on this port never locks local clients out. 0, or -1 with why.
+ */
+static int
+wy_admit(evutil_socket_t fd, char *msg, size_t len)
+{
+	const struct config *cfg = core_config();
+	char addr[PEER_ADDR_MAX];
+	int n;
+
+	if ((n = peer_count_door(&wy_ops)) >= cfg->wyoming_max_connections) {
+		snprintf(msg, len, "all %d Wyoming connections are in use "
+		    "([wyoming] max_connections = %d)", n,
+		    cfg->wyoming_max_connections);
+		return -1;
+	}
+	peer_addr(fd, addr);
+	if ((n = peer_count_addr(&wy_ops, addr)) >=
+	    cfg->wyoming_max_connections_per_address) {
+		snprintf(msg, len, "%s already has %d Wyoming connections "
+		    "([wyoming] max_connections_per_address = %d); close one "
+		    "first", addr, n, cfg->wyoming_max_connections_per_address);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 wy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
     struct sockaddr *sa, int len, void *arg)
@@ -391,12 +424,9 @@ wy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	char msg[PROTO_MSG_MAX];
 	int one = 1;
 
-	if (peer_count() >= core_config()->max_connections) {
-		snprintf(msg, sizeof(msg), "all %d connections are in use "
-		    "(max_connections = %d)", peer_count(),
-		    core_config()->max_connections);
-		log_warnx("wyoming: refused: %s", msg);
-		wy_refuse(fd, PROTO_E_BUSY, msg);
+	if (wy_admit(fd, msg, sizeof(msg)) != 0) {
+		log_info("wyoming: refused: %s", msg);
+		wy_refuse(fd, PROTO_E_TOO_MANY, msg);
 		return;
 	}
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0)
@@ -412,7 +442,8 @@ wy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	}
 	p->front = c;
 	p->flags |= PEER_NO_RESUME;
-	p->state = PEER_READY;		/* Wyoming has no handshake */
+	/* No handshake, but the first event must come soon (NEW's timer). */
+	p->state = PEER_NEW;
 	peer_timer(p);
 	bufferevent_setwatermark(p->bev, EV_READ, 0,
 	    2 * core_config()->wyoming_max_event_bytes + WY_READ_SLACK);

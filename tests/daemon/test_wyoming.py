@@ -461,3 +461,64 @@ def test_listen_errors(make_daemon, tmp_path):
     cp = subprocess.run([str(SOTTOD), "-f", str(conf), "--check-config"],
                         capture_output=True, text=True, timeout=30)
     assert cp.returncode == 1 and "bad.conf:2: listen:" in cp.stderr, cp.stderr
+
+
+# --- connection limits ------------------------------------------------------------
+
+def read_line(s: socket.socket, timeout: float) -> dict | None:
+    """One Wyoming event's header (no data), or None when closed."""
+    s.settimeout(timeout)
+    buf = b""
+    while not buf.endswith(b"\n"):
+        try:
+            b = s.recv(1)
+        except (ConnectionResetError, socket.timeout):
+            return None
+        if not b:
+            return None
+        buf += b
+    return json.loads(buf)
+
+
+def test_connection_caps_spare_local_clients(make_daemon):
+    """Wyoming connections have caps of their own ([wyoming]
+    max_connections, max_connections_per_address), apart from the Unix
+    socket's max_connections: idle TCP connections never lock local
+    clients (sotto status) out. One that sends no event within
+    handshake_timeout_seconds is told so and closed."""
+    d = start(make_daemon, "[server]\nmax_connections = 6\n"
+                           "handshake_timeout_seconds = 3\n"
+                           "[wyoming]\nmax_connections = 8\n"
+                           "max_connections_per_address = 4\n")
+    held = []
+    try:
+        for _ in range(4):
+            held.append(socket.create_connection(("127.0.0.1", d.port)))
+            held[-1].sendall(b'{"type": "ping"}\n')
+            assert read_line(held[-1], 10)["type"] == "pong"
+        extra = socket.create_connection(("127.0.0.1", d.port))
+        ev = read_line(extra, 10)
+        assert ev is not None and ev["type"] == "error", ev
+        extra.close()
+        # Six more on the socket's own cap: all of them get status.
+        for _ in range(6):
+            cp = subprocess.run([str(SOTTO), "status", "-s", d.socket,
+                                 "--json"], capture_output=True, text=True,
+                                timeout=30)
+            assert cp.returncode == 0, cp.stderr
+        # An idle connection (nothing sent) is closed with a timeout.
+        held[0].close()
+        idle = socket.create_connection(("127.0.0.1", d.port))
+        t0 = time.monotonic()
+        ev = read_line(idle, 30)
+        assert ev is not None and ev["type"] == "error", ev
+        assert 2 <= time.monotonic() - t0 < 15
+        idle.close()
+    finally:
+        for s in held:
+            s.close()
+    log = d.log()
+    assert "max_connections_per_address = 4" in log, log
+    assert "no event within 3 s" in log, log
+    report("wyoming caps: 4 per address held, the 5th refused, `sotto "
+           "status` served meanwhile; an idle connection closed after 3 s")

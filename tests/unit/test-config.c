@@ -617,8 +617,13 @@ test_wyoming(void **state)
 	assert_int_equal(cfg.wyoming_max_event_bytes, 1048576);
 	assert_int_equal(cfg.wyoming_max_utterance_s, 120);
 	assert_int_equal(cfg.wyoming_beam_size, 5);
+	assert_int_equal(cfg.wyoming_max_connections, 64);
+	assert_int_equal(cfg.wyoming_max_connections_per_address, 16);
 	test_load_ok("[wyoming]\nlisten = [::1]:10300\nmax_event_bytes = 64K\n"
-	    "max_utterance_seconds = 30\nbeam_size = 1\n", &cfg);
+	    "max_utterance_seconds = 30\nbeam_size = 1\nmax_connections = 9\n"
+	    "max_connections_per_address = 2\n", &cfg);
+	assert_int_equal(cfg.wyoming_max_connections, 9);
+	assert_int_equal(cfg.wyoming_max_connections_per_address, 2);
 	assert_int_equal(cfg.wyoming_beam_size, 1);
 	assert_string_equal(cfg.wyoming_listen, "[::1]:10300");
 	assert_int_equal(cfg.wyoming_max_event_bytes, 65536);
@@ -636,8 +641,9 @@ test_wyoming(void **state)
 	config_dump(&cfg, fp);
 	assert_int_equal(fclose(fp), 0);
 	assert_non_null(strstr(dump, "\n[wyoming]\nbeam_size = 5\nlisten = "
-	    "0.0.0.0:10300\nmax_event_bytes = 1M\nmax_utterance_seconds = "
-	    "120\n"));
+	    "0.0.0.0:10300\nmax_connections = 64\n"
+	    "max_connections_per_address = 16\nmax_event_bytes = 1M\n"
+	    "max_utterance_seconds = 120\n"));
 	test_load_ok(dump, &back);
 	assert_memory_equal(&cfg, &back, sizeof(cfg));
 	free(dump);
