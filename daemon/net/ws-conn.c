@@ -10,8 +10,10 @@
  * Failures: when wslay refuses the client's frames it queues a close
  * frame itself; that frame is held back, io->failed sends the error
  * event, then the close goes out, so the client always reads why. A
- * message over the rate cap (WS_CONN_MSG_RATE a second, as a bucket) is
- * failed the same way with 1008.
+ * message over the rate cap (WS_CONN_MSG_RATE a second, as a bucket;
+ * pings and pongs count, since each ping costs a pong) is failed the same
+ * way with 1008, and so is a client that leaves more than max_unsent
+ * bytes unread while it goes on sending (its pongs would pile up).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ struct ws_conn {
 	const struct ws_conn_io	*io;
 	void			*arg;
 	size_t			 max_msg_bytes;
+	size_t			 max_unsent;	/* 0: no bound */
 	double			 tokens, last;	/* message rate bucket */
 	double			 now;
 	int			 flags;
@@ -124,10 +127,17 @@ ws_conn_msg_cb(wslay_event_context_ptr ev,
 	struct ws_conn *c = arg;
 	char msg[PROTO_MSG_MAX];
 
-	if (m->opcode != WSLAY_TEXT_FRAME && m->opcode != WSLAY_BINARY_FRAME)
-		return;		/* close, ping, pong: wslay answers */
 	if (c->flags & (WS_CONN_CLOSING | WS_CONN_FAIL))
 		return;		/* after our close: dropped */
+	if ((m->opcode == WSLAY_PING || m->opcode == WSLAY_PONG) &&
+	    !ws_conn_rate_ok(c)) {
+		snprintf(msg, sizeof(msg), "more than %d WebSocket messages "
+		    "a second, pings and pongs included", WS_CONN_MSG_RATE);
+		ws_conn_fail(c, PROTO_E_TOO_FAST, msg);
+		return;
+	}
+	if (m->opcode != WSLAY_TEXT_FRAME && m->opcode != WSLAY_BINARY_FRAME)
+		return;		/* close, ping, pong: wslay answers */
 	if (!ws_conn_rate_ok(c)) {
 		snprintf(msg, sizeof(msg), "more than %d WebSocket messages "
 		    "a second; send audio in fewer, larger messages",
@@ -179,6 +189,28 @@ ws_conn_new(const struct ws_conn_io *io, void *arg, size_t max_msg_bytes)
 	}
 	wslay_event_config_set_max_recv_msg_length(c->ev, max_msg_bytes);
 	return c;
+}
+
+void
+ws_conn_set_max_unsent(struct ws_conn *c, size_t max)
+{
+	c->max_unsent = max;
+}
+
+/* The client leaves too much unread: fail it before wslay sends more. */
+static void
+ws_conn_check_unsent(struct ws_conn *c)
+{
+	char msg[PROTO_MSG_MAX];
+	size_t n;
+
+	if (c->io->unsent == NULL || c->max_unsent == 0 ||
+	    (n = c->io->unsent(c->arg)) <= c->max_unsent)
+		return;
+	snprintf(msg, sizeof(msg), "%zu bytes not read (server limit %zu): "
+	    "the client sends, pings included, but does not read", n,
+	    c->max_unsent);
+	ws_conn_fail(c, PROTO_E_SLOW_READER, msg);
 }
 
 void
@@ -309,6 +341,7 @@ ws_conn_recv(struct ws_conn *c, double now)
 	if (c->last < 0)
 		c->last = now;
 	rc = wslay_event_recv(c->ev);
+	ws_conn_check_unsent(c);
 	if (c->flags & WS_CONN_FAIL) {
 		c->flags &= ~WS_CONN_FAIL;
 		c->io->failed(c->arg, c->fail_error, c->fail_msg);

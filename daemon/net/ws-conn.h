@@ -50,6 +50,11 @@ struct ws_conn_io {
 	 * owner may send one text message (the error event) from it.
 	 */
 	void	(*failed)(void *arg, enum proto_error, const char *msg);
+	/*
+	 * Bytes written but not yet sent to the client (may be NULL): past
+	 * ws_conn_set_max_unsent's bound the client is a slow reader.
+	 */
+	size_t	(*unsent)(void *arg);
 };
 
 /*
@@ -60,6 +65,13 @@ struct ws_conn_io {
 struct ws_conn *ws_conn_new(const struct ws_conn_io *io, void *arg,
 	    size_t max_msg_bytes);
 void	ws_conn_free(struct ws_conn *);
+/*
+ * Bound what the client may leave unread (io->unsent) while it keeps
+ * sending: wslay answers every ping with a pong, so a client that pings
+ * and never reads would grow our output without end. Past it, io->failed
+ * gets slow_reader and the connection closes. 0: no bound.
+ */
+void	ws_conn_set_max_unsent(struct ws_conn *, size_t);
 
 /*
  * Read what io->read has, hand over each whole message; now is a clock

@@ -82,11 +82,23 @@ ws_io_failed(void *arg, enum proto_error e, const char *msg)
 	peer_fail(w->peer, e, "%s", msg);
 }
 
+/* What the client has not read yet, beyond the kernel's buffer. */
+static size_t
+ws_io_unsent(void *arg)
+{
+	struct ws *w = arg;
+
+	if (w->peer->flags & PEER_DEAD)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(w->peer->bev));
+}
+
 static const struct ws_conn_io ws_io = {
 	.read = ws_io_read,
 	.write = ws_io_write,
 	.message = ws_io_message,
 	.failed = ws_io_failed,
+	.unsent = ws_io_unsent,
 };
 
 /* ops->read: the frames that came; the client's close ends the peer. */
@@ -97,6 +109,8 @@ ws_read(struct peer *p)
 
 	if (p->flags & (PEER_DEAD | PEER_PAUSED))
 		return;
+	/* the bound events have (peer.c), for what wslay sends itself */
+	ws_conn_set_max_unsent(w->conn, core_config()->max_client_buffer_bytes);
 	if (ws_conn_recv(w->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
 		peer_close_after_flush(p);
 }

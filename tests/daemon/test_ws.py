@@ -103,8 +103,13 @@ class Raw:
     """A socket with websockets' client protocol for the handshake and
     for reading what the server sends; bad frames are written raw."""
 
-    def __init__(self, d, headers: dict | None = None, url: str = ""):
-        self.s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
+    def __init__(self, d, headers: dict | None = None, url: str = "",
+                 rcvbuf: int = 0):
+        self.s = socket.socket()
+        if rcvbuf:      # before connect: no autotuning of the window
+            self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        self.s.settimeout(20)
+        self.s.connect(("127.0.0.1", d.port))
         self.p = ClientProtocol(parse_uri(url or d.url), max_size=None)
         req = self.p.connect()
         for k, v in (headers or {}).items():
@@ -409,3 +414,61 @@ def test_ws_client_close_is_answered(wd):
             ws.send("{nope")
             ws.recv()
             ws.recv()
+
+
+# --- control frames --------------------------------------------------------------
+
+def vmrss_kb(pid: int) -> int:
+    for ln in open(f"/proc/{pid}/status"):
+        if ln.startswith("VmRSS:"):
+            return int(ln.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_ws_ping_flood(wd):
+    """Pings count against the message rate: each costs a pong."""
+    err = bad(wd, frame(0x9, b"") * 300, "too_fast", 1008)
+    assert "pings" in err["message"], err
+
+
+def test_ws_pings_without_reading(make_daemon_module):
+    """A client that pings within the rate but never reads: its pongs
+    count against max_client_buffer_bytes like events, and past it the
+    client is dropped as a slow reader (its error event and close frame
+    queued after what it did not read), instead of sottod queueing pongs
+    without end."""
+    d = make_daemon_module(argv=["--http", "127.0.0.1:0"],
+                           conf="max_client_buffer_bytes = 64K\n").start()
+    d.port = http_port(d)
+    d.url = f"ws://127.0.0.1:{d.port}/ws"
+    r = Raw(d, rcvbuf=4096)
+    assert r.response.status_code == 101, r.response
+    rss0 = vmrss_kb(d.proc.pid)
+    ping = frame(0x9, b"p" * 125)
+    t0 = time.monotonic()
+    sent = 0
+    r.s.settimeout(1)
+    # Until sottod says it drops the client; then read what it queued
+    # (it waits PEER_CLOSE_TIMEOUT_S for that before it closes).
+    try:
+        while time.monotonic() - t0 < 30 and \
+                "does not read" not in d.log():
+            r.s.sendall(ping * 15)          # 150 a second
+            sent += 15
+            time.sleep(0.1)
+    except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        pass
+    took = time.monotonic() - t0
+    rss1 = vmrss_kb(d.proc.pid)
+    r.s.settimeout(20)
+    events, close = r.until_closed()
+    r.close()
+    assert took < 30, f"still connected after {sent} pings in {took:.0f} s"
+    assert events and events[-1].get("code") == "slow_reader", \
+        (events, d.log())
+    assert close is not None and close.code == 1008, close
+    assert rss1 - rss0 < 32 * 1024, (rss0, rss1)
+    assert d.stop() == 0, d.log()
+    report(f"ws pings without reading: dropped as a slow reader after "
+           f"{sent} pings ({took:.1f} s), VmRSS {rss0 // 1024} -> "
+           f"{rss1 // 1024} MB")

@@ -26,6 +26,7 @@ struct conn {
 	int		 n_msgs, binary;
 	enum proto_error failed;
 	size_t		 out_at_failed;
+	size_t		 unsent;	/* what io_unsent reports */
 	struct ws_conn	*c;
 };
 
@@ -75,8 +76,16 @@ io_failed(void *arg, enum proto_error e, const char *msg)
 	t->out_at_failed = t->out_len;
 }
 
+static size_t
+io_unsent(void *arg)
+{
+	struct conn *t = arg;
+
+	return t->unsent;
+}
+
 static const struct ws_conn_io io = {
-	io_read, io_write, io_message, io_failed,
+	io_read, io_write, io_message, io_failed, io_unsent,
 };
 
 static struct conn *
@@ -280,6 +289,60 @@ test_rate(void **state)
 	conn_free(t);
 }
 
+/* The output's last frame is a close with code and no reason. */
+static void
+assert_ends_with_close(struct conn *t, uint16_t code)
+{
+	const uint8_t *c = t->out + t->out_len - 4;
+
+	assert_true(t->out_len >= 4);
+	assert_int_equal(c[0], 0x88);
+	assert_int_equal(c[1], 2);
+	assert_int_equal(c[2] << 8 | c[3], code);
+}
+
+/* Pings count against the rate: each costs a pong. */
+static void
+test_ping_rate(void **state)
+{
+	struct conn *t = conn_new(1024);
+	int i;
+
+	(void)state;
+	for (i = 0; i < WS_CONN_MSG_RATE + 1; i++)
+		feed_frame(t, 0x89, "", 0);
+	assert_int_equal(ws_conn_recv(t->c, 10.0), -1);
+	assert_int_equal(t->failed, PROTO_E_TOO_FAST);
+	assert_ends_with_close(t, WS_CLOSE_POLICY);
+	conn_free(t);
+}
+
+/*
+ * A client that pings but leaves its output unread past the bound is a
+ * slow reader; under the bound, or with none set, its pings are answered.
+ */
+static void
+test_max_unsent(void **state)
+{
+	struct conn *t = conn_new(1024);
+
+	(void)state;
+	t->unsent = 5000;
+	feed_frame(t, 0x89, "p", 1);
+	assert_int_equal(ws_conn_recv(t->c, 1.0), 0);	/* no bound yet */
+	assert_int_equal(t->failed, PROTO_OK);
+	ws_conn_set_max_unsent(t->c, 8000);
+	feed_frame(t, 0x89, "p", 1);
+	assert_int_equal(ws_conn_recv(t->c, 1.1), 0);
+	assert_int_equal(t->failed, PROTO_OK);
+	t->unsent = 9000;
+	feed_frame(t, 0x89, "p", 1);
+	assert_int_equal(ws_conn_recv(t->c, 1.2), -1);
+	assert_int_equal(t->failed, PROTO_E_SLOW_READER);
+	assert_ends_with_close(t, WS_CLOSE_POLICY);
+	conn_free(t);
+}
+
 static void
 test_msg_frame(void **state)
 {
@@ -333,6 +396,8 @@ main(void)
 		cmocka_unit_test(test_bad_utf8),
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_ping_rate),
+		cmocka_unit_test(test_max_unsent),
 		cmocka_unit_test(test_msg_frame),
 	};
 
