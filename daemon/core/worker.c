@@ -38,7 +38,8 @@
  *
  * Shutdown: after worker_abort() no engine work is done for streams;
  * each STEP or FINISH job comes back at once with aborted set (FREE
- * jobs still run), and a step already running completes.
+ * jobs still run), and a step already running completes; a FILE job
+ * comes back canceled (at once, or at its next window when running).
  *
  * A FILE job (worker-file.c) transcribes a whole uploaded file as `sotto
  * transcribe` does. Between two of its 30 s windows it runs the jobs of
@@ -459,14 +460,18 @@ worker_yield(void)
 	pthread_mutex_unlock(&worker.lock);
 }
 
-/* Whether worker_stop() has been called: files give up. */
+/*
+ * Whether worker_stop() or worker_abort() has been called: files give
+ * up at their next window, so that their clients hear of it before
+ * sottod exits.
+ */
 int
 worker_stopping(void)
 {
 	int stop;
 
 	pthread_mutex_lock(&worker.lock);
-	stop = worker.stop;
+	stop = worker.stop || worker.abort;
 	pthread_mutex_unlock(&worker.lock);
 	return stop;
 }

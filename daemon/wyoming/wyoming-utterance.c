@@ -19,6 +19,12 @@
  * Clients take transcript as the result: the whole utterance decoded at
  * once, the better of the two; the chunks are the live view. Events
  * after audio-stop wait in the input until then.
+ *
+ * SIGTERM: an utterance still open is over, and transcribed whole as at
+ * audio-stop, within shutdown_grace_seconds. When that runs out first
+ * (no whole decode then, or one still running is canceled), transcript
+ * is what was final: the chunks' text; an error (shutdown) when there is
+ * none. Either way the client is answered before sottod closes.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -57,8 +63,25 @@ wy_reset(struct wy_conn *c)
 	c->n_audio = c->cap_audio = 0;
 	free(c->text);
 	c->text = NULL;
+	free(c->chunks);
+	c->chunks = NULL;
 	c->flags = 0;
 	c->language[0] = '\0';
+}
+
+void
+wy_keep_chunk(struct peer *p, struct wy_conn *c, const char *text)
+{
+	size_t have = c->chunks != NULL ? strlen(c->chunks) : 0;
+	char *t;
+
+	if ((t = realloc(c->chunks, have + strlen(text) + 1)) == NULL) {
+		log_warnx("wyoming peer %llu: out of memory",
+		    (unsigned long long)p->id);
+		return;
+	}
+	memcpy(t + have, text, strlen(text) + 1);
+	c->chunks = t;
 }
 
 /* Keep n samples of the utterance and feed them to its session. */
@@ -255,6 +278,29 @@ wy_wav(struct wy_conn *c)
 	wy_le(h + 4, data, 4);
 }
 
+/* The grace of a SIGTERM is over: what was final, else an error. */
+static void
+wy_answer_stopping(struct peer *p, struct wy_conn *c)
+{
+	char *t = c->chunks;
+	size_t n;
+
+	while (t != NULL && isspace((unsigned char)*t))
+		t++;
+	if (t == NULL || *t == '\0')
+		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping: the "
+		    "utterance was not transcribed in time "
+		    "(shutdown_grace_seconds)");
+	for (n = strlen(t); n > 0 && isspace((unsigned char)t[n - 1]); n--)
+		;
+	if ((c->text = strndup(t, n)) == NULL)
+		return peer_fail(p, PROTO_E_INTERNAL, "out of memory");
+	log_info("wyoming peer %llu: stopping: the transcript is the live "
+	    "finals", (unsigned long long)p->id);
+	c->flags |= WY_TEXT_DONE;
+	wy_finish(p);
+}
+
 /*
  * The audio is over (audio-stop, or a drain ended the session): the live
  * session goes (freed on the next loop turn, its last step dropped) and
@@ -281,6 +327,8 @@ wy_stop(struct peer *p, struct wy_conn *c)
 		c->flags |= WY_TEXT_DONE;
 		return wy_finish(p);
 	}
+	if (core_draining() > 1)	/* the grace is over: no decode */
+		return wy_answer_stopping(p, c);
 	memset(&fp, 0, sizeof(fp));
 	snprintf(fp.language, sizeof(fp.language), "%s", lang ? lang : "");
 	fp.task = SOTTO_TASK_TRANSCRIBE;
@@ -384,6 +432,10 @@ wy_transcribed(struct worker_file *f, void *arg)
 		return;
 	}
 	c = p->front;
+	if (f->error == WORKER_FILE_CANCELED && core_draining()) {
+		worker_file_free(f);
+		return wy_answer_stopping(p, c);
+	}
 	if (f->error != WORKER_FILE_OK) {
 		peer_fail(p, codes[f->error], "transcribe: %s", f->err);
 		worker_file_free(f);

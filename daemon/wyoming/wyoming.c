@@ -326,9 +326,11 @@ wy_session_event(struct peer *p, const char *json)
 	    (type = json_object_get_string(v)) == NULL)
 		type = "";
 	if (strcmp(type, "final") == 0) {
-		if ((text = wy_final_text(o)) != NULL)
+		if ((text = wy_final_text(o)) != NULL) {
+			wy_keep_chunk(p, p->front, text);
 			wy_send_raw(p, wy_write("transcript-chunk",
 			    (const char *[]){ "text", text }, 1));
+		}
 		free(text);
 	} else if (strcmp(type, "error") == 0) {
 		kv[0] = "text";

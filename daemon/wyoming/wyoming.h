@@ -29,6 +29,8 @@ struct wy_conn {
 	size_t			 n_audio, cap_audio;
 	float			*scratch;	/* samples of other widths */
 	size_t			 cap_scratch;
+	char			*chunks;	/* the live finals' text, as
+						   sent in transcript-chunk */
 	char			*text;		/* the transcript */
 	char			 text_language[PROTO_LANGUAGE_MAX];
 	char			*line;		/* header of the event read */
@@ -65,5 +67,7 @@ void	wy_stop(struct peer *, struct wy_conn *);
 void	wy_finish(struct peer *);
 /* Forget the utterance. */
 void	wy_reset(struct wy_conn *);
+/* Keep a final's text, as sent in a transcript-chunk. */
+void	wy_keep_chunk(struct peer *, struct wy_conn *, const char *text);
 
 #endif

@@ -522,3 +522,52 @@ def test_connection_caps_spare_local_clients(make_daemon):
     assert "no event within 3 s" in log, log
     report("wyoming caps: 4 per address held, the 5th refused, `sotto "
            "status` served meanwhile; an idle connection closed after 3 s")
+
+
+def test_sigterm_grace_over_mid_utterance(make_daemon):
+    """SIGTERM with an utterance that cannot be transcribed within
+    shutdown_grace_seconds: the client still gets the transcript of what
+    was final (the chunks it was sent), or an error, and then a clean
+    close; never a reset with nothing."""
+    d = start(make_daemon, "[server]\nshutdown_grace_seconds = 1\n")
+    port = d.port
+    pcm, rate, width, ch = read_wav(AUDIO_DIR / "jfk.wav")
+    pcm = pcm * 6       # 66 s: more than the grace to transcribe
+
+    async def go():
+        async with AsyncTcpClient("127.0.0.1", port) as c:
+            await c.write_event(AudioStart(rate=rate, width=width,
+                                           channels=ch).event())
+            for i in range(0, len(pcm), 32000):
+                await c.write_event(AudioChunk(
+                    rate=rate, width=width, channels=ch,
+                    audio=pcm[i:i + 32000]).event())
+            await c.write_event(Ping(text="after the audio").event())
+            out = []
+            while (ev := await asyncio.wait_for(c.read_event(), 60)):
+                out.append(ev)
+                if Pong.is_type(ev.type):
+                    break
+            d.proc.send_signal(signal.SIGTERM)
+            try:
+                while (ev := await asyncio.wait_for(c.read_event(), 60)):
+                    out.append(ev)
+            except ConnectionResetError:
+                out.append(Event(type="reset"))
+            return out
+
+    evs = asyncio.run(go())
+    kinds = [e.type for e in evs]
+    assert "reset" not in kinds, kinds
+    assert kinds[-2:] == ["transcript", "transcript-stop"] or \
+        kinds[-1] == "error", kinds
+    if kinds[-1] == "transcript-stop":
+        chunks = " ".join(TranscriptChunk.from_event(e).text for e in evs
+                          if TranscriptChunk.is_type(e.type))
+        text = Transcript.from_event(evs[-2]).text
+        assert text.split() == chunks.split() or "fellow" in text.lower(), \
+            (text, chunks)
+    assert d.proc.wait(60) == 0, d.log()
+    d.stop()
+    report(f"wyoming SIGTERM past the grace: {kinds[-2:]} then a clean "
+           "close")
