@@ -144,13 +144,12 @@ worker_file_progress(void *user, size_t done, size_t total,
 {
 	struct worker_file *f = user;
 
-	(void)done;
-	(void)total;
 	(void)segs;
 	(void)n;
 	if (worker_stopping() || atomic_load(&f->cancel))
 		return 1;
-	worker_yield();
+	if (done < total)	/* after the last window: the reply first */
+		worker_yield();
 	return 0;
 }
 

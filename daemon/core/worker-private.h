@@ -39,16 +39,20 @@ struct worker_job {
 	struct worker_stream	*ws;		/* NULL for FILE */
 	struct worker_file	*file;		/* FILE only */
 	enum worker_kind	 kind;
+	double			 queued_at;	/* worker_now() */
 	TAILQ_ENTRY(worker_job)	 entry;
 };
 TAILQ_HEAD(worker_job_list, worker_job);
 
 /*
  * worker-sched.c, with the queue's lock held: the job to run next (files
- * too only when files is set), or NULL; the best STEP or FINISH job to
- * run with it in a batch, or NULL. Neither takes it out of the queue.
+ * too only when files is set) at time now (worker_now()), or NULL; the
+ * best STEP or FINISH job to run with it in a batch, or NULL. Neither
+ * takes it out of the queue.
  */
-struct worker_job *worker_sched_next(struct worker_job_list *, int files);
+#define WORKER_FILE_WAIT_S	1.0	/* a file waits no longer for streams */
+struct worker_job *worker_sched_next(struct worker_job_list *, int files,
+	    double now);
 struct worker_job *worker_sched_step(struct worker_job_list *);
 
 double	worker_now(void);

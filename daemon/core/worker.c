@@ -137,6 +137,7 @@ worker_queue(struct worker_stream *ws, enum worker_kind kind)
 		return -1;
 	j->ws = ws;
 	j->kind = kind;
+	j->queued_at = worker_now();
 	pthread_mutex_lock(&worker.lock);
 	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
 	pthread_cond_signal(&worker.cond);
@@ -153,6 +154,7 @@ worker_queue_file(struct worker_file *f)
 		return -1;
 	j->file = f;
 	j->kind = WORKER_FILE;
+	j->queued_at = worker_now();
 	pthread_mutex_lock(&worker.lock);
 	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
 	pthread_cond_signal(&worker.cond);
@@ -452,7 +454,8 @@ worker_yield(void)
 	TAILQ_FOREACH(j, &worker.jobs, entry)
 		budget++;
 	while (budget-- > 0) {
-		if ((j = worker_sched_next(&worker.jobs, 0)) == NULL)
+		if ((j = worker_sched_next(&worker.jobs, 0,
+		    worker_now())) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
 		worker_run_job(j);
@@ -486,7 +489,8 @@ worker_main(void *arg)
 	for (;;) {
 		while (!worker.stop && TAILQ_EMPTY(&worker.jobs))
 			pthread_cond_wait(&worker.cond, &worker.lock);
-		if ((j = worker_sched_next(&worker.jobs, 1)) == NULL)
+		if ((j = worker_sched_next(&worker.jobs, 1,
+		    worker_now())) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
 		worker_run_job(j);

@@ -12,6 +12,7 @@ and by a raw protocol client (conftest.py).
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import socket
@@ -348,7 +349,7 @@ class Sender(threading.Thread):
     with their arrival times. first is set at the first partial or final."""
 
     def __init__(self, sock: str, pcm: bytes, first: threading.Event,
-                 live: bool = False):
+                 live: bool = False, paced: bool | None = None):
         super().__init__(daemon=True)
         self.c = RawClient(sock, timeout=300)
         self.c.hello()
@@ -357,14 +358,15 @@ class Sender(threading.Thread):
         self.t_open = time.monotonic()
         self.t_sent = None
         self.pcm, self.first, self.live = pcm, first, live
+        self.paced = live if paced is None else paced
         self.evs: list[tuple[float, dict]] = []
         self.reader = threading.Thread(target=self.read, daemon=True)
 
     def run(self) -> None:
         self.reader.start()
-        n = 3200 if self.live else 32000
+        n = 3200 if self.paced else 32000
         for i in range(0, len(self.pcm), n):
-            if self.live:
+            if self.paced:
                 time.sleep(max(0.0, self.t_open + i / 32000 -
                                time.monotonic()))
             self.c.send(frame(MSG_AUDIO, self.pcm[i:i + n]))
@@ -435,3 +437,39 @@ def test_live_stream_is_not_starved_by_bulk(make_daemon):
     # batch in progress and its own last step weigh more when the bulk is
     # quick), 8% busy; first come first served gave 57% busy
     assert after < 0.35 * bulk_s, (after, bulk_s)
+
+
+def test_file_is_not_starved_by_live_streams(make_daemon):
+    """Live streams that take the whole compute thread (four whose 40 s of
+    audio came at once: a step of each is always due, and live steps go
+    before the rest) kept an HTTP upload waiting until they ended. A file
+    now waits at most WORKER_FILE_WAIT_S (1 s) for them, then runs a 30 s
+    window at a time between rounds of their steps: jfk.wav is answered
+    long before the streams end."""
+    import openai
+
+    d = make_daemon(argv=["--http", "127.0.0.1:0"],
+                    conf="[http]\nbeam_size = 1\n").start()
+    port = int(re.search(r"http: listening on [^ ]*:(\d+)", d.log()).group(1))
+    first = threading.Event()
+    pcm = pcm16("LJ001-0001_to_LJ001-0017_longform.wav")[:40 * 32000]
+    live = [Sender(d.socket, pcm, first, live=True, paced=False)
+            for _ in range(4)]
+    for s in live:
+        s.start()
+    assert first.wait(120), "no live stream got a result"
+    sdk = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x",
+                        timeout=600, max_retries=0)
+    t0 = time.monotonic()
+    with open(AUDIO_DIR / "jfk.wav", "rb") as f:
+        r = sdk.audio.transcriptions.create(model="whisper-1", file=f)
+    t_file = time.monotonic() - t0
+    for s in live:
+        s.join(900)
+    assert d.stop() == 0, d.log()
+    assert "country" in r.text.lower(), r.text
+    live_s = max(s.t_end() for s in live) - t0
+    report(f"a file among 4 saturating live streams: answered in "
+           f"{t_file:.1f} s; the streams ended {live_s:.1f} s after it was "
+           f"sent")
+    assert t_file < 0.5 * live_s, (t_file, live_s)
