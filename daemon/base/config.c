@@ -197,6 +197,34 @@ config_section_known(const char *section)
 	return 0;
 }
 
+/*
+ * The sections, as "[a], [b] or [c]": those that have key, or every
+ * section when key is NULL or no section has it. Returns how many.
+ */
+static int
+config_sections_of(const char *key, char *buf, size_t len)
+{
+	const char *has[sizeof(config_sections) / sizeof(config_sections[0])];
+	size_t i, k, n = 0, at = 0;
+
+	for (i = 0; i < sizeof(has) / sizeof(has[0]); i++)
+		for (k = 0; key != NULL && k < CONFIG_NKEYS; k++)
+			if (strcmp(config_keys[k].section,
+			    config_sections[i]) == 0 &&
+			    strcmp(config_keys[k].key, key) == 0) {
+				has[n++] = config_sections[i];
+				break;
+			}
+	if (n == 0)
+		for (; n < sizeof(has) / sizeof(has[0]); n++)
+			has[n] = config_sections[n];
+	buf[0] = '\0';
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s[%s]", i == 0 ?
+		    "" : i + 1 == n ? " or " : ", ", has[i]);
+	return key != NULL && n < sizeof(has) / sizeof(has[0]) ? (int)n : 0;
+}
+
 /* Keep the first error, with the line it was found on. */
 static int
 config_error(struct config_ctx *ctx, const char *fmt, ...)
@@ -226,13 +254,19 @@ config_handler(void *user, const char *section, const char *key,
 	char msg[CONFIG_MSG_MAX];
 	size_t i;
 
-	if (*section == '\0')
-		return config_error(ctx, "\"%s\" is outside a section "
-		    "([server], [engine] or [mic])", key);
+	if (*section == '\0') {
+		if (config_sections_of(key, msg, sizeof(msg)) > 0)
+			return config_error(ctx, "\"%s\" is outside a "
+			    "section: put it under %s", key, msg);
+		return config_error(ctx, "\"%s\" is outside a section (the "
+		    "sections: %s)", key, msg);
+	}
 	if ((k = config_find(section, key)) == NULL) {
-		if (!config_section_known(section))
-			return config_error(ctx, "unknown section [%s]",
-			    section);
+		if (!config_section_known(section)) {
+			config_sections_of(NULL, msg, sizeof(msg));
+			return config_error(ctx, "unknown section [%s] (the "
+			    "sections: %s)", section, msg);
+		}
 		return config_error(ctx, "unknown key \"%s\" in [%s]", key,
 		    section);
 	}

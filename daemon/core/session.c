@@ -237,6 +237,10 @@ session_expire_cb(int fd, short ev, void *arg)
 	if (s->flags & SESSION_NO_RESUME)
 		log_debug("session %s: not kept (its client cannot "
 		    "resume)", s->name);
+	else if (core.draining)
+		log_info("session %s: %s: sottod is stopping", s->name,
+		    s->flags & SESSION_DONE ? "finals no longer kept" :
+		    "not resumed");
 	else
 		log_info("session %s: %s after %d s", s->name, s->flags &
 		    SESSION_DONE ? "finals expired" : "no reconnect",

@@ -293,6 +293,11 @@ def test_sigterm_decodes_what_was_written(make_daemon, manifest, tmp_path):
     assert abs(end["audio_s"] - total) < 0.01, (end, total)
     assert end["undecoded_s"] == 0, end
     assert end["last_final_end"] == full[-1][1], (end, full[-1])
+    # The session ended during the drain: its finals are not kept for a
+    # resume, and the log says why (not "expired after 20 s").
+    log = d.log()
+    assert "expired after" not in log, log
+    assert "finals no longer kept: sottod is stopping" in log, log
 
     wav = tmp_path / "speech.wav"
     with wave.open(str(wav), "wb") as f:

@@ -262,11 +262,18 @@ static void
 test_unknown(void **state)
 {
 	test_load_bad("[server]\nsocket = /x\n[speaker]\nvolume = 3\n", 4,
-	    "unknown section [speaker]");
+	    "unknown section [speaker] (the sections: [server], [engine], "
+	    "[mic], [http] or [wyoming])");
 	test_load_bad("[engine]\n\nmodle = base\n", 3,
 	    "unknown key \"modle\" in [engine]");
 	test_load_bad("model = base\n", 1,
-	    "\"model\" is outside a section ([server], [engine] or [mic])");
+	    "\"model\" is outside a section: put it under [engine]");
+	test_load_bad("beam_size = 2\n", 1, "\"beam_size\" is outside a "
+	    "section: put it under [engine], [http] or [wyoming]");
+	test_load_bad("token = x\n", 1, "\"token\" is outside a section: put "
+	    "it under [http]");
+	test_load_bad("volume = 3\n", 1, "\"volume\" is outside a section "
+	    "(the sections: [server], [engine], [mic], [http] or [wyoming])");
 	test_load_bad("[mic]\nrate = 16000\n\nrate = 48000\n", 4,
 	    "rate: given twice in [mic] (first on line 2)");
 	/* An indented line is a key of its own, not a continuation. */
