@@ -138,7 +138,7 @@ config_defaults(struct config *cfg)
 	CONFIG_SET(cfg->precision, "auto");
 	cfg->step_ms = 1000;
 	cfg->beam_size = 1;
-	CONFIG_SET(cfg->language, "en");
+	CONFIG_SET(cfg->language, "auto");
 	CONFIG_SET(cfg->vad, "live");
 	CONFIG_SET(cfg->vad_model, "silero-vad");
 	cfg->mic_enabled = 0;

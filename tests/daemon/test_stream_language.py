@@ -3,15 +3,24 @@ multilingual model (base), a `language` event (language, probability,
 settled) comes before the first partial or final, again when the
 detected language changes, and once settled (3 s of audio heard) never
 again; `sotto stream -f jsonl` prints it as sent. A given language gets
-no such event. Real speech (jfk.wav) and German synthesised by espeak-ng.
+no such event. With none given, sottod's default ([engine] language =
+auto) detects it on a multilingual model, for streams and Wyoming
+utterances alike. Real speech (jfk.wav) and German synthesised by
+espeak-ng.
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
 import shutil
 import subprocess
+import wave
 
 import pytest
+from wyoming.asr import Transcript
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.client import AsyncTcpClient
 
 from conftest import AUDIO_DIR, Daemon, Stream, fetch_model
 
@@ -21,8 +30,8 @@ GERMAN = ("Guten Morgen. Heute ist das Wetter sehr schön, und wir gehen "
 
 @pytest.fixture(scope="module")
 def base_daemon(sottod_bin, sotto_bin, tmp_path_factory):
-    d = Daemon(tmp_path_factory.mktemp("sottod-base"),
-               fetch_model("base")).start()
+    d = Daemon(tmp_path_factory.mktemp("sottod-base"), fetch_model("base"),
+               argv=["--wyoming", "127.0.0.1:0"]).start()
     yield d
     assert d.stop() == 0, d.log()
 
@@ -37,8 +46,9 @@ def german(tmp_path_factory):
     return p
 
 
-def events(d: Daemon, path, language: str) -> list[dict]:
-    s = Stream(d.socket, "--fast", "-l", language, path).check()
+def events(d: Daemon, path, language: str | None) -> list[dict]:
+    lang = ["-l", language] if language is not None else []
+    s = Stream(d.socket, "--fast", *lang, path).check()
     return [e for _, e in s.lines]
 
 
@@ -72,3 +82,35 @@ def test_no_language_event_when_given(base_daemon):
     evs = events(base_daemon, AUDIO_DIR / "goforward.wav", "en")
     assert any(e["type"] == "final" for e in evs), evs
     assert not [e for e in evs if e["type"] == "language"], evs
+
+
+def test_default_detects_on_a_multilingual_model(base_daemon, german):
+    """No language in OPEN and none in the config: detected, not taken as
+    en (the default was en, which gave English words for German)."""
+    check_language(events(base_daemon, german, None), "de")
+
+
+def test_wyoming_detects_the_language(base_daemon, german):
+    """A Wyoming utterance with no transcribe event (Home Assistant sends
+    none unless a language is set): detected, as wyoming-faster-whisper
+    does; transcript-start and transcript name it."""
+    port = int(re.search(r"wyoming: listening on 127\.0\.0\.1:(\d+)",
+                         base_daemon.log()).group(1))
+    with wave.open(str(german)) as w:
+        rate, width, ch = w.getframerate(), w.getsampwidth(), w.getnchannels()
+        pcm = w.readframes(w.getnframes())
+
+    async def go():
+        async with AsyncTcpClient("127.0.0.1", port) as c:
+            await c.write_event(AudioStart(rate=rate, width=width,
+                                           channels=ch).event())
+            await c.write_event(AudioChunk(rate=rate, width=width,
+                                           channels=ch, audio=pcm).event())
+            await c.write_event(AudioStop().event())
+            while (ev := await asyncio.wait_for(c.read_event(), 300)):
+                if Transcript.is_type(ev.type):
+                    return Transcript.from_event(ev)
+
+    t = asyncio.run(go())
+    assert t.language == "de", t
+    assert "morgen" in t.text.lower(), t

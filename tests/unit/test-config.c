@@ -112,12 +112,12 @@ test_defaults(void **state)
 	assert_string_equal(cfg.precision, "auto");
 	assert_int_equal(cfg.step_ms, 1000);
 	assert_int_equal(cfg.beam_size, 1);
-	assert_string_equal(cfg.language, "en");
+	assert_string_equal(cfg.language, "auto");
 	assert_int_equal(cfg.mic_enabled, 0);
 	assert_string_equal(cfg.mic_device, "default");
 	assert_int_equal(cfg.mic_rate, 16000);
 	assert_int_equal(cfg.mic_channels, 1);
-	assert_string_equal(cfg.mic_language, "en");
+	assert_string_equal(cfg.mic_language, "auto");
 }
 
 /* An empty file and the shipped file (all comments) change nothing. */
