@@ -126,7 +126,17 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 	return ws;
 }
 
-/* Append n samples; returns 0 or -1 when out of memory. */
+/* Queue j (loop thread); the compute thread takes it from there. */
+static void
+worker_enqueue(struct worker_job *j)
+{
+	j->queued_at = worker_now();
+	pthread_mutex_lock(&worker.lock);
+	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
+	pthread_cond_signal(&worker.cond);
+	pthread_mutex_unlock(&worker.lock);
+}
+
 /* Queue a job; after WORKER_FREE the caller must forget ws. */
 int
 worker_queue(struct worker_stream *ws, enum worker_kind kind)
@@ -137,11 +147,7 @@ worker_queue(struct worker_stream *ws, enum worker_kind kind)
 		return -1;
 	j->ws = ws;
 	j->kind = kind;
-	j->queued_at = worker_now();
-	pthread_mutex_lock(&worker.lock);
-	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
-	pthread_cond_signal(&worker.cond);
-	pthread_mutex_unlock(&worker.lock);
+	worker_enqueue(j);
 	return 0;
 }
 
@@ -154,11 +160,7 @@ worker_queue_file(struct worker_file *f)
 		return -1;
 	j->file = f;
 	j->kind = WORKER_FILE;
-	j->queued_at = worker_now();
-	pthread_mutex_lock(&worker.lock);
-	TAILQ_INSERT_TAIL(&worker.jobs, j, entry);
-	pthread_cond_signal(&worker.cond);
-	pthread_mutex_unlock(&worker.lock);
+	worker_enqueue(j);
 	return 0;
 }
 
