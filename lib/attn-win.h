@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "internal.h"
+#include "window.h"
 
 #define ATTN_NP	1504	/* keys padded to a multiple of 32 */
 #define ATTN_QB	16	/* queries per block */

@@ -11,7 +11,11 @@
 #ifndef SOTTO_GEMM_H
 #define SOTTO_GEMM_H
 
-#include "internal.h"
+#include <stdint.h>
+
+#include "sotto.h"
+
+struct gemm;
 
 /* Resolve AUTO to what the CPU does best; fails if BF16 is unsupported. */
 int	gemm_pick_precision(enum sotto_precision want,
@@ -26,6 +30,31 @@ int	gemm_has_amx(const struct gemm *);
 enum sotto_precision	gemm_precision(const struct gemm *);
 
 /* ---- weights (mat.c) ---- */
+
+/* A weight matrix [rows = Cout][cols = Cin], converted at load. */
+struct mat {
+	int rows, cols;
+	float *f32;		/* owned; NULL when the model runs in bf16 (or
+				   for an fp32 head, which keeps only f16) */
+	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
+	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
+				   bf16 (decoder weights) */
+	/* precision int8: int8 in gemv-i8.c's blocks and a scale per row,
+	   instead of bf16 and packed; with i8_rowsum (the rows' sums) the
+	   signed form of gemm-i8.c's window products (encoder), without
+	   it gemv_i8's unsigned one (decoder); owned */
+	uint8_t *i8;
+	float *i8_scale;
+	int32_t *i8_rowsum;
+	/* fp32 decoder weights: F16 [rows][cols] for few-column products
+	   (gemv-f16.c), the GGUF's own or f16_owned */
+	const uint16_t *f16;
+	uint16_t *f16_owned;
+	/* the F16 row blocks in the file the matrix came from, borrowed:
+	   read at load only (gguf_release gives them back after it) */
+	const void *src[3];
+	int src_rows[3], n_src;
+};
 
 /* Fill m from F16 data [rows][cols] in the gemm's precision. */
 int	mat_init_f16(struct mat *m, const struct gemm *, const void *f16,

@@ -1,5 +1,7 @@
 /*
- * libsotto internals: hyper-parameters, weights, per-stream state.
+ * The model's internals: hyper-parameters, weights, per-stream state, and
+ * the encoder and decoder that run them. The weight matrix (struct mat,
+ * gemm.h) and the window's shape (window.h) are the kernels'.
  *
  * Layout (DESIGN.md, "The ANE layout"): activations are channels-first,
  * [C][S] with the sequence contiguous; every linear layer is a 1x1
@@ -17,24 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gemm.h"
 #include "sotto.h"
+#include "window.h"
 
-#define WHISPER_N_FFT		400
-#define WHISPER_HOP		160
-#define WHISPER_N_FRAMES	3000	/* mel frames in one 30 s window */
-#define WHISPER_N_SAMPLES	480000	/* samples in one 30 s window */
-#define WHISPER_N_AUDIO_CTX	1500	/* encoder positions */
-/*
- * Row stride of activations over the window: 1500 rounded up to 32 floats
- * (the ANE layout's 64-byte aligned rows; AMX tiles write whole blocks of
- * 32 positions). Positions 1500-1503 are padding, never read as data.
- */
-#define WHISPER_AUDIO_LD	1504
 #define WHISPER_MAX_BEAMS	16
 
 struct gguf;
 struct tokenizer;
-struct gemm;
 struct mel;
 
 struct hparams {
@@ -42,31 +34,6 @@ struct hparams {
 	int n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer;
 	int n_text_ctx, n_text_state, n_text_head, n_text_layer;
 	int n_vocab;
-};
-
-/* A weight matrix [rows = Cout][cols = Cin], converted at load. */
-struct mat {
-	int rows, cols;
-	float *f32;		/* owned; NULL when the model runs in bf16 (or
-				   for an fp32 head, which keeps only f16) */
-	uint16_t *bf16;		/* owned; NULL when the model runs in fp32 */
-	uint16_t *packed;	/* owned; bf16 in gemv.c's blocks, replaces
-				   bf16 (decoder weights) */
-	/* precision int8: int8 in gemv-i8.c's blocks and a scale per row,
-	   instead of bf16 and packed; with i8_rowsum (the rows' sums) the
-	   signed form of gemm-i8.c's window products (encoder), without
-	   it gemv_i8's unsigned one (decoder); owned */
-	uint8_t *i8;
-	float *i8_scale;
-	int32_t *i8_rowsum;
-	/* fp32 decoder weights: F16 [rows][cols] for few-column products
-	   (gemv-f16.c), the GGUF's own or f16_owned */
-	const uint16_t *f16;
-	uint16_t *f16_owned;
-	/* the F16 row blocks in the file the matrix came from, borrowed:
-	   read at load only (gguf_release gives them back after it) */
-	const void *src[3];
-	int src_rows[3], n_src;
 };
 
 /* openai: encoder.blocks.N (pre-LN residual attention block) */
@@ -249,11 +216,5 @@ int	decoder_step_many(struct sotto_state *const *st,
 int	decoder_reserve(struct sotto_state *, int n_beams, char *err);
 int	decoder_fork(struct sotto_state *, int n_beams);
 int	decoder_reorder(struct sotto_state *, const int *source, int n_beams);
-
-/*
- * segments.c: keep a segment and its words inside [0, limit] seconds, the
- * audio's end (a timestamp token can name a time past the last sample).
- */
-void	segment_clamp(struct sotto_segment *, double limit);
 
 #endif

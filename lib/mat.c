@@ -1,6 +1,6 @@
 /*
  * Weights at load: F16 tensors from the GGUF converted to the model's
- * precision (struct mat, declared in internal.h and gemm.h), and packed
+ * precision (struct mat, gemm.h), and packed
  * into the layouts the kernels read. The conversion is most of a model
  * load, so it is shared among the threads.
  */

@@ -26,6 +26,7 @@
 #include "err.h"
 #include "stream.h"
 #include "tokenizer.h"
+#include "transcribe.h"
 
 /*
  * Words ending this close to the end of the decoded audio are not

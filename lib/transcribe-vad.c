@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "internal.h"
+#include "transcribe.h"
 #include "vad.h"
 
 #define READ_BLOCK	(64 * SOTTO_VAD_CHUNK)

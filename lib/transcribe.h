@@ -65,5 +65,11 @@ int	segments_add(struct sotto_state *, struct run *,
 	    const struct decode_result *, size_t window_frames, char *err);
 int	prompt_init(struct run *, const char *text, char *err);
 int	result_set_language(struct run *, char *err);
+/*
+ * Keep a segment and its words inside [0, limit] seconds, the audio's end
+ * (a timestamp token can name a time past the last sample); also for the
+ * VAD pass (transcribe-vad.c) and the stream (stream-commit.c).
+ */
+void	segment_clamp(struct sotto_segment *, double limit);
 
 #endif
