@@ -97,6 +97,23 @@ decode_sot_sequence(const struct sotto_model *m, int language,
 	return n;
 }
 
+int
+sotto_sot_sequence(const struct sotto_model *m, const char *language,
+    enum sotto_task task, int without_timestamps, int32_t *out, char *err)
+{
+	int lang = 0;
+
+	if (language != NULL && strcmp(language, "en") != 0) {
+		if (!m->multilingual)
+			return err_set(err, SOTTO_EINVAL, "%s is an "
+			    "English-only model", m->name);
+		if ((lang = tok_language_index(m->tok, language)) < 0)
+			return err_set(err, SOTTO_EINVAL, "%s has no language "
+			    "\"%s\"", m->name, language);
+	}
+	return decode_sot_sequence(m, lang, task, without_timestamps, out);
+}
+
 /* Greedy or sampling: each member picks its own next token. */
 static void
 update_greedy(struct task *t, float *logits)
@@ -534,4 +551,15 @@ decode_detect_language(struct sotto_state *st, int *ret_index,
 	for (i = 0; probs != NULL && i < n_lang; i++)
 		probs[i] = expf(st->logprobs[i]);
 	return 0;
+}
+
+int
+sotto_detect_language(struct sotto_state *st, float *probs, char *err)
+{
+	float prob;
+	int best, rc;
+
+	if ((rc = decode_detect_language(st, &best, &prob, probs, err)) != 0)
+		return rc;
+	return best;
 }

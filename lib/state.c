@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode.h"
 #include "err.h"
 #include "attn-win.h"
 #include "bigmem.h"
@@ -13,7 +12,6 @@
 #include "internal.h"
 #include "logits.h"
 #include "mel.h"
-#include "tokenizer.h"
 
 static float *
 buf(size_t n, int *failed)
@@ -163,23 +161,6 @@ sotto_log_mel(const struct sotto_model *m, const float *pcm, size_t n,
 }
 
 int
-sotto_sot_sequence(const struct sotto_model *m, const char *language,
-    enum sotto_task task, int without_timestamps, int32_t *out, char *err)
-{
-	int lang = 0;
-
-	if (language != NULL && strcmp(language, "en") != 0) {
-		if (!m->multilingual)
-			return err_set(err, SOTTO_EINVAL, "%s is an "
-			    "English-only model", m->name);
-		if ((lang = tok_language_index(m->tok, language)) < 0)
-			return err_set(err, SOTTO_EINVAL, "%s has no language "
-			    "\"%s\"", m->name, language);
-	}
-	return decode_sot_sequence(m, lang, task, without_timestamps, out);
-}
-
-int
 sotto_decode_logits(struct sotto_state *st, const int32_t *tokens, int n,
     int n_prompt, float *logits, char *err)
 {
@@ -204,15 +185,4 @@ sotto_decode_logits(struct sotto_state *st, const int32_t *tokens, int n,
 		    (size_t)(i - n_prompt + 1) * nv, err)) != 0)
 			return rc;
 	return 0;
-}
-
-int
-sotto_detect_language(struct sotto_state *st, float *probs, char *err)
-{
-	float prob;
-	int best, rc;
-
-	if ((rc = decode_detect_language(st, &best, &prob, probs, err)) != 0)
-		return rc;
-	return best;
 }
