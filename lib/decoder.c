@@ -4,7 +4,7 @@
  * - decoder_prefill(), the first-token path: the whole prompt (T tokens)
  *   in one batched pass from position 0, filling beam 0's self-attention
  *   cache; the cross-attention K/V were computed once per window by
- *   decoder_cross_kv().
+ *   decoder_cross_kv() (decoder-cross.c, with the cross-attention).
  * - decoder_step(), the cached-token path: one token per beam, all beams
  *   as the columns of one [C][B] activation, appending to the caches.
  * - decoder_step_many(), the same for one column of each of several
@@ -23,16 +23,14 @@
 #include <string.h>
 
 #include "amx.h"
-#include "attn-win.h"
 #include "bigmem.h"
+#include "decoder-cross.h"
 #include "err.h"
 #include "gemm.h"
 #include "internal.h"
 #include "layers.h"
 #include "logits.h"
 
-#define NA	WHISPER_N_AUDIO_CTX
-#define LD	WHISPER_AUDIO_LD
 /*
  * Keys (beams x heads x positions) from which a step's self-attention is
  * shared among the threads: below it the work is shorter than waking
@@ -115,26 +113,6 @@ kv_attend(const struct sotto_state *st, int beam, int layer, int h,
 		    dh, scale, out, ldo, p);
 }
 
-static float *
-cross_at(const struct sotto_state *st, int layer, int kind)
-{
-	size_t plane = (size_t)st->model->hp.n_text_state * LD;
-
-	return st->cross_kv + ((size_t)layer * 2 + kind) * plane;
-}
-
-/*
- * The columns of one decoder pass: work holds the activations of all n
- * columns; columns [col0[o], col0[o + 1]) are beams 0, 1, ... of state
- * own[o], whose caches and window they attend to.
- */
-struct cols {
-	struct sotto_state *work;
-	struct sotto_state *const *own;
-	const int *col0;
-	int n_own;
-};
-
 int
 decoder_reserve(struct sotto_state *st, int n_beams, char *err)
 {
@@ -158,28 +136,6 @@ decoder_reserve(struct sotto_state *st, int n_beams, char *err)
 	st->kv = kv;
 	st->kv_spare = spare;
 	st->kv_beams = n_beams;
-	return 0;
-}
-
-/* Cross-attention K/V of every layer from the encoder output, per window. */
-int
-decoder_cross_kv(struct sotto_state *st, char *err)
-{
-	const struct sotto_model *m = st->model;
-	size_t plane = (size_t)m->hp.n_text_state * LD;
-	int i, rc;
-
-	for (i = 0; i < m->hp.n_text_layer; i++) {
-		/* bf16: through the encoder's q; k; v scratch into bf16 */
-		float *kv = st->cross_win != NULL ? st->qkv : cross_at(st, i, 0);
-
-		if ((rc = gemm_linear(m->gemm, &m->dec[i].ckv, st->enc_out, LD,
-		    NA, kv, LD, m->dec[i].ckv_b, 0, err)) != 0)
-			return rc;
-		if (st->cross_win != NULL && (rc = attn_win_set_kv(
-		    st->cross_win, i, kv, kv + plane, err)) != 0)
-			return rc;
-	}
 	return 0;
 }
 
@@ -271,7 +227,7 @@ kv_append(const struct sotto_state *work, struct sotto_state *st, int layer,
  * tiny).
  */
 static void
-self_attn_step(const struct cols *cs, int layer, int n)
+self_attn_step(const struct decoder_cols *cs, int layer, int n)
 {
 	struct sotto_state *work = cs->work;
 	const struct sotto_model *m = work->model;
@@ -299,136 +255,6 @@ self_attn_step(const struct cols *cs, int layer, int n)
 	}
 }
 
-/*
- * Cross-attention of n columns (tokens or beams) over the window. A few
- * columns (a cached step) go one by one through a vector kernel: small
- * sgemm calls cost more in dispatch than in arithmetic.
- */
-static int
-cross_attn_own(struct sotto_state *work, struct sotto_state *st, int layer,
-    int n, int c0, int nq, char *err)
-{
-	const struct sotto_model *m = st->model;
-	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, i, rc;
-	float scale = 1.0f / sqrtf((float)dh);
-	const float *k, *v;
-
-	if (st->cross_win != NULL)
-		return attn_win_query(st->cross_win, layer, work->dqkv + c0, n,
-		    nq, work->dattn + c0, n, err);
-	k = cross_at(st, layer, 0);
-	v = cross_at(st, layer, 1);
-	if (nq <= WHISPER_MAX_BEAMS) {
-		/*
-		 * The heads shared among the threads (K and V of a layer,
-		 * 2-4 MB in f32, come from memory at every step); thread t
-		 * has scores at dscores + t * MAX_BEAMS * NA: dscores has
-		 * room for 28 threads, and there are at most 20 heads.
-		 */
-		int nt = omp_get_max_threads() < m->hp.n_text_head ?
-		    omp_get_max_threads() : m->hp.n_text_head;
-
-#pragma omp parallel for schedule(static) num_threads(nt)
-		for (h = 0; h < m->hp.n_text_head; h++)
-			layer_attend(work->dqkv + (size_t)h * dh * n + c0, n,
-			    nq, k + (size_t)h * dh * LD, v + (size_t)h * dh * LD,
-			    LD, NA, dh, scale, work->dattn + (size_t)h * dh *
-			    n + c0, n, work->dscores + (size_t)
-			    omp_get_thread_num() * WHISPER_MAX_BEAMS * NA);
-		return 0;
-	}
-	/* a prompt: one state, all columns */
-	for (h = 0; h < m->hp.n_text_head; h++) {
-		if ((rc = gemm_f32('T', 'N', n, NA, dh, scale,
-		    work->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh *
-		    LD, LD, 0.0f, work->dscores, NA, err)) != 0)
-			return rc;
-		for (i = 0; i < n; i++)
-			layer_softmax(work->dscores + (size_t)i * NA, NA);
-		if ((rc = gemm_f32('N', 'T', dh, n, NA, 1.0f,
-		    v + (size_t)h * dh * LD, LD, work->dscores, NA, 0.0f,
-		    work->dattn + (size_t)h * dh * n, n, err)) != 0)
-			return rc;
-	}
-	return 0;
-}
-
-static int
-cross_attn(const struct cols *cs, int layer, int n, char *err)
-{
-	int o, rc;
-
-	for (o = 0; o < cs->n_own; o++)
-		if ((rc = cross_attn_own(cs->work, cs->own[o], layer, n,
-		    cs->col0[o], cs->col0[o + 1] - cs->col0[o], err)) != 0)
-			return rc;
-	return 0;
-}
-
-/*
- * A prefill's scores for st->tap, fp32: q_j . k of the heads it wants,
- * one product each (the attention's own are in scratch it reuses).
- */
-static int
-tap_scores_f32(struct sotto_state *st, int layer, int n, char *err)
-{
-	const struct sotto_model *m = st->model;
-	const struct dec_tap *tap = st->tap;
-	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, s, rc;
-	const float *k = cross_at(st, layer, 0);
-
-	for (h = 0; h < m->hp.n_text_head; h++) {
-		if ((s = tap->slot[layer * m->hp.n_text_head + h]) < 0)
-			continue;
-		if ((rc = gemm_f32('T', 'N', n, tap->n_keys, dh,
-		    1.0f / sqrtf((float)dh), st->dqkv + (size_t)h * dh * n, n,
-		    k + (size_t)h * dh * LD, LD, 0.0f, tap->buf +
-		    (size_t)s * n * tap->n_keys, tap->n_keys, err)) != 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Whether st->tap wants a head of layer. */
-static int
-tap_wants(const struct sotto_state *st, int layer)
-{
-	int h, n_head = st->model->hp.n_text_head;
-
-	if (st->tap == NULL)
-		return 0;
-	for (h = 0; h < n_head; h++)
-		if (st->tap->slot[layer * n_head + h] >= 0)
-			return 1;
-	return 0;
-}
-
-/*
- * A prefill's cross-attention; with a tap, the scores of the heads it
- * wants are handed to it (bf16: kept by the window kernel as it goes).
- */
-static int
-cross_attn_prefill(struct sotto_state *st, int layer, int n, char *err)
-{
-	const struct sotto_model *m = st->model;
-	struct attn_keep keep;
-	int rc;
-
-	if (!tap_wants(st, layer))
-		return cross_attn_own(st, st, layer, n, 0, n, err);
-	if (st->cross_win != NULL) {
-		keep.slot = st->tap->slot + layer * m->hp.n_text_head;
-		keep.out = st->tap->buf;
-		keep.n_keys = st->tap->n_keys;
-		rc = attn_win_query_keep(st->cross_win, layer, st->dqkv, n, n,
-		    st->dattn, n, &keep, err);
-	} else if ((rc = cross_attn_own(st, st, layer, n, 0, n, err)) == 0)
-		rc = tap_scores_f32(st, layer, n, err);
-	if (rc == 0)
-		st->tap->fold(st->tap, layer, n);
-	return rc;
-}
-
 /* y = W x + b, then residual += y; x, y and residual are [.][n]. */
 static int
 project_add(struct sotto_state *st, const struct mat *w, const float *b,
@@ -446,7 +272,8 @@ project_add(struct sotto_state *st, const struct mat *w, const float *b,
 
 /* One block over n columns: a prompt (prefill), or a cached step. */
 static int
-decoder_layer(const struct cols *cs, int li, int n, int prefill, char *err)
+decoder_layer(const struct decoder_cols *cs, int li, int n, int prefill,
+    char *err)
 {
 	struct sotto_state *st = cs->work;
 	const struct sotto_model *m = st->model;
@@ -469,8 +296,8 @@ decoder_layer(const struct cols *cs, int li, int n, int prefill, char *err)
 	if ((rc = gemm_wx(g, &l->cq, st->dh, n, n, st->dqkv, n, 0, err)))
 		return rc;
 	layer_add_bias(st->dqkv, d, n, n, l->cq_b);
-	if ((rc = prefill ? cross_attn_prefill(st, li, n, err) :
-	    cross_attn(cs, li, n, err)) != 0 ||
+	if ((rc = prefill ? decoder_cross_prefill(st, li, n, err) :
+	    decoder_cross_attn(cs, li, n, err)) != 0 ||
 	    (rc = project_add(st, &l->co, l->co_b, st->dattn, n, err)) != 0)
 		return rc;
 
@@ -553,7 +380,7 @@ decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
 {
 	const struct sotto_model *m = st->model;
 	int col0[2] = { 0, n }, i, rc;
-	struct cols cs = { st, &st, col0, 1 };
+	struct decoder_cols cs = { st, &st, col0, 1 };
 
 	if (n < 1 || n > m->hp.n_text_ctx)
 		return err_set(err, SOTTO_EINVAL, "prompt of %d tokens does "
@@ -570,7 +397,7 @@ decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
 
 /* The layers and the head over the columns of cs, then n_kv + 1. */
 static int
-step_cols(const struct cols *cs, int n, float *logits, char *err)
+step_cols(const struct decoder_cols *cs, int n, float *logits, char *err)
 {
 	const struct sotto_model *m = cs->work->model;
 	int cols[WHISPER_MAX_BEAMS], i, rc;
@@ -591,7 +418,7 @@ decoder_step(struct sotto_state *st, const int32_t *tokens, int n_beams,
 {
 	const struct sotto_model *m = st->model;
 	int col0[2] = { 0, n_beams };
-	struct cols cs = { st, &st, col0, 1 };
+	struct decoder_cols cs = { st, &st, col0, 1 };
 
 	if (st->n_kv >= m->hp.n_text_ctx)
 		return err_set(err, SOTTO_EINVAL, "decoder context full");
@@ -609,7 +436,7 @@ decoder_step_many(struct sotto_state *const *st, const int32_t *tokens,
 	const struct sotto_model *m;
 	struct sotto_state *work;
 	int col0[WHISPER_MAX_BEAMS + 1], i;
-	struct cols cs;
+	struct decoder_cols cs;
 
 	if (n < 1 || n > WHISPER_MAX_BEAMS)
 		return err_set(err, SOTTO_EINVAL, "%d states in one decoder "
