@@ -1,12 +1,5 @@
 /*
- * Matrix products: the kernel for each (gemm.h), or oneDNN.
- *
- * Design: the engine's shapes are static (1500 encoder positions, a few
- * decoder widths), so each distinct bf16 product gets one matmul primitive,
- * created on first use and kept for the life of the model. Creating one
- * costs milliseconds; running a small one costs microseconds. fp32 goes
- * through dnnl_sgemm, which needs no primitive and dispatches to the best
- * ISA itself.
+ * Matrix products: the kernel for each (gemm.h), or oneDNN (gemm-dnnl.c).
  */
 #include <immintrin.h>
 #include <stdlib.h>
@@ -17,37 +10,10 @@
 #include "err.h"
 #include "amx.h"
 #include "gemm.h"
+#include "gemm-private.h"
 #include "gemm-win.h"
 #include "gemv.h"
 #include "layers.h"
-
-/* One bf16 product C[m][n] = A[m][k] B[k][n] with strides (rows, cols). */
-struct gemm_prim {
-	int m, k, n;
-	int64_t sa0, sa1, sb0, sb1, ldc;
-	int accumulate;
-	dnnl_primitive_t prim;
-	dnnl_memory_t src, wei, dst;
-};
-
-struct gemm {
-	enum sotto_precision precision;
-	dnnl_engine_t engine;
-	dnnl_stream_t stream;
-	struct gemm_prim *prims;	/* owned */
-	size_t n_prims, cap_prims;
-	uint16_t *xbuf;			/* bf16 copy of the current x */
-	size_t xbuf_len;		/* bytes */
-	int amx;			/* gemv may use tile products */
-	uint16_t *gemv_scratch;		/* owned, gemv_len bytes */
-	size_t gemv_len;
-	uint16_t *win_scratch;		/* owned, win_len bytes */
-	size_t win_len;
-	uint16_t *i8_bf16;		/* owned: an int8 weight as bf16 */
-	size_t i8_len;
-	uint16_t *i8w_scratch;		/* owned: gemm-i8.c's X */
-	size_t i8w_len;
-};
 
 static int
 cpu_has_bf16(void)
@@ -90,18 +56,16 @@ int
 gemm_new(enum sotto_precision precision, struct gemm **ret, char *err)
 {
 	struct gemm *g;
+	int rc;
 
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	g->precision = precision;
 	g->amx = precision == SOTTO_PRECISION_BF16 && cpu_has_amx() &&
 	    gemv_amx_init();
-	if (dnnl_engine_create(&g->engine, dnnl_cpu, 0) != dnnl_success ||
-	    dnnl_stream_create(&g->stream, g->engine,
-	    dnnl_stream_default_flags) != dnnl_success) {
+	if ((rc = gemm_dnnl_init(g, err)) != 0) {
 		gemm_free(g);
-		return err_set(err, SOTTO_ECOMPUTE, "oneDNN: cannot create "
-		    "a CPU engine");
+		return rc;
 	}
 	*ret = g;
 	return 0;
@@ -122,34 +86,15 @@ gemm_precision(const struct gemm *g)
 void
 gemm_free(struct gemm *g)
 {
-	size_t i;
-
 	if (g == NULL)
 		return;
-	for (i = 0; i < g->n_prims; i++) {
-		dnnl_primitive_destroy(g->prims[i].prim);
-		dnnl_memory_destroy(g->prims[i].src);
-		dnnl_memory_destroy(g->prims[i].wei);
-		dnnl_memory_destroy(g->prims[i].dst);
-	}
-	free(g->prims);
+	gemm_dnnl_free(g);
 	free(g->xbuf);
 	free(g->gemv_scratch);
 	free(g->i8_bf16);
 	free(g->i8w_scratch);
 	free(g->win_scratch);
-	if (g->stream != NULL)
-		dnnl_stream_destroy(g->stream);
-	if (g->engine != NULL)
-		dnnl_engine_destroy(g->engine);
 	free(g);
-}
-
-static int
-dnnl_failed(dnnl_status_t s, const char *what, char *err)
-{
-	return err_set(err, SOTTO_ECOMPUTE, "oneDNN %s failed (status %d)",
-	    what, (int)s);
 }
 
 /*
@@ -195,136 +140,6 @@ gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
 	for (i = 0; i < k; i++)
 		layer_to_bf16(x + (size_t)i * ldx, g->xbuf + (size_t)i * n, n);
 	return 0;
-}
-
-
-static int
-md_2d(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t s0, int64_t s1,
-    dnnl_data_type_t dt)
-{
-	dnnl_dims_t dims = { d0, d1 }, strides = { s0, s1 };
-
-	return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides) ==
-	    dnnl_success ? 0 : -1;
-}
-
-/* Build the matmul primitive for one shape and set of strides. */
-static int
-prim_create(struct gemm *g, struct gemm_prim *p, char *err)
-{
-	dnnl_memory_desc_t src, wei, dst;
-	dnnl_matmul_desc_t desc;
-	dnnl_primitive_attr_t attr = NULL;
-	dnnl_post_ops_t ops = NULL;
-	dnnl_primitive_desc_t pd = NULL;
-	dnnl_status_t s;
-
-	if (md_2d(&src, p->m, p->k, p->sa0, p->sa1, dnnl_bf16) ||
-	    md_2d(&wei, p->k, p->n, p->sb0, p->sb1, dnnl_bf16) ||
-	    md_2d(&dst, p->m, p->n, p->ldc, 1, dnnl_f32))
-		return err_set(err, SOTTO_ECOMPUTE, "oneDNN: bad shape "
-		    "%dx%dx%d", p->m, p->k, p->n);
-	if ((s = dnnl_matmul_desc_init(&desc, &src, &wei, NULL, &dst)) !=
-	    dnnl_success)
-		return dnnl_failed(s, "matmul descriptor", err);
-	if ((s = dnnl_primitive_attr_create(&attr)) != dnnl_success)
-		return dnnl_failed(s, "attribute", err);
-	if (p->accumulate) {
-		dnnl_post_ops_create(&ops);
-		dnnl_post_ops_append_sum(ops, 1.0f);
-		dnnl_primitive_attr_set_post_ops(attr, ops);
-		dnnl_post_ops_destroy(ops);
-	}
-	s = dnnl_primitive_desc_create(&pd, &desc, attr, g->engine, NULL);
-	dnnl_primitive_attr_destroy(attr);
-	if (s != dnnl_success)
-		return dnnl_failed(s, "matmul primitive descriptor", err);
-	s = dnnl_primitive_create(&p->prim, pd);
-	if (s == dnnl_success)
-		s = dnnl_memory_create(&p->src, &src, g->engine, NULL);
-	if (s == dnnl_success)
-		s = dnnl_memory_create(&p->wei, &wei, g->engine, NULL);
-	if (s == dnnl_success)
-		s = dnnl_memory_create(&p->dst, &dst, g->engine, NULL);
-	dnnl_primitive_desc_destroy(pd);
-	if (s != dnnl_success)
-		return dnnl_failed(s, "matmul primitive", err);
-	return 0;
-}
-
-static int
-prim_get(struct gemm *g, const struct gemm_prim *key, struct gemm_prim **ret,
-    char *err)
-{
-	struct gemm_prim *p;
-	size_t i;
-	int rc;
-
-	for (i = 0; i < g->n_prims; i++) {
-		p = &g->prims[i];
-		if (p->m == key->m && p->k == key->k && p->n == key->n &&
-		    p->sa0 == key->sa0 && p->sa1 == key->sa1 &&
-		    p->sb0 == key->sb0 && p->sb1 == key->sb1 &&
-		    p->ldc == key->ldc && p->accumulate == key->accumulate) {
-			*ret = p;
-			return 0;
-		}
-	}
-	if (g->n_prims == g->cap_prims) {
-		size_t cap = g->cap_prims ? 2 * g->cap_prims : 32;
-
-		p = realloc(g->prims, cap * sizeof(*p));
-		if (p == NULL)
-			return err_set(err, SOTTO_ENOMEM, "out of memory");
-		g->prims = p;
-		g->cap_prims = cap;
-	}
-	p = &g->prims[g->n_prims];
-	*p = *key;
-	p->prim = NULL;
-	p->src = p->wei = p->dst = NULL;
-	if ((rc = prim_create(g, p, err)) != 0) {
-		dnnl_primitive_destroy(p->prim);
-		dnnl_memory_destroy(p->src);
-		dnnl_memory_destroy(p->wei);
-		dnnl_memory_destroy(p->dst);
-		return rc;
-	}
-	g->n_prims++;
-	*ret = p;
-	return 0;
-}
-
-static int
-prim_run(struct gemm *g, struct gemm_prim *p, const void *src,
-    const void *wei, float *dst, char *err)
-{
-	dnnl_exec_arg_t args[3];
-	dnnl_status_t s;
-
-	dnnl_memory_set_data_handle(p->src, (void *)src);
-	dnnl_memory_set_data_handle(p->wei, (void *)wei);
-	dnnl_memory_set_data_handle(p->dst, dst);
-	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, p->src };
-	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, p->wei };
-	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, p->dst };
-	if ((s = dnnl_primitive_execute(p->prim, g->stream, 3, args)) !=
-	    dnnl_success)
-		return dnnl_failed(s, "matmul", err);
-	return 0;
-}
-
-/* Run the cached primitive for this shape on bf16 a, b into f32 c. */
-static int
-gemm_run_bf16(struct gemm *g, const struct gemm_prim *key, const void *a,
-    const void *b, float *c, char *err)
-{
-	struct gemm_prim *p = NULL;
-	int rc;
-
-	if ((rc = prim_get(g, key, &p, err)) != 0)
-		return rc;
-	return prim_run(g, p, a, b, c, err);
 }
 
 /*
@@ -481,7 +296,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	key.accumulate = accumulate;
 	if ((rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
 		return rc;
-	return gemm_run_bf16(g, &key, w->bf16, g->xbuf, y, err);
+	return gemm_dnnl_run(g, &key, w->bf16, g->xbuf, y, err);
 }
 
 /* p (its x and y already set) with w, n, bias and flags. */
@@ -603,37 +418,5 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	key.ldc = ldy;
 	if ((rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
 		return rc;
-	return gemm_run_bf16(g, &key, g->xbuf, w->bf16, y, err);
-}
-
-int
-gemm_bf16(struct gemm *g, int m, int n, int k, const uint16_t *a,
-    int64_t sa0, int64_t sa1, const uint16_t *b, int64_t sb0, int64_t sb1,
-    float *c, int ldc, char *err)
-{
-	struct gemm_prim key = { 0 };
-
-	key.m = m;
-	key.k = k;
-	key.n = n;
-	key.sa0 = sa0;
-	key.sa1 = sa1;
-	key.sb0 = sb0;
-	key.sb1 = sb1;
-	key.ldc = ldc;
-	return gemm_run_bf16(g, &key, a, b, c, err);
-}
-
-int
-gemm_f32(char transa, char transb, int m, int n, int k, float alpha,
-    const float *a, int lda, const float *b, int ldb, float beta, float *c,
-    int ldc, char *err)
-{
-	dnnl_status_t s;
-
-	s = dnnl_sgemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta,
-	    c, ldc);
-	if (s != dnnl_success)
-		return dnnl_failed(s, "sgemm", err);
-	return 0;
+	return gemm_dnnl_run(g, &key, g->xbuf, w->bf16, y, err);
 }

@@ -3,10 +3,10 @@
  *
  * gemm.c picks the code for each product: the hand-written kernels for
  * packed weights (gemm-win.h over a window or a prompt, gemv.c and
- * gemv-f16.c for a few columns), else oneDNN: dnnl_sgemm in fp32, bf16
- * matmul primitives created once per shape and reused. f32 accumulation
- * and output throughout. A struct gemm is used by one thread at a time
- * (the compute thread).
+ * gemv-f16.c for a few columns), else oneDNN (gemm-dnnl.c): dnnl_sgemm
+ * in fp32, bf16 matmul primitives created once per shape and reused.
+ * f32 accumulation and output throughout. A struct gemm is used by one
+ * thread at a time (the compute thread).
  */
 #ifndef SOTTO_GEMM_H
 #define SOTTO_GEMM_H
@@ -130,6 +130,8 @@ int	gemm_mlp(struct gemm *, const struct mat *fc1, const float *b1,
  */
 int	gemm_xtw(struct gemm *, const struct mat *w, const float *x, int ldx,
 	    int n, float *y, int ldy, char *err);
+
+/* ---- oneDNN's own products (gemm-dnnl.c) ---- */
 
 /*
  * bf16 C[m][n] (row stride ldc, f32) = A[m][k] B[k][n], each operand
