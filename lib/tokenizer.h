@@ -82,9 +82,19 @@ int		 tok_decode_bytes(const struct tokenizer *, const int32_t *ids,
  * incomplete (e.g. "\xe2\x82"); len if there is none.
  */
 size_t		 tok_utf8_complete_prefix(const char *s, size_t len);
+/*
+ * Length of the well-formed prefix of the UTF-8 sequence at s[0..len)
+ * (at most 1 + need); *ret_need gets need, the continuation bytes its
+ * lead byte asks for, or -1 for a byte that cannot start one.
+ */
+size_t		 tok_utf8_valid(const unsigned char *s, size_t len,
+		    int *ret_need);
+
+/* The BPE token whose bytes are p[len], or -1. */
+int32_t		 tok_lookup(const struct tokenizer *, const char *p, size_t len);
 
 /*
- * BPE-encode UTF-8 text as tiktoken encode_ordinary() with the GPT-2
+ * tokenizer-encode.c: BPE-encode UTF-8 text as tiktoken encode_ordinary() with the GPT-2
  * pattern (special-token text is encoded as plain text). *ret is
  * malloc'd (the caller frees it), *ret_n tokens long.
  */

@@ -1,7 +1,8 @@
 """lib/tokenizer.c against tiktoken on the real Whisper vocabularies.
 
-Builds tests/tokenizer/tok_driver.c with gcc (plus ASan/UBSan when the
-compiler has them), dumps gpt2.tiktoken and multilingual.tiktoken from the
+Builds tests/tokenizer/tok_driver.c with lib/tokenizer.c and
+tokenizer-encode.c with gcc (plus ASan/UBSan when the compiler has
+them), dumps gpt2.tiktoken and multilingual.tiktoken from the
 openai-whisper sdist with the specials appended as whisper/tokenizer.py
 get_encoding() does, and compares tok_encode with tiktoken's
 encode_ordinary and tok_decode with decode(errors="replace"), offline.
@@ -226,6 +227,7 @@ def driver(tmp_path_factory):
             "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes",
             "-O1", "-g", "-I", os.path.join(ROOT, "lib"),
             os.path.join(ROOT, "lib", "tokenizer.c"),
+            os.path.join(ROOT, "lib", "tokenizer-encode.c"),
             os.path.join(ROOT, "lib", "err.c"),
             os.path.join(ROOT, "tests", "tokenizer", "tok_driver.c"),
             "-o", exe]
