@@ -20,7 +20,7 @@
 
 #include "decode.h"
 #include "gemm.h"
-#include "internal.h"
+#include "model.h"
 #include "omp-env.h"
 #include "tokenizer.h"
 

@@ -38,6 +38,11 @@ ALLOWED = {
 # lib/'s own layers: each folder sees the ones listed (and sotto.h).
 LIB_ALLOWED = {
     "lib": [],
+    "lib/kernels": [],
+    "lib/model": ["lib/kernels"],
+    "lib/vad": ["lib/model", "lib/kernels"],
+    "lib/decode": ["lib/vad", "lib/model", "lib/kernels"],
+    "lib/stream": ["lib/decode", "lib/vad", "lib/model", "lib/kernels"],
 }
 for folder, below in LIB_ALLOWED.items():
     ALLOWED[folder] = below + [PUBLIC]

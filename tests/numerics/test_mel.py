@@ -14,7 +14,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from conftest import build_shared, pkg_config
+from conftest import REPO, build_shared, pkg_config
 
 N_FFT = 400
 HOP = 160
@@ -27,8 +27,11 @@ TOL = 1e-3             # on normalised values
 def shim(tmp_path_factory):
     out = tmp_path_factory.mktemp("mel") / "libmelshim.so"
     # mel.c shares a call's frames among OpenMP threads, as in libsotto
-    build_shared(["lib/mel.c", "lib/err.c", "tests/numerics/mel_shim.c"],
-                 out, pkg_config("--cflags", "kissfft-float") + ["-fopenmp"],
+    build_shared(["lib/model/mel.c", "lib/kernels/err.c",
+                  "tests/numerics/mel_shim.c"], out,
+                 ["-I", str(REPO / "lib" / "model"),
+                  "-I", str(REPO / "lib" / "kernels")] +
+                 pkg_config("--cflags", "kissfft-float") + ["-fopenmp"],
                  pkg_config("--libs", "kissfft-float") + ["-lm", "-fopenmp"])
     lib = ctypes.CDLL(str(out))
     f32p = ctypes.POINTER(ctypes.c_float)

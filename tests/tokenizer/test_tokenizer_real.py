@@ -226,9 +226,11 @@ def driver(tmp_path_factory):
     base = [cc, "-std=c17", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
             "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes",
             "-O1", "-g", "-I", os.path.join(ROOT, "lib"),
-            os.path.join(ROOT, "lib", "tokenizer.c"),
-            os.path.join(ROOT, "lib", "tokenizer-encode.c"),
-            os.path.join(ROOT, "lib", "err.c"),
+            "-I", os.path.join(ROOT, "lib", "kernels"),
+            "-I", os.path.join(ROOT, "lib", "model"),
+            os.path.join(ROOT, "lib", "model", "tokenizer.c"),
+            os.path.join(ROOT, "lib", "model", "tokenizer-encode.c"),
+            os.path.join(ROOT, "lib", "kernels", "err.c"),
             os.path.join(ROOT, "tests", "tokenizer", "tok_driver.c"),
             "-o", exe]
     san = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]

@@ -5,7 +5,7 @@
 #ifndef SOTTO_DECODER_CROSS_H
 #define SOTTO_DECODER_CROSS_H
 
-#include "internal.h"
+#include "model.h"
 
 /*
  * The columns of one decoder pass: work holds the activations of all n

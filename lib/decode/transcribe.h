@@ -9,8 +9,8 @@
 #include <stdint.h>
 
 #include "decode.h"
-#include "internal.h"
 #include "mel.h"
+#include "model.h"
 
 /*
  * The samples a run reads (transcribe-audio.c): samples [off, off + len)

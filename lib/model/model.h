@@ -13,8 +13,8 @@
  * the GGUF's copy. struct sotto_state owns every activation and cache buffer;
  * they are allocated once in sotto_state_new() and never during a window.
  */
-#ifndef SOTTO_INTERNAL_H
-#define SOTTO_INTERNAL_H
+#ifndef SOTTO_MODEL_H
+#define SOTTO_MODEL_H
 
 #include <stddef.h>
 #include <stdint.h>

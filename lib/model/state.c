@@ -9,7 +9,7 @@
 #include "attn-win.h"
 #include "bigmem.h"
 #include "gemm.h"
-#include "internal.h"
+#include "model.h"
 #include "logits.h"
 #include "mel.h"
 

@@ -14,8 +14,8 @@
 #include "attn-win.h"
 #include "decoder-cross.h"
 #include "gemm.h"
-#include "internal.h"
 #include "layers.h"
+#include "model.h"
 
 #define NA	WHISPER_N_AUDIO_CTX
 #define LD	WHISPER_AUDIO_LD

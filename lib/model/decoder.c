@@ -27,9 +27,9 @@
 #include "decoder-cross.h"
 #include "err.h"
 #include "gemm.h"
-#include "internal.h"
 #include "layers.h"
 #include "logits.h"
+#include "model.h"
 
 /*
  * Keys (beams x heads x positions) from which a step's self-attention is

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "internal.h"
+#include "model.h"
 
 #define DECODE_SAMPLE_LEN	224	/* n_text_ctx / 2 sampled tokens */
 #define DECODE_MAX_PROMPT	223	/* previous-text tokens kept */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "decode.h"
-#include "internal.h"
+#include "model.h"
 
 #define STREAM_MAX_TOKENS	448	/* decoder context */
 #define STREAM_TS_SAMPLES	320	/* samples per timestamp step (20 ms) */

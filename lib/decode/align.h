@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "model.h"
 
 #define ALIGN_TOKENS_PER_SECOND	50	/* encoder positions per second */
 #define ALIGN_MEDIAN_WIDTH	7

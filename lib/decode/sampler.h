@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "model.h"
 
 /* What the rules need to know about one window's decoding. */
 struct sampler_rules {

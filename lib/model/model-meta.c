@@ -8,8 +8,8 @@
 
 #include "err.h"
 #include "gguf.h"
-#include "internal.h"
 #include "layers.h"
+#include "model.h"
 #include "tokenizer.h"
 
 struct hparam_key {

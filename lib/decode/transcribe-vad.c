@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "err.h"
-#include "internal.h"
+#include "model.h"
 #include "transcribe.h"
 #include "vad.h"
 

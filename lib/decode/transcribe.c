@@ -18,8 +18,8 @@
 
 #include "decode.h"
 #include "err.h"
-#include "internal.h"
 #include "mel.h"
+#include "model.h"
 #include "tokenizer.h"
 #include "transcribe.h"
 

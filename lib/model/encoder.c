@@ -12,8 +12,8 @@
 #include "attn-win.h"
 #include "err.h"
 #include "gemm.h"
-#include "internal.h"
 #include "layers.h"
+#include "model.h"
 
 #define S	WHISPER_N_AUDIO_CTX
 #define LD	WHISPER_AUDIO_LD

@@ -14,8 +14,8 @@
 #include "gemm.h"
 #include "gemv.h"
 #include "gguf.h"
-#include "internal.h"
 #include "logits.h"
+#include "model.h"
 #include "tokenizer.h"
 
 /* Binding state: the first error sticks and later lookups do nothing. */
