@@ -2,7 +2,7 @@
  * sottod's memory: what it keeps after sessions end must not depend on
  * how many there were (docs/architecture.md, "Memory").
  *
- * The engine maps each stream's big buffers on its own (lib/bigmem.h);
+ * The engine maps each stream's big buffers on its own (lib/kernels/bigmem.h);
  * what is left is the daemon's own medium buffers (pending audio, the
  * resampler's output, event buffers), allocated on the loop thread and
  * freed on either thread. glibc's mmap threshold is dynamic: the first

@@ -8,13 +8,13 @@
  * told, struct door's reload) and each key that needs a restart is
  * logged and left as it was.
  *
- * The engine reads the model file into memory of its own (lib/gguf-load.c),
- * so a running sottod never depends on the file again: replacing or
- * truncating it changes nothing until a reload. SIGHUP loads the model
- * again when `[engine] model` names another one, or when the file it
- * names is no longer the file loaded (another inode, size, modification
- * or change time): a package upgrade, `scripts/fetch-model` (which
- * renames a new file into place) or a `cp` over it, followed by
+ * The engine reads the model file into memory of its own
+ * (lib/model/gguf-load.c), so a running sottod never depends on the file
+ * again: replacing or truncating it changes nothing until a reload. SIGHUP
+ * loads the model again when `[engine] model` names another one, or when
+ * the file it names is no longer the file loaded (another inode, size,
+ * modification or change time): a package upgrade, `scripts/fetch-model`
+ * (which renames a new file into place) or a `cp` over it, followed by
  * `systemctl reload sottod`.
  *
  * The new model is loaded on a thread of its own, so the loop keeps

@@ -4,7 +4,7 @@
  * vad = live (the default) gives the microphone and live client streams
  * (protocol `live`) a Silero VAD, all gives it to every session, off to
  * none. With it, a window in which the VAD hears no speech is neither
- * encoded nor decoded (lib/stream-vad.c): noise, music or a tone on a
+ * encoded nor decoded (lib/stream/stream-vad.c): noise, music or a tone on a
  * live stream cost the VAD alone and give no partials.
  *
  * The model is read at start when vad is not off, or at the first reload

@@ -1,5 +1,5 @@
 /*
- * Large per-stream buffers straight from the kernel (lib/bigmem.c).
+ * Large per-stream buffers straight from the kernel (bigmem.c).
  *
  * A stream's buffers (sotto_state's activations and caches, its audio)
  * are megabytes each and live as long as the stream. From malloc they

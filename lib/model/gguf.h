@@ -1,5 +1,5 @@
 /*
- * GGUF reader (lib/gguf.c, gguf-get.c, gguf-load.c): a hardened,
+ * GGUF reader (gguf.c, gguf-get.c, gguf-load.c): a hardened,
  * read-only view of a GGUF v2/v3 file. See docs/model-format.md for the
  * keys and tensors sotto uses.
  *

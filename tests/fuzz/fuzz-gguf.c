@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for lib/gguf.c: parse the input as a GGUF image and,
+ * libFuzzer target for lib/model/gguf.c: parse the input as a GGUF image and,
  * when it is accepted, walk everything the index points at so that ASan
  * checks each view lies inside the input.
  */

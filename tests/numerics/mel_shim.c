@@ -1,5 +1,5 @@
 /*
- * ctypes shim over lib/mel.c for tests/numerics/test_mel.py: one call
+ * ctypes shim over lib/model/mel.c for tests/numerics/test_mel.py: one call
  * with the filter bank as an argument, so the test needs no model file.
  */
 #include <stddef.h>

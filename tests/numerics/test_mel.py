@@ -1,11 +1,12 @@
-"""lib/mel.c against a numpy re-implementation of openai/whisper's log-mel.
+"""lib/model/mel.c against a numpy re-implementation of openai/whisper's
+log-mel.
 
 ref: whisper/audio.py log_mel_spectrogram(): torch.stft(n_fft 400, hop 160,
 periodic Hann, center=True, reflect), |X|^2 without the last frame,
 filters @ power, log10(max(x, 1e-10)), max(x, max - 8), (x + 4) / 4.
 
-The C side is lib/mel.c + lib/err.c built with tests/numerics/mel_shim.c
-into a temporary .so and called through ctypes.  Run with -s to see the
+The C side is lib/model/mel.c + lib/kernels/err.c built with
+tests/numerics/mel_shim.c into a temporary .so and called through ctypes.  Run with -s to see the
 errors.
 """
 

@@ -1,4 +1,4 @@
-"""The streaming policy (lib/stream.c, lib/stream-commit.c) end to end:
+"""The streaming policy (lib/stream/stream.c, stream-commit.c) end to end:
 real tiny.en, real speech, driven through build/tests/stream/stream-driver.
 
 - WER of the concatenated finals within 2 points of `sotto transcribe`
@@ -120,7 +120,7 @@ def wav_seconds(path) -> float:
 def test_ids_and_times(runs):
     for name, ev in list(runs["stream"].items()) + [("jfk@1s", runs["jfk_fine"])]:
         fs = finals(ev)
-        # no time after the end of the audio (lib/stream-commit.c clamps)
+        # no time after the end of the audio (lib/stream/stream-commit.c clamps)
         duration = wav_seconds(AUDIO_DIR / name.replace("jfk@1s", "jfk.wav"))
         for e in ev:
             if e["type"] in ("partial", "final"):

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Generate lib/tokenizer-ucd.h: the Unicode classes the GPT-2 pre-tokenizer
-regex needs (\\p{L}, \\p{N}, \\s), as a sorted list of run starts.
+"""Generate lib/model/tokenizer-ucd.h: the Unicode classes the GPT-2
+pre-tokenizer regex needs (\\p{L}, \\p{N}, \\s), as a sorted list of run
+starts.
 
 Each entry is (first codepoint << 2) | class, class 0 = other, 1 = letter
 (Lu Ll Lt Lm Lo), 2 = number (Nd Nl No), 3 = White_Space; a run lasts until
@@ -8,7 +9,7 @@ the next entry. tiktoken's Rust regex uses Unicode 16.0 tables, so prefer the
 unicodedata2 backport pinned to that version:
 
     pip install unicodedata2==16.0.0
-    python3 tests/tokenizer/gen_ucd.py > lib/tokenizer-ucd.h
+    python3 tests/tokenizer/gen_ucd.py > lib/model/tokenizer-ucd.h
 """
 import sys
 

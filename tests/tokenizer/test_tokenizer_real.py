@@ -1,7 +1,7 @@
-"""lib/tokenizer.c against tiktoken on the real Whisper vocabularies.
+"""lib/model/tokenizer.c against tiktoken on the real Whisper vocabularies.
 
-Builds tests/tokenizer/tok_driver.c with lib/tokenizer.c and
-tokenizer-encode.c with gcc (plus ASan/UBSan when the compiler has
+Builds tests/tokenizer/tok_driver.c with lib/model/tokenizer.c
+and tokenizer-encode.c with gcc (plus ASan/UBSan when the compiler has
 them), dumps gpt2.tiktoken and multilingual.tiktoken from the
 openai-whisper sdist with the specials appended as whisper/tokenizer.py
 get_encoding() does, and compares tok_encode with tiktoken's

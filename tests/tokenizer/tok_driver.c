@@ -1,5 +1,6 @@
 /*
- * Test driver for lib/tokenizer.c, run by test_tokenizer_real.py.
+ * Test driver for lib/model/tokenizer.c and tokenizer-encode.c, run by
+ * test_tokenizer_real.py.
  *
  * usage: tok_driver vocab.txt < commands
  *

@@ -1,5 +1,5 @@
 /*
- * A tiny GGUF writer for the unit tests of lib/gguf.c (test-gguf.c,
+ * A tiny GGUF writer for the unit tests of lib/model/gguf.c (test-gguf.c,
  * test-gguf-file.c): images built in memory, good ones and parts of
  * broken ones.
  */

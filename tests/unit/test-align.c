@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/align.c's pieces that need no model: the median
+ * Unit tests for lib/decode/align.c's pieces that need no model: the median
  * filter (against sorting every window) and the dynamic time warping
  * (against an exhaustive search of every monotone path).
  */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/gguf.c on files: opened from disk, and the pages of
+ * Unit tests for lib/model/gguf.c on files: opened from disk, and the pages of
  * tensors dropped once read (gguf-img.c writes the images).
  *
  * With GGUF_SEED_DIR set, test_write_seeds also writes the good images

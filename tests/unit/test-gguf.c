@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/gguf.c: small GGUF images built in memory
+ * Unit tests for lib/model/gguf.c: small GGUF images built in memory
  * (gguf-img.c), good ones parsed and checked, corrupted ones rejected with
  * SOTTO_EFORMAT and a message saying what is wrong. Files on disk:
  * test-gguf-file.c.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the hand-written decoder kernels (lib/gemv.c,
+ * Unit tests for the hand-written decoder kernels (lib/kernels/gemv.c,
  * gemv-f16.c, gemv-i8.c, logits.c, the bf16 cache attention of layers.c) against naive double-precision references on
  * the same bf16-rounded inputs, over shapes that hit their edges: rows
  * and columns that are not whole blocks, k padded to 32, accumulation,

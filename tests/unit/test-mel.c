@@ -1,9 +1,9 @@
 /*
- * Unit tests for lib/mel.c with filter banks built here: an identity bank
- * (one row per FFT bin) makes every value checkable by hand, and a naive
- * double-precision DFT over an explicitly reflect-padded copy checks the
- * edge handling.  tests/numerics/test_mel.py compares against numpy with
- * Whisper's own filters.
+ * Unit tests for lib/model/mel.c with filter banks built here: an identity
+ * bank (one row per FFT bin) makes every value checkable by hand, and a
+ * naive double-precision DFT over an explicitly reflect-padded copy checks
+ * the edge handling.  tests/numerics/test_mel.py compares against numpy
+ * with Whisper's own filters.
  */
 #include <math.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/pcm.c: sotto_pcm_mix(), the sanitising every input
+ * Unit tests for lib/decode/pcm.c: sotto_pcm_mix(), the sanitising every input
  * of sottod and `sotto transcribe` goes through.
  */
 #include <math.h>

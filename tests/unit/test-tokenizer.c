@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/tokenizer.c on a small hand-made vocabulary: ids
+ * Unit tests for lib/model/tokenizer.c on a small hand-made vocabulary: ids
  * 0..255 are the single bytes, then a few merges, then the specials.
  * Expected strings were computed with Python (bytes.decode("utf-8",
  * errors="replace") and the GPT-2 pattern under the `regex` module);

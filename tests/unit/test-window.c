@@ -1,5 +1,5 @@
 /*
- * Unit tests for the window kernels (lib/gemm-amx.c, gemm-dp.c,
+ * Unit tests for the window kernels (lib/kernels/gemm-amx.c, gemm-dp.c,
  * gemm-i8.c, attn-amx.c, attn-dp.c) against naive double-precision references on
  * the same bf16-rounded inputs, over shapes that hit their edges: rows
  * and columns that are not whole blocks, k padded to 32, accumulation,
