@@ -11,9 +11,15 @@
  * committed word are committed with it, and the closed segments they make
  * are where stream-slide.c moves the window to.
  *
- * Finals carry stream times: a timestamp token gives its time exactly;
- * a cut inside a segment is estimated by interpolating between the
- * segment's timestamps in proportion to the text bytes before the cut.
+ * Finals carry stream times from their words: what becomes final is
+ * aligned to the audio (stream-words.c, as sotto_transcribe() aligns a
+ * window's words), and a final runs from its first word's start to its
+ * last word's end. Whisper's own timestamps are a segment's bounds, not
+ * its words': after silence it often opens a segment at the window's
+ * start, and a cut inside a segment could only be estimated (by the text
+ * bytes before it), which gave cues a second away from their words and
+ * cues of no length. The estimate is left for a final with no aligned
+ * word (and for partials, which are never aligned).
  *
  * ref: ufal/whisper_streaming HypothesisBuffer (LocalAgreement-2), and
  * WhisperKit's eager mode (agreed tokens forced as prefixTokens).
@@ -143,6 +149,21 @@ text_tokens(const struct sotto_stream *s, const int32_t *seq, int i)
 	return n;
 }
 
+/*
+ * A final's times from its words: first start to last end, at least a
+ * DTW frame long; start and end keep their estimates without words.
+ */
+static void
+times_from_words(const struct sotto_segment *f, double *start, double *end)
+{
+	if (f->n_words == 0)
+		return;
+	*start = f->words[0].start;
+	*end = f->words[f->n_words - 1].end;
+	if (*end < *start + STREAM_TS_SECONDS)
+		*end = *start + STREAM_TS_SECONDS;
+}
+
 /* A final of seq[from, to) whose text tokens are seq[a, b). */
 static int
 emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
@@ -171,12 +192,6 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 	}
 	memcpy(f->tokens, seq + from, (to - from) * sizeof(int32_t));
 	f->n_tokens = to - from;
-	if (end > audio_end(s))
-		end = audio_end(s);
-	f->start = start > s->last_end ? start : s->last_end;
-	if (f->start > end)
-		f->start = end > s->last_end ? end : s->last_end;
-	f->end = end > f->start ? end : f->start;
 	if (s->words != NULL && (rc = stream_words_take(s->words,
 	    text_tokens(s, seq, a), text_tokens(s, seq, b), &f->words,
 	    &f->n_words, err)) != 0) {
@@ -184,6 +199,18 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 		free(f->tokens);
 		return rc;
 	}
+	times_from_words(f, &start, &end);
+	if (!s->p.word_timestamps) {	/* aligned for the times alone */
+		words_free(f->words, f->n_words);
+		f->words = NULL;
+		f->n_words = 0;
+	}
+	if (end > audio_end(s))
+		end = audio_end(s);
+	f->start = start > s->last_end ? start : s->last_end;
+	if (f->start > end)
+		f->start = end > s->last_end ? end : s->last_end;
+	f->end = end > f->start ? end : f->start;
 	segment_clamp(f, audio_end(s));
 	if (s->n_finals == 0)
 		s->first_id = s->next_id;
@@ -234,7 +261,7 @@ commit_range(struct sotto_stream *s, const int32_t *h, int n, int k,
 
 	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
 	memmove(s->seq + np, h, n * sizeof(int32_t));
-	if (k > 0 && s->p.word_timestamps) {
+	if (k > 0) {
 		if ((rc = stream_words_align(s, s->seq, np + n, &sw,
 		    err)) != 0)
 			return rc;
