@@ -18,15 +18,17 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
 
 from __future__ import annotations
 
+import json
 import statistics
 import struct
+import subprocess
 import wave
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conftest import (AUDIO_DIR, FINE_STEP_MS, STEP_MS, report, run_driver,
-                      werlib)
+from conftest import (AUDIO_DIR, FINE_STEP_MS, MODEL, SOTTO_BIN, STEP_MS,
+                      THREADS, report, run_driver, werlib)
 
 
 # Measured (tiny.en, bf16/AMX, 2 cores): stream vs transcribe errors
@@ -340,3 +342,60 @@ def test_finish_after_long_stream(files):
     tail = werlib.normalise(final_text(ev)).split()[-len(last_words):]
     found = sum(1 for w in last_words if w in tail)
     assert found >= 0.8 * len(last_words), (last_words, tail)
+
+
+def _norm(w: str) -> str:
+    return "".join(c for c in w.lower() if c.isalnum())
+
+
+def test_final_times_hold_their_words(tmp_path):
+    """A final runs from its first word to its last, as `sotto transcribe
+    --word-timestamps` places those words, within 0.3 s, and ends after it
+    starts: 1 s of silence, jfk, 40 s of silence, jfk. (Taken from
+    Whisper's segment timestamps and estimated inside them, the first cue
+    was 0.00-0.46 for a word at 1.02-1.70, one was 4.43-4.43, and after
+    the long silence 'And so' began a second early.)"""
+    import difflib
+
+    rate = 16000
+    jfk = _pcm("jfk.wav")
+    samples = [0] * rate + jfk + [0] * (40 * rate) + jfk
+    wav = tmp_path / "gaps.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(_raw(samples))
+    events = run_driver(wav, FINE_STEP_MS)
+    cp = subprocess.run([str(SOTTO_BIN), "transcribe", "-m", str(MODEL),
+                         "-t", THREADS, "--word-timestamps", "-f", "json",
+                         "-q", str(wav)], capture_output=True, text=True,
+                        timeout=600, stdin=subprocess.DEVNULL)
+    assert cp.returncode == 0, cp.stderr
+    ref = [w for s in json.loads(cp.stdout)["segments"] for w in s["words"]]
+    got = []     # (final index, word)
+    fs = finals(events)
+    for i, f in enumerate(fs):
+        assert f["end"] > f["start"], f
+        got += [(i, w) for w in f["text"].split()]
+    sm = difflib.SequenceMatcher(a=[_norm(w) for _, w in got],
+                                 b=[_norm(w["word"]) for w in ref],
+                                 autojunk=False)
+    where = {}   # got index -> ref word
+    for a, b, n in sm.get_matching_blocks():
+        for k in range(n):
+            where[a + k] = ref[b + k]
+    checked = 0
+    for i, f in enumerate(fs):
+        idx = [k for k, (fi, _) in enumerate(got) if fi == i]
+        if idx[0] in where:
+            assert abs(f["start"] - where[idx[0]]["start"]) <= 0.3, \
+                (f, where[idx[0]])
+            checked += 1
+        if idx[-1] in where:
+            assert abs(f["end"] - where[idx[-1]]["end"]) <= 0.3, \
+                (f, where[idx[-1]])
+            checked += 1
+    assert checked >= len(fs), (checked, len(fs))
+    report(f"final times vs transcribe's words (silence, jfk, 40 s, jfk): "
+           f"{len(fs)} finals, {checked} ends within 0.3 s")
