@@ -215,6 +215,12 @@ stream_events(struct stream_run *r, const struct stream_opts *o,
 				return 2;
 		}
 		stream_output_event(&r->out, json, len);
+		if (r->out.werr != 0) {
+			out_report(r->out.f, "sotto stream", "standard output",
+			    r->out.werr);
+			*ret_code = EXIT_INPUT;
+			return 1;
+		}
 		if (r->out.failed) {
 			*ret_code = EXIT_INPUT;
 			return 1;
@@ -306,6 +312,11 @@ cmd_stream(int argc, char **argv)
 	r.t0 = stream_now();
 	code = stream_loop(&r, &o);
 	stream_output_done(&r.out);
+	if (r.out.werr != 0) {
+		out_report(r.out.f, "sotto stream", "standard output",
+		    r.out.werr);
+		code = EXIT_INPUT;
+	}
 	conn_close(&r.c);
 	if (r.src.enc != NULL)
 		opus_encoder_destroy(r.src.enc);

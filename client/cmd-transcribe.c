@@ -357,38 +357,68 @@ report_input(const char *path, const struct audio_file *f, size_t n)
 	return -1;
 }
 
-/* The transcript to out, or to its own file in --output-dir. */
+/* The transcript to its own file in --output-dir: 0 or -1. */
+static int
+write_to_dir(const struct options *o, const char *path, double duration,
+    const struct sotto_result *res)
+{
+	struct output_tmp t;
+	char name[PATH_MAX], err[PATH_MAX + 128];
+
+	if (output_dir_path(o->output_dir, path, o->format, name,
+	    sizeof(name)) != 0) {
+		fprintf(stderr, "sotto transcribe: no --output-dir name for "
+		    "%s\n", path);
+		return -1;
+	}
+	if (output_tmp_open(&t, name, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s (the transcript of "
+		    "%s)\n", err, path);
+		return -1;
+	}
+	errno = 0;
+	if (output_write(t.f, o->format, &o->out, path, duration, res, 1) !=
+	    0 && !ferror(t.f)) {
+		output_tmp_abort(&t);
+		fprintf(stderr, "sotto transcribe: %s: out of memory writing "
+		    "the transcript of %s\n", name, path);
+		return -1;
+	}
+	if (output_tmp_commit(&t, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s (the transcript of "
+		    "%s was not written)\n", err, path);
+		return -1;
+	}
+	if (!o->quiet)
+		fprintf(stderr, "sotto transcribe: wrote %s\n", name);
+	return 0;
+}
+
+/*
+ * The transcript to out (standard output or -o), or to its own file in
+ * --output-dir: 0, -1, or OUT_BROKEN when out cannot be written (the
+ * message says why), which ends the run: no later transcript can reach it.
+ */
+#define OUT_BROKEN	(-2)
+
 static int
 write_result(const struct options *o, FILE *out, const char *path,
     double duration, const struct sotto_result *res, int n_files)
 {
-	char name[PATH_MAX] = "";
+	const char *name = o->output != NULL ? o->output : "standard output";
 	int rc;
 
-	if (o->output_dir != NULL) {
-		if (output_dir_path(o->output_dir, path, o->format, name,
-		    sizeof(name)) != 0 || (out = fopen(name, "w")) == NULL) {
-			fprintf(stderr, "sotto transcribe: %s: cannot write "
-			    "the transcript of %s: %s\n", name, path,
-			    strerror(errno));
-			return -1;
-		}
-		n_files = 1;
-	}
+	if (o->output_dir != NULL)
+		return write_to_dir(o, path, duration, res);
+	errno = 0;
 	rc = output_write(out, o->format, &o->out, path, duration, res,
 	    n_files);
-	if (o->output_dir != NULL) {
-		if (fclose(out) != 0)
-			rc = -1;
-		if (rc == 0 && !o->quiet)
-			fprintf(stderr, "sotto transcribe: wrote %s\n", name);
-	} else
-		fflush(out);
+	if (out_flush(out, "sotto transcribe", name) != 0)
+		return OUT_BROKEN;
 	if (rc != 0)
-		fprintf(stderr, "sotto transcribe: writing the transcript of "
-		    "%s failed%s%s\n", path, o->output_dir ? " to " : "",
-		    o->output_dir ? name : "");
-	return rc;
+		fprintf(stderr, "sotto transcribe: %s: out of memory writing "
+		    "the transcript of %s\n", name, path);
+	return rc != 0 ? -1 : 0;
 }
 
 /*
@@ -434,12 +464,12 @@ transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
 	} else {
 		rc = write_result(o, out, path, (double)n / AUDIO_RATE, res,
 		    n_files);
-		if (report_input(path, fr.f, n) != 0)
+		if (report_input(path, fr.f, n) != 0 && rc == 0)
 			rc = -1;
 	}
 	sotto_result_free(res);
 	audio_file_close(fr.f);
-	return rc != 0 ? -1 : 0;
+	return rc == OUT_BROKEN ? OUT_BROKEN : rc != 0 ? -1 : 0;
 }
 
 static int
@@ -470,7 +500,7 @@ cmd_transcribe(int argc, char **argv)
 	struct options o;
 	FILE *out = stdout;
 	char err[512];
-	int i, failed = 0;
+	int i, rc = 0, failed = 0;
 
 	if (parse_args(&o, argc, argv) != 0)
 		return EXIT_USAGE;
@@ -488,14 +518,19 @@ cmd_transcribe(int argc, char **argv)
 		return EXIT_MODEL;
 	}
 	if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
-		perror(o.output);
+		out_report(NULL, "sotto transcribe", o.output, errno);
 		failed = 1;
 	}
 	for (i = optind; out != NULL && i < argc; i++)
-		if (transcribe_file(st, &o, out, argv[i], argc - optind) != 0)
+		if ((rc = transcribe_file(st, &o, out, argv[i],
+		    argc - optind)) != 0) {
 			failed = 1;
-	if (out != NULL && out != stdout && fclose(out) != 0) {
-		perror(o.output);
+			if (rc == OUT_BROKEN)
+				break;
+		}
+	if (out != NULL && out != stdout && fclose(out) != 0 &&
+	    rc != OUT_BROKEN) {
+		out_report(NULL, "sotto transcribe", o.output, errno);
 		failed = 1;
 	}
 	sotto_state_free(st);

@@ -98,6 +98,7 @@ struct stream_output {
 	int		 partial_shown;
 	int		 cue;		/* srt/vtt cue number */
 	int		 ended, failed;
+	int		 werr;		/* errno of a failed write to f, or 0 */
 	double		 undecoded_s;	/* from "end": audio never decoded */
 	/*
 	 * Seconds added to every start and end printed: where the session's
@@ -114,7 +115,8 @@ void	stream_output_init(struct stream_output *, FILE *, enum stream_format);
  * Print one event (json, len bytes). Sets ->ended on "end" (and
  * ->undecoded_s, with a message on stderr, when the daemon says part of
  * the audio was never decoded), ->failed on an error event (its message
- * goes to stderr).
+ * goes to stderr), ->werr when the output could not be written (the
+ * caller says so: the transcript is lost).
  */
 void	stream_output_event(struct stream_output *, const char *json,
 	    size_t len);
