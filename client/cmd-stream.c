@@ -59,8 +59,9 @@ static const char usage_text[] =
 "  -h, --help                show this help\n"
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
-"exits. Exit status: 0 done; 1 bad input or the daemon reported an\n"
-"error; 2 bad usage; 4 cannot reach sottod or it closed the stream;\n"
+"exits. Exit status: 0 done; 1 bad input, the daemon reported an\n"
+"error, or the transcript could not be written (standard output full\n"
+"or closed); 2 bad usage; 4 cannot reach sottod or it closed the stream;\n"
 "5 sottod stopped (shutdown) before transcribing all the audio it\n"
 "received: the message on stderr says how many seconds are missing.\n";
 
@@ -233,7 +234,11 @@ stream_events(struct stream_run *r, const struct stream_opts *o,
 	if ((bad || r->c.eof) && o->resume)
 		return 2;
 	if (bad || r->c.eof) {
-		if (!bad)
+		if (!bad && !r->c.answered)
+			fprintf(stderr, "sotto stream: sottod closed the "
+			    "connection without answering; %s\n",
+			    conn_no_answer_hint());
+		else if (!bad)
 			fprintf(stderr, "sotto stream: sottod closed the "
 			    "connection before the end of the stream\n");
 		*ret_code = EXIT_DAEMON;

@@ -61,7 +61,7 @@ stream_output_num(struct json_object *o, const char *key)
 	return json_object_get_double(v);
 }
 
-static void
+void
 stream_output_clear(struct stream_output *o)
 {
 	if (o->partial_shown) {

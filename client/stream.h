@@ -26,6 +26,7 @@ struct conn {
 	size_t		 consumed;	/* of in, by the last event */
 	int		 eof;
 	int		 wclosed;	/* the daemon stopped reading */
+	int		 answered;	/* an event came: sottod is there */
 };
 
 /* --socket, else $SOTTO_SOCKET, else CONN_SOCKET_DEFAULT. */
@@ -33,6 +34,12 @@ const char *conn_socket_path(const char *opt);
 /* Connect and queue HELLO. Returns 0 or -1 with err. */
 int	conn_open(struct conn *, const char *path, char *err, size_t errlen);
 void	conn_close(struct conn *);
+/*
+ * What to say when the connection ends (or times out) before sottod
+ * answered at all: under socket activation systemd takes the connection,
+ * and a sottod that fails to start closes it without a word.
+ */
+const char *conn_no_answer_hint(void);
 int	conn_queue(struct conn *, uint8_t type, const void *, size_t);
 size_t	conn_pending(const struct conn *);
 /*
@@ -121,5 +128,7 @@ void	stream_output_init(struct stream_output *, FILE *, enum stream_format);
 void	stream_output_event(struct stream_output *, const char *json,
 	    size_t len);
 void	stream_output_done(struct stream_output *);
+/* Take the partial off the terminal line, before a message on stderr. */
+void	stream_output_clear(struct stream_output *);
 
 #endif
