@@ -1,16 +1,22 @@
-"""The system `meson install` lays out, run as installed.
+"""The system `sudo meson install` lays out, run as installed.
 
-The build is installed into a DESTDIR. In a private mount namespace (as
-root: unshare) the DESTDIR's prefix and localstatedir are bind-mounted over
-the real ones and a tmpfs over /run, so every installed path is exactly
-where the installed files say: the installed sotto-fetch-model writes
-tiny.en into the models directory, the installed `sotto transcribe` finds
-it there, the service unit's ExecStart= is run word for word under
-systemd-socket-activate on the socket unit's ListenStream=, sottod reads
-the installed default config and model, and the installed `sotto stream`
-sends real speech through it. Also: every file a complete install needs,
-the soname, pkg-config, and man pages that groff reads without a warning
-and that document every option and key.
+The build is installed as README says, `meson install` as root to the
+real root (no DESTDIR, so its install script creates the user sotto and
+the models directory and runs ldconfig), but in a private mount namespace
+(as root: unshare) in which the prefix and localstatedir are bind mounts
+of a staging directory and /etc is a copy: the files land in the staging
+directory, and the user and the dynamic linker's cache in the copy, never
+on the host. Run in the same kind of namespace, every installed path is
+exactly where the installed files say, and the programs start as
+installed, with no LD_LIBRARY_PATH: the installed sotto-fetch-model
+writes tiny.en into the models directory (owned by sotto), the installed
+`sotto transcribe` finds it there, the service unit's ExecStart= is run
+word for word under systemd-socket-activate on the socket unit's
+ListenStream=, sottod reads the installed default config and model, and
+the installed `sotto stream` sends real speech through it. Also: every
+file a complete install needs, the soname, pkg-config, man pages that
+groff reads without a warning and that document every option and key,
+and messages that name the installed commands, never the source tree's.
 """
 
 from __future__ import annotations
@@ -45,15 +51,44 @@ def meson_dirs() -> dict[str, str]:
             for k, v in opts.items()}
 
 
+# The namespace both the install and the installed programs run in:
+# "$1" (the staging prefix) over "$2" (the prefix), "$3" over "$4" (the
+# localstatedir), "$5" (a copy of /etc) over /etc, and a tmpfs over /run;
+# then the command after those five.
+NAMESPACE = ('mount --bind "$1" "$2" && mount --bind "$3" "$4" && '
+             'mount --bind "$5" /etc && mount -t tmpfs -o mode=0755 tmpfs /run '
+             '&& shift 5 && exec "$@"')
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """(DESTDIR, directories) after `meson install --destdir`."""
+    """(staging directory, directories) after `meson install` as root with
+    DESTDIR unset, in the namespace: its files in DEST + the real paths,
+    and the copy of /etc it changed (the user sotto, ld.so.cache) in
+    DEST/etc-copy."""
+    dirs = meson_dirs()
+    prefix, var = dirs["prefix"], dirs["localstatedir"]
+    assert prefix not in ("/", "/usr") and var.startswith("/var/"), \
+        f"prefix {prefix}, localstatedir {var}: this test binds a staging " \
+        "directory over both and needs meson's defaults for /usr/local"
     dest = tmp_path_factory.mktemp("destdir")
-    cp = subprocess.run(["meson", "install", "-C", str(BUILD), "--no-rebuild",
-                         "--quiet", "--destdir", str(dest)],
-                        capture_output=True, text=True, timeout=300)
+    for d in (prefix, var):
+        (dest / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    etc = dest / "etc-copy"
+    cp = subprocess.run(["cp", "-a", "/etc", str(etc)], capture_output=True,
+                        text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    env = {k: v for k, v in os.environ.items() if k != "DESTDIR"}
+    cp = subprocess.run(["unshare", "--mount", "--propagation", "private",
+                         "--", "sh", "-c", NAMESPACE, "sh",
+                         f"{dest}{prefix}", prefix, f"{dest}{var}", var,
+                         str(etc), "meson", "install", "-C", str(BUILD),
+                         "--no-rebuild", "--quiet"],
+                        capture_output=True, text=True, timeout=300, env=env)
     assert cp.returncode == 0, f"meson install failed:\n{cp.stdout}{cp.stderr}"
-    return dest, meson_dirs()
+    # the install script's ldconfig, and nothing it had to warn about
+    assert "libsotto" not in cp.stderr, cp.stderr
+    return dest, dirs
 
 
 def unit_values(path: Path, key: str) -> list[str]:
@@ -83,40 +118,34 @@ def unit_dir(dest: Path) -> Path:
 
 
 class InstalledRoot:
-    """A mount namespace in which the DESTDIR is the installed system."""
+    """A mount namespace in which the staging directory is the installed
+    system."""
 
     def __init__(self, dest: Path, dirs: dict[str, str], workdir: Path):
         self.dest, self.dirs, self.dir = dest, dirs, workdir
         self.prefix = dirs["prefix"]
-        assert self.prefix not in ("/", "/usr"), \
-            f"prefix {self.prefix}: this test binds the DESTDIR over the " \
-            "prefix and needs one other than / or /usr (meson's default " \
-            "/usr/local)"
         for tool in ("unshare", "nsenter", "systemd-socket-activate"):
             assert shutil.which(tool), f"{tool} is missing (util-linux, systemd)"
-        # Only what the install finds by itself: no model directory given.
+        # Only what the install finds by itself: no model directory given,
+        # no library path (the install's ldconfig must be enough).
         self.env = {k: v for k, v in os.environ.items()
-                    if k != "SOTTO_MODEL_DIR"}
-        self.env["LD_LIBRARY_PATH"] = dirs["libdir"]
+                    if k not in ("SOTTO_MODEL_DIR", "LD_LIBRARY_PATH")}
         self.proc: subprocess.Popen | None = None
 
     def start(self, argv: list[str], sock: str, env: dict[str, str]) -> None:
         """argv under systemd-socket-activate -l sock, in the namespace."""
         var = self.dirs["localstatedir"]
-        (self.dest / var.lstrip("/")).mkdir(parents=True, exist_ok=True)
-        script = ('mount --bind "$1" "$2" && mount --bind "$3" "$4" && '
-                  'mount -t tmpfs -o mode=0755 tmpfs /run && '
-                  'mkdir -p "$(dirname "$5")" && shift 4 && '
-                  'exec systemd-socket-activate -l "$@"')
-        # systemd-socket-activate passes on only the variables named by -E
-        # (the lib dir stands in for the ldconfig a real install runs).
-        passed = [a for k in ["LD_LIBRARY_PATH", *env] for a in ("-E", k)]
+        # systemd-socket-activate passes on only the variables named by -E.
+        passed = [a for k in env for a in ("-E", k)]
         self.log_path = self.dir / "sottod.log"
         self.logf = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "--",
-             "sh", "-c", script, "sh", f"{self.dest}{self.prefix}",
-             self.prefix, f"{self.dest}{var}", var, sock, *passed, *argv],
+             "sh", "-c", NAMESPACE, "sh", f"{self.dest}{self.prefix}",
+             self.prefix, f"{self.dest}{var}", var,
+             str(self.dest / "etc-copy"), "sh", "-c",
+             'mkdir -p "$(dirname "$1")" && exec systemd-socket-activate '
+             '-l "$@"', "sh", sock, *passed, *argv],
             stdin=subprocess.DEVNULL, stdout=self.logf,
             stderr=subprocess.STDOUT, env=dict(self.env, **env), cwd="/")
         deadline = time.monotonic() + 20
@@ -270,6 +299,16 @@ main(int argc, char **argv)
 """
 
 
+def owner(dest: Path, path: Path) -> str:
+    """The name of path's owner in the installed system's /etc."""
+    uid = path.stat().st_uid
+    for line in (dest / "etc-copy" / "passwd").read_text().splitlines():
+        f = line.split(":")
+        if len(f) > 2 and f[2] == str(uid):
+            return f[0]
+    return str(uid)
+
+
 def test_installed_system(installed, tiny_model, tmp_path):
     """Model, files, service and clients, as installed: sotto-fetch-model
     puts tiny.en where sotto and sottod look; `sotto transcribe` and the
@@ -291,8 +330,8 @@ def test_installed_system(installed, tiny_model, tmp_path):
     root = InstalledRoot(dest, dirs, tmp_path)
     root.start(argv, listen[0], {})
     try:
-        # The models directory tmpfiles.d makes (no sotto user here).
-        assert root.run(["mkdir", "-p", modeldir]).returncode == 0
+        # The user and the models directory the install script made.
+        assert owner(dest, dest / modeldir.lstrip("/")) == "sotto"
         # The converter runs in the test venv (SOTTO_PYTHON) and the pinned
         # wheel comes from the cache scripts/fetch-model filled: the
         # installed tool does the rest (tests/debian: its own venv).
