@@ -1,0 +1,52 @@
+"""What `sotto transcribe` tells the user: progress on a terminal that
+ends at 100%, precision advice that this CPU can follow, and, run from
+the build tree, the source tree's commands (installed, the installed
+ones: tests/daemon/test_install.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import subprocess
+
+import pytest
+
+from conftest import AUDIO_DIR, REPO, SOTTO_BIN, assert_no_crash
+
+WAV = AUDIO_DIR / "goforward.wav"   # 2.8 s
+
+
+def progress_lines(model, *extra) -> list[int]:
+    """The percentages `sotto transcribe` draws on a terminal (stderr a
+    pty), in order."""
+    master, slave = pty.openpty()
+    try:
+        p = subprocess.Popen([str(SOTTO_BIN), "transcribe", "-m", str(model),
+                              "-t", "2", "--beam-size", "1", *map(str, extra),
+                              str(WAV)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=slave)
+    finally:
+        os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:   # EIO: the other end is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    p.stdout.read()
+    assert p.wait(300) == 0, out
+    return [int(m) for m in re.findall(rb"goforward\.wav: +(\d+)%", out)]
+
+
+@pytest.mark.parametrize("vad", [False, True], ids=["whole", "vad"])
+def test_progress_ends_at_100(vad, tiny_model):
+    shown = progress_lines(tiny_model, *(["--vad"] if vad else []))
+    assert shown, "no progress on a terminal"
+    assert shown[-1] == 100, f"progress ended at {shown[-1]}%: {shown}"
+    assert shown == sorted(shown), shown
