@@ -50,3 +50,18 @@ def test_progress_ends_at_100(vad, tiny_model):
     assert shown, "no progress on a terminal"
     assert shown[-1] == 100, f"progress ended at {shown[-1]}%: {shown}"
     assert shown == sorted(shown), shown
+
+
+def test_int8_advice_this_cpu_can_follow(tiny_model):
+    """An AVX2-only CPU (forced: sotto follows ONEDNN_MAX_CPU_ISA) has
+    neither int8 nor bf16: the advice is fp32 (auto), never bf16."""
+    cp = subprocess.run([str(SOTTO_BIN), "transcribe", "-m", str(tiny_model),
+                         "--precision", "int8", str(WAV)],
+                        capture_output=True, text=True, timeout=120,
+                        env=dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX2"))
+    assert_no_crash(cp, "transcribe --precision int8")
+    assert cp.returncode == 3, cp.stderr
+    assert "int8" in cp.stderr and "AVX512-VNNI" in cp.stderr, cp.stderr
+    assert "use auto, which is fp32 on this CPU" in cp.stderr, cp.stderr
+    assert "bf16 or" not in cp.stderr and "use bf16" not in cp.stderr, \
+        cp.stderr
