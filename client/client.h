@@ -45,7 +45,7 @@ struct vad_opts {
 	struct sotto_vad *vad;
 };
 
-extern const char vad_opts_usage[];
+void	vad_opts_help(FILE *);
 void	vad_opts_init(struct vad_opts *);
 /* An OPT_VAD_* option: 0, or -1 for a bad value. */
 int	vad_opts_parse(struct vad_opts *, int c, const char *arg);

@@ -270,7 +270,7 @@ parse_args(struct options *o, int argc, char **argv)
 	    NULL)) != -1) {
 		if (c == 'h') {
 			fputs(usage_text, stdout);
-			fputs(vad_opts_usage, stdout);
+			vad_opts_help(stdout);
 			fputs(usage_tail, stdout);
 			exit(0);
 		}

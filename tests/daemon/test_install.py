@@ -368,6 +368,28 @@ def test_installed_system(installed, tiny_model, tmp_path):
         w_file = werlib.wer([ref[SAMPLE]], [cp.stdout])
         assert w_file <= 0.10, f"WER {w_file:.2f}: {cp.stdout!r}"
 
+        # Installed, what to run is the installed command, never one of
+        # the source tree (scripts/, tools/, tests/).
+        notgguf = tmp_path / "not-a-model.gguf"
+        notgguf.write_bytes(b"RIFF" + bytes(60))
+        said = []
+        for cmd in (["sotto", "transcribe", "-m", "no-such-model", SAMPLE],
+                    ["sotto", "transcribe", "-m", str(notgguf), SAMPLE],
+                    ["sottod", "--check-config", "-m", "no-such-model"],
+                    ["sotto-fetch-model", "large-v3-turbo", "-o", str(tmp_path)],
+                    ["sotto-fetch-model", "--list"]):
+            exe = dirs["sbindir" if cmd[0] == "sottod" else "bindir"]
+            cp = root.run([f"{exe}/{cmd[0]}", *cmd[1:]])
+            said.append(cp.stdout + cp.stderr)
+        said = "\n".join(said)
+        for want in ("run 'sotto-fetch-model no-such-model'",
+                     "convert the model with sotto-fetch-model",
+                     "sotto-fetch-model PATH --name large-v3-turbo",
+                     "shapes verified with random weights"):
+            assert want in said, f"{want!r} not in:\n{said}"
+        for tree in ("scripts/fetch-model", "tools/convert.py", "tests/parity"):
+            assert tree not in said, f"{tree!r} in:\n{said}"
+
         prog = tmp_path / "probe.c"
         prog.write_text(PROGRAM)
         cp = root.run(["sh", "-c", 'cc -o "$1" "$2" $(pkg-config --cflags '

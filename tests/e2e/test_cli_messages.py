@@ -65,3 +65,21 @@ def test_int8_advice_this_cpu_can_follow(tiny_model):
     assert "use auto, which is fp32 on this CPU" in cp.stderr, cp.stderr
     assert "bf16 or" not in cp.stderr and "use bf16" not in cp.stderr, \
         cp.stderr
+
+
+def test_tree_names_the_tree_commands(tmp_path):
+    """From the build tree the commands to run are the source tree's; the
+    installed programs name the installed ones (test_install.py)."""
+    notgguf = tmp_path / "x.gguf"
+    notgguf.write_bytes(b"RIFF" + bytes(60))
+    for model, want in (("no-such-model", "'scripts/fetch-model no-such-model'"),
+                        (notgguf, "convert the model with scripts/fetch-model")):
+        cp = subprocess.run([str(SOTTO_BIN), "transcribe", "-m", str(model),
+                             str(WAV)], capture_output=True, text=True,
+                            timeout=60, cwd=tmp_path,
+                            env={k: v for k, v in os.environ.items()
+                                 if k != "SOTTO_MODEL_DIR"})
+        assert cp.returncode == 3, cp.stderr
+        assert want in cp.stderr, cp.stderr
+        assert "sotto-fetch-model" not in cp.stderr, cp.stderr
+    assert REPO.joinpath("scripts", "fetch-model").is_file()
