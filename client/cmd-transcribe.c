@@ -41,13 +41,19 @@ static const char usage_text[] =
 "                            see sotto-fetch-model) or .gguf path [tiny.en]\n"
 "  -l, --language CODE|auto  spoken language [en for .en models, else auto]\n"
 "      --task transcribe|translate   translate into English [transcribe]\n"
-"  -f, --format txt|json|srt|vtt     output format [txt]\n"
+"  -f, --format FORMAT       output format [txt]: txt (a line per\n"
+"                            segment), json, srt, vtt, tsv (openai-whisper's:\n"
+"                            start and end in ms, text), lrc (lyrics,\n"
+"                            [mm:ss.xx]text), or all (with --output-dir: a\n"
+"                            file in each format)\n"
 "  -o, --output FILE         write to FILE instead of standard output;\n"
 "                            several inputs go one after the other (txt\n"
 "                            with a '==> FILE <==' line before each, json\n"
-"                            a line each, srt/vtt each file's cues in turn)\n"
+"                            a line each, the others each file's in turn);\n"
+"                            a format's name (whisper.cpp's -osrt) is\n"
+"                            refused: -f srt\n"
 "      --output-dir DIR      one file per input in DIR, named after it:\n"
-"                            DIR/NAME.txt|json|srt|vtt for NAME.wav\n"
+"                            DIR/NAME.FORMAT for NAME.wav\n"
 "      --beam-size N         beams at temperature 0; 1 = greedy [5]\n"
 "      --best-of N           samples per window at temperature > 0 [5]\n"
 "      --patience X          beam search patience [1.0]\n"
@@ -158,8 +164,41 @@ parse_enum(struct options *o, int c, const char *arg)
 			return bad_usage("--precision must be auto, fp32, bf16 "
 			    "or int8, not '%s'", arg);
 	} else if (output_format_parse(arg, &o->format) != 0)
-		return bad_usage("--format must be txt, json, srt or vtt, "
-		    "not '%s'", arg);
+		return bad_usage("--format must be txt, json, srt, vtt, tsv or "
+		    "lrc (or all, with --output-dir), not '%s'", arg);
+	return 0;
+}
+
+/*
+ * -o NAME where NAME is an output format: whisper.cpp's -otxt, -osrt,
+ * -oj... are output flags there, and here would write a file named
+ * "srt". Refused with the option to use instead (-1), else 0.
+ */
+static int
+output_flag_check(const char *arg)
+{
+	static const char *const ours[][2] = {
+		{ "txt", "txt" }, { "json", "json" }, { "srt", "srt" },
+		{ "vtt", "vtt" }, { "tsv", "tsv" }, { "lrc", "lrc" },
+		{ "all", "all" }, { "j", "json" }, { "jf", "json" },
+		{ "csv", "tsv" }, { "wts", "srt" },
+	};
+	char msg[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
+		if (strcmp(arg, ours[i][0]) != 0)
+			continue;
+		snprintf(msg, sizeof(msg), "-o %%s names the output file, not "
+		    "a format: use -f %s%s (whisper.cpp's -o%s), with -o FILE "
+		    "or --output-dir DIR for where it goes; ./%%s is a file "
+		    "of that name", ours[i][1], strcmp(ours[i][1], "all") == 0 ?
+		    " --output-dir DIR" : "", ours[i][0]);
+		fprintf(stderr, "sotto transcribe: ");
+		fprintf(stderr, msg, arg, arg);
+		fprintf(stderr, "\nRun 'sotto transcribe --help' for usage.\n");
+		return -1;
+	}
 	return 0;
 }
 
@@ -287,6 +326,11 @@ parse_args(struct options *o, int argc, char **argv)
 		    "--highlight-words lay out words: add --word-timestamps");
 	if (o->output != NULL && o->output_dir != NULL)
 		return bad_usage("%s", "--output and --output-dir: give one");
+	if (o->output != NULL && output_flag_check(o->output) != 0)
+		return -1;
+	if (o->format == OUTPUT_ALL && o->output_dir == NULL)
+		return bad_usage("%s", "-f all writes a file per format: give "
+		    "--output-dir DIR");
 	set_temperatures(o);
 	return 0;
 }
@@ -357,15 +401,15 @@ report_input(const char *path, const struct audio_file *f, size_t n)
 	return -1;
 }
 
-/* The transcript to its own file in --output-dir: 0 or -1. */
+/* One format of the transcript in its file of --output-dir: 0 or -1. */
 static int
-write_to_dir(const struct options *o, const char *path, double duration,
-    const struct sotto_result *res)
+write_to_dir(const struct options *o, enum output_format fmt,
+    const char *path, double duration, const struct sotto_result *res)
 {
 	struct output_tmp t;
 	char name[PATH_MAX], err[PATH_MAX + 128];
 
-	if (output_dir_path(o->output_dir, path, o->format, name,
+	if (output_dir_path(o->output_dir, path, fmt, name,
 	    sizeof(name)) != 0) {
 		fprintf(stderr, "sotto transcribe: no --output-dir name for "
 		    "%s\n", path);
@@ -377,8 +421,8 @@ write_to_dir(const struct options *o, const char *path, double duration,
 		return -1;
 	}
 	errno = 0;
-	if (output_write(t.f, o->format, &o->out, path, duration, res, 1) !=
-	    0 && !ferror(t.f)) {
+	if (output_write(t.f, fmt, &o->out, path, duration, res, 1) != 0 &&
+	    !ferror(t.f)) {
 		output_tmp_abort(&t);
 		fprintf(stderr, "sotto transcribe: %s: out of memory writing "
 		    "the transcript of %s\n", name, path);
@@ -392,6 +436,22 @@ write_to_dir(const struct options *o, const char *path, double duration,
 	if (!o->quiet)
 		fprintf(stderr, "sotto transcribe: wrote %s\n", name);
 	return 0;
+}
+
+/* The transcript in --output-dir: a file, or with -f all one per format. */
+static int
+write_dir(const struct options *o, const char *path, double duration,
+    const struct sotto_result *res)
+{
+	int fmt, rc = 0;
+
+	if (o->format != OUTPUT_ALL)
+		return write_to_dir(o, o->format, path, duration, res);
+	for (fmt = 0; fmt < OUTPUT_FORMATS; fmt++)
+		if (write_to_dir(o, (enum output_format)fmt, path, duration,
+		    res) != 0)
+			rc = -1;
+	return rc;
 }
 
 /*
@@ -409,7 +469,7 @@ write_result(const struct options *o, FILE *out, const char *path,
 	int rc;
 
 	if (o->output_dir != NULL)
-		return write_to_dir(o, path, duration, res);
+		return write_dir(o, path, duration, res);
 	errno = 0;
 	rc = output_write(out, o->format, &o->out, path, duration, res,
 	    n_files);

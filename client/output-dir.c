@@ -13,8 +13,6 @@
 
 #include "client.h"
 
-static const char *const extensions[] = { "txt", "json", "srt", "vtt" };
-
 /* The input's name without its directory and its last extension. */
 static size_t
 stem(const char *file, const char **ret)
@@ -39,7 +37,7 @@ output_dir_path(const char *dir, const char *file, enum output_format fmt,
 	if (n == 0)
 		return -1;
 	w = snprintf(buf, len, "%s/%.*s.%s", dir, (int)n, s,
-	    extensions[fmt]);
+	    output_format_name(fmt));
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
