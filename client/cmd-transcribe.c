@@ -159,21 +159,26 @@ write_result(const struct transcribe_opts *o, FILE *out, const char *path,
 
 /*
  * Decode the file as it is transcribed (read twice: see audio.c), print
- * the transcript, then fail if the file ended early.
+ * the transcript, then fail if the file ended early. path "-" is
+ * standard input, and so called in messages; the transcript keeps "-".
  */
 static int
 transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
     const char *path, int n_files)
 {
+	int is_stdin = strcmp(path, "-") == 0;
+	const char *name = is_stdin ? "standard input" : path;
 	struct file_reader fr = { NULL, "" };
 	struct sotto_reader rd = { file_read, file_rewind, &fr };
 	struct sotto_result *res = NULL;
-	struct progress prog = { path, 0 };
+	struct progress prog = { name, 0 };
 	char err[SOTTO_ERR_MAX];
 	size_t n = 0;
 	int rc;
 
-	if (audio_file_open(path, &fr.f, err, sizeof(err)) != 0) {
+	rc = is_stdin ? audio_stdin_open(o->raw_set ? &o->raw : NULL, &fr.f,
+	    err, sizeof(err)) : audio_file_open(path, &fr.f, err, sizeof(err));
+	if (rc != 0) {
 		fprintf(stderr, "sotto transcribe: %s\n", err);
 		return -1;
 	}
@@ -190,17 +195,17 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 		fprintf(stderr, "\r\033[K");
 	if (rc != 0)
 		fprintf(stderr, "sotto transcribe: %s%s%s\n", fr.err[0] ?
-		    "" : path, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
+		    "" : name, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
 	else if (n == 0) {
 		fprintf(stderr, "sotto transcribe: %s: no audio in the file "
-		    "(0 samples)%s%s\n", path, audio_file_problem(fr.f) ?
+		    "(0 samples)%s%s\n", name, audio_file_problem(fr.f) ?
 		    ": " : "", audio_file_problem(fr.f) ?
 		    audio_file_problem(fr.f) : "");
 		rc = -1;
 	} else {
 		rc = write_result(o, out, path, (double)n / AUDIO_RATE, res,
 		    n_files);
-		if (report_input(path, fr.f, n) != 0 && rc == 0)
+		if (report_input(name, fr.f, n) != 0 && rc == 0)
 			rc = -1;
 	}
 	sotto_result_free(res);

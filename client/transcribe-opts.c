@@ -7,15 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto.h"
 #include "transcribe.h"
 
 static const char usage_text[] =
-"usage: sotto transcribe [OPTIONS] FILE...\n"
+"usage: sotto transcribe [OPTIONS] FILE|-...\n"
 "\n"
 "Transcribe audio files (anything libsndfile reads: wav, flac, ogg,\n"
-"opus, mp3; any rate and channel count) with a Whisper model. A file is\n"
-"read twice and held one 30 s window at a time; a pipe (/dev/stdin) is\n"
-"held whole in memory (230 MB per hour).\n"
+"opus, mp3; any rate and channel count) with a Whisper model. '-' is\n"
+"standard input: any format libsndfile reads from a pipe (wav, ogg, mp3;\n"
+"not flac), or raw PCM with --raw-format, --rate and --channels, as for\n"
+"'sotto stream -'. A file is read twice and held one 30 s window at a\n"
+"time; a pipe is held whole in memory (230 MB per hour).\n"
 "\n"
 "  -m, --model NAME|PATH     model name (NAME.gguf in $SOTTO_MODEL_DIR,\n"
 "                            ./models or " SOTTO_MODELDIR ";\n"
@@ -35,6 +38,11 @@ static const char usage_text[] =
 "                            refused: -f srt\n"
 "      --output-dir DIR      one file per input in DIR, named after it:\n"
 "                            DIR/NAME.FORMAT for NAME.wav\n"
+"      --raw-format s16le|f32le  '-' is raw PCM of these samples [s16le\n"
+"                            with --rate or --channels; without any of the\n"
+"                            three, libsndfile finds its format]\n"
+"      --rate N              raw standard input's rate [16000]\n"
+"      --channels N          raw standard input's channels [1]\n"
 "      --beam-size N         beams at temperature 0; 1 = greedy [5]\n"
 "      --best-of N           samples per window at temperature > 0 [5]\n"
 "      --patience X          beam search patience [1.0]\n"
@@ -80,7 +88,7 @@ enum {
 	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
 	OPT_INC, OPT_NO_FALLBACK, OPT_PROMPT, OPT_NO_COND, OPT_NO_TS,
 	OPT_PRECISION, OPT_SILENCE, OPT_WORDS, OPT_LINE_WIDTH, OPT_LINE_COUNT,
-	OPT_HIGHLIGHT, OPT_OUTPUT_DIR,
+	OPT_HIGHLIGHT, OPT_OUTPUT_DIR, OPT_RAW, OPT_RATE, OPT_CHANNELS,
 };
 
 static const struct option long_options[] = {
@@ -90,6 +98,9 @@ static const struct option long_options[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
+	{ "raw-format", required_argument, NULL, OPT_RAW },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "channels", required_argument, NULL, OPT_CHANNELS },
 	{ "beam-size", required_argument, NULL, OPT_BEAM },
 	{ "best-of", required_argument, NULL, OPT_BEST_OF },
 	{ "patience", required_argument, NULL, OPT_PATIENCE },
@@ -144,6 +155,12 @@ parse_enum(struct transcribe_opts *o, int c, const char *arg)
 		else
 			return bad_usage("--precision must be auto, fp32, bf16 "
 			    "or int8, not '%s'", arg);
+	} else if (c == OPT_RAW) {
+		if (strcmp(arg, "s16le") != 0 && strcmp(arg, "f32le") != 0)
+			return bad_usage("--raw-format must be s16le or f32le, "
+			    "not '%s'", arg);
+		o->raw.float32 = strcmp(arg, "f32le") == 0;
+		o->raw_set = 1;
 	} else if (output_format_parse(arg, &o->format) != 0)
 		return bad_usage("--format must be txt, json, srt, vtt, tsv or "
 		    "lrc (or all, with --output-dir), not '%s'", arg);
@@ -217,6 +234,15 @@ parse_number(struct transcribe_opts *o, int c, const char *arg)
 	case OPT_LINE_COUNT:
 		bad = args_int(arg, 1, 100000, &o->out.max_line_count);
 		break;
+	case OPT_RATE:
+		bad = args_int(arg, PROTO_RATE_MIN, PROTO_RATE_MAX,
+		    &o->raw.rate);
+		o->raw_set = 1;
+		break;
+	case OPT_CHANNELS:
+		bad = args_int(arg, 1, PROTO_CHANNELS_MAX, &o->raw.channels);
+		o->raw_set = 1;
+		break;
 	}
 	if (bad)
 		return bad_usage("bad number '%s' (see --help for ranges)",
@@ -239,11 +265,11 @@ parse_option(struct transcribe_opts *o, int c, const char *arg)
 	case OPT_NO_TS: o->tp.without_timestamps = 1; return 0;
 	case OPT_WORDS: o->tp.word_timestamps = 1; return 0;
 	case OPT_HIGHLIGHT: o->out.highlight_words = 1; return 0;
-	case OPT_TASK: case OPT_PRECISION: case 'f':
+	case OPT_TASK: case OPT_PRECISION: case 'f': case OPT_RAW:
 		return parse_enum(o, c, arg);
 	case OPT_BEAM: case OPT_BEST_OF: case OPT_PATIENCE: case OPT_TEMP:
 	case OPT_INC: case 't': case OPT_SILENCE: case OPT_LINE_WIDTH:
-	case OPT_LINE_COUNT:
+	case OPT_LINE_COUNT: case OPT_RATE: case OPT_CHANNELS:
 		return parse_number(o, c, arg);
 	case OPT_VAD: case OPT_VAD_MODEL: case OPT_VAD_THRESHOLD:
 	case OPT_VAD_NEG: case OPT_VAD_MIN_SPEECH: case OPT_VAD_MAX_SPEECH:
@@ -255,6 +281,31 @@ parse_option(struct transcribe_opts *o, int c, const char *arg)
 	default:
 		return bad_usage("%s", "unknown option");
 	}
+}
+
+/*
+ * '-' (standard input) among the inputs: read once, so given once; it
+ * has no name for --output-dir; the raw PCM options describe it alone.
+ */
+static int
+stdin_check(const struct transcribe_opts *o, char *const *files, int n)
+{
+	int i, dashes = 0;
+
+	for (i = 0; i < n; i++)
+		dashes += strcmp(files[i], "-") == 0;
+	if (dashes > 1)
+		return bad_usage("%s", "'-' (standard input) can be read only "
+		    "once: give it once");
+	if (dashes > 0 && o->output_dir != NULL)
+		return bad_usage("%s", "--output-dir names each transcript "
+		    "after its input, and '-' (standard input) has no name: "
+		    "use -o FILE, or standard output");
+	if (dashes == 0 && o->raw_set)
+		return bad_usage("%s", "--raw-format, --rate and --channels "
+		    "describe raw PCM on standard input: give '-' as the "
+		    "input");
+	return 0;
 }
 
 /* The fallback ladder: T, T + inc, ... up to 1.0. */
@@ -285,6 +336,8 @@ transcribe_parse(struct transcribe_opts *o, int argc, char **argv)
 	sotto_transcribe_params_init(&o->tp);
 	o->tp.beam_size = 5;
 	vad_opts_init(&o->vad);
+	o->raw.rate = 16000;
+	o->raw.channels = 1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "m:l:f:o:t:qh", long_options,
 	    NULL)) != -1) {
@@ -312,6 +365,8 @@ transcribe_parse(struct transcribe_opts *o, int argc, char **argv)
 	if (o->format == OUTPUT_ALL && o->output_dir == NULL)
 		return bad_usage("%s", "-f all writes a file per format: give "
 		    "--output-dir DIR");
+	if (stdin_check(o, argv + optind, argc - optind) != 0)
+		return -1;
 	set_temperatures(o);
 	return 0;
 }

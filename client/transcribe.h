@@ -5,6 +5,7 @@
 #ifndef SOTTO_CLIENT_TRANSCRIBE_H
 #define SOTTO_CLIENT_TRANSCRIBE_H
 
+#include "audio.h"
 #include "client.h"
 
 #define MAX_TEMPERATURES	16
@@ -21,6 +22,8 @@ struct transcribe_opts {
 	struct sotto_transcribe_params tp;
 	float temperatures[MAX_TEMPERATURES];
 	struct vad_opts vad;
+	struct audio_raw raw;	/* standard input's layout, if raw_set */
+	int raw_set;
 };
 
 /*
