@@ -243,6 +243,22 @@ def help_options(*cmd: str) -> set[str]:
     return found
 
 
+def help_values(*cmd: str) -> dict[str, set[str]]:
+    """Each long option of --help given as a list of values (auto|fp32),
+    with those values."""
+    cp = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    return {o: set(v.split("|")) for o, v in re.findall(
+        r"(?<![\w-])--([a-z][a-z0-9-]*) ([a-z0-9]+(?:\|[a-z0-9]+)+)(?![\w|])",
+        cp.stdout)}
+
+
+def man_values(text: str, opt: str, macro: str = "Fl -") -> list[set[str]]:
+    """The value lists the page gives opt (.It Fl -precision Cm a | b)."""
+    return [set(v.strip() for v in m.split("|")) for m in re.findall(
+        rf"{re.escape(macro + opt)}(?![\w-])(?: Ns = Ns)? Cm ([^\n]+)", text)]
+
+
 def test_man_pages(installed):
     """groff reads each page without a warning (lintian's check), and each
     documents every long option of its program's --help, and sottod.conf(5)
@@ -268,11 +284,25 @@ def test_man_pages(installed):
                          if not re.search(rf"Fl -{re.escape(o[2:])}(?![\w-])", text))
         assert not missing, f"{page} does not document {missing}"
 
+    def same_values(page: str, values: dict[str, set[str]]) -> None:
+        """Each option's values as --help lists them (--precision int8)."""
+        text = (man / page).read_text()
+        for opt, want in values.items():
+            got = man_values(text, opt)
+            assert want in got, f"{page}: --{opt} {sorted(want)}, not {got}"
+
     sotto = set()
     for cmd in ("transcribe", "stream", "listen", "status"):
         sotto |= help_options(str(SOTTO), cmd, "--help")
+        same_values("man1/sotto.1", help_values(str(SOTTO), cmd, "--help"))
     documented("man1/sotto.1", sotto)
     documented("man8/sottod.8", help_options(str(SOTTOD), "--help"))
+    sottod_values = help_values(str(SOTTOD), "--help")
+    same_values("man8/sottod.8", sottod_values)
+    assert "int8" in sottod_values["precision"], sottod_values
+    assert sottod_values["precision"] in man_values(
+        (man / "man5/sottod.conf.5").read_text(), "precision", "Ic "), \
+        "sottod.conf.5: precision"
     documented("man1/sotto-fetch-model.1",
                help_options("python3", str(BUILD / "tools" / "sotto-fetch-model"), "--help"))
     conf = (REPO / "conf" / "sottod.conf").read_text()
