@@ -377,6 +377,17 @@ def test_installed_system(installed, tiny_model, tmp_path):
         # along (sottod would not start without it).
         assert (installed_model.parent / "silero-vad.gguf").is_file(), cp.stderr
         assert f"{modeldir}/silero-vad.gguf" in cp.stderr, cp.stderr
+        # Both belong to sottod's user, as the man page says, not to root.
+        for m in (installed_model, installed_model.parent / "silero-vad.gguf"):
+            assert owner(dest, m) == "sotto", m
+        # The tool as installed: its version, and the interpreter of its #!
+        # (meson's -Dpython3, by default /usr/bin/python3), not
+        # /usr/bin/env's first python3 on PATH.
+        cp = root.run([f"{dirs['bindir']}/sotto-fetch-model", "--version"])
+        assert cp.stdout.strip() == f"sotto-fetch-model {meson_version()}", \
+            cp.stdout + cp.stderr
+        tool = dest / dirs["bindir"].lstrip("/") / "sotto-fetch-model"
+        assert tool.read_text().split("\n", 1)[0] == f"#!{configured_python()}"
 
         # systemd's own check of the installed units, ExecStart= as is
         # (test_units.py can only point it at /bin/true).
@@ -453,6 +464,18 @@ def test_installed_system(installed, tiny_model, tmp_path):
            f"sotto transcribe {SAMPLE} WER {w_file:.2f}; ExecStart="
            f"{exec_start[0]} on {listen[0]}: jfk.wav WER {w:.2f} in "
            f"{stream_s:.1f} s")
+
+
+def configured_python() -> str:
+    """The installed sotto-fetch-model's interpreter, as meson chose it."""
+    cp = subprocess.run(["meson", "introspect", str(BUILD), "--buildoptions"],
+                        capture_output=True, text=True, timeout=60)
+    opt = next(o["value"] for o in json.loads(cp.stdout)
+               if o["name"] == "python3")
+    if opt:
+        return opt
+    return "/usr/bin/python3" if os.path.isfile("/usr/bin/python3") else \
+        shutil.which("python3")
 
 
 def meson_version() -> str:
