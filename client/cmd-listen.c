@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <json-c/json.h>
 
@@ -64,15 +63,6 @@ listen_usage(const char *msg)
 	return EXIT_USAGE;
 }
 
-static long long
-listen_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * A status event (asked for by listen_loop, never printed): say when the
  * microphone goes down and when it is back. *was: the last state told.
@@ -114,7 +104,7 @@ listen_loop(struct conn *c, struct stream_output *out)
 	int bad;
 
 	while (!listen_interrupted) {
-		if ((now = listen_now_ms()) >= next) {
+		if ((now = conn_now_ms()) >= next) {
 			conn_queue(c, MSG_STATUS, "{}", 2);
 			next = now + LISTEN_MIC_CHECK_MS;
 		}
@@ -129,9 +119,7 @@ listen_loop(struct conn *c, struct stream_output *out)
 				continue;
 			}
 			stream_output_event(out, ev, len);
-			if (out->werr != 0)
-				return EXIT_INPUT;
-			if (out->failed)
+			if (out->failed || out->werr != 0)
 				return EXIT_INPUT;
 			if (out->ended)
 				return out->undecoded_s > 0 ? EXIT_UNDECODED :

@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <json-c/json.h>
 
@@ -102,26 +101,17 @@ status_error(const char *json)
 	json_object_put(o);
 }
 
-static long long
-status_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for the status event; 0 or an exit code. */
 static int
 status_wait(struct conn *c, int as_json)
 {
 	char err[512], type[PROTO_NAME_MAX], msg[PROTO_MSG_MAX];
-	long long deadline = status_now_ms() + STATUS_TIMEOUT_MS, left;
+	long long deadline = conn_now_ms() + STATUS_TIMEOUT_MS, left;
 	const char *ev;
 	size_t len;
 	int bad = 0;
 
-	while (!c->eof && (left = deadline - status_now_ms()) > 0) {
+	while (!c->eof && (left = deadline - conn_now_ms()) > 0) {
 		if (conn_poll(c, -1, (int)left, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sotto status: %s\n", err);
 			return EXIT_DAEMON;

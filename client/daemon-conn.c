@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -29,6 +30,15 @@ conn_socket_path(const char *opt)
 	if (env != NULL && *env != '\0')
 		return env;
 	return CONN_SOCKET_DEFAULT;
+}
+
+long long
+conn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int

@@ -29,6 +29,8 @@ struct conn {
 	int		 answered;	/* an event came: sottod is there */
 };
 
+/* A monotonic clock, for deadlines and periods of the connection. */
+long long conn_now_ms(void);
 /* --socket, else $SOTTO_SOCKET, else CONN_SOCKET_DEFAULT. */
 const char *conn_socket_path(const char *opt);
 /* Connect and queue HELLO. Returns 0 or -1 with err. */
