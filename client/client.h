@@ -4,6 +4,7 @@
 #ifndef SOTTO_CLIENT_H
 #define SOTTO_CLIENT_H
 
+#include <limits.h>
 #include <stdio.h>
 
 #include "model-path.h"
@@ -44,13 +45,26 @@ struct vad_opts {
 	struct sotto_vad *vad;
 };
 
-extern const char vad_opts_usage[];
+void	vad_opts_help(FILE *);
 void	vad_opts_init(struct vad_opts *);
 /* An OPT_VAD_* option: 0, or -1 for a bad value. */
 int	vad_opts_parse(struct vad_opts *, int c, const char *arg);
 /* Load the model if --vad was given: 0, or -1 with a message in err. */
 int	vad_opts_load(struct vad_opts *, char *err, size_t len);
 void	vad_opts_free(struct vad_opts *);
+
+/*
+ * out-check.c: whether what was written to f reached it (name: its path,
+ * or "standard output"). out_flush() flushes f and, when that or an
+ * earlier write failed, prints "PROG: NAME: REASON" and returns -1; the
+ * reason is the errno of the failed write, so set errno to 0 before the
+ * writes it checks. out_report() prints it for err (an errno value); a
+ * failure of standard output is told once, and out_stdout_reported()
+ * says whether it was.
+ */
+int	out_flush(FILE *, const char *prog, const char *name);
+int	out_report(FILE *, const char *prog, const char *name, int err);
+int	out_stdout_reported(void);
 
 /* cmd-transcribe.c */
 int	cmd_transcribe(int argc, char **argv);
@@ -65,5 +79,25 @@ int	output_dir_path(const char *dir, const char *file,
 	    enum output_format, char *buf, size_t len);
 int	output_dir_check(const char *dir, char *const *files, int n_files,
 	    enum output_format, char *err, size_t errlen);
+
+/*
+ * A transcript file of --output-dir, written under a temporary name
+ * beside it (DIR/.NAME.EXT.XXXXXX) and renamed into place once all of it
+ * is written: a failed write (a full disk) leaves neither an empty nor a
+ * partial file, and an older transcript of that name stays as it was.
+ * open: 0, or -1 with "PATH: reason" in err. commit: flush, close and
+ * rename (the reason of a failed write is the errno it left: set errno
+ * to 0 before writing); 0, or -1 with the temporary file removed and
+ * "PATH: reason" in err. abort: close and remove it.
+ */
+struct output_tmp {
+	FILE	*f;
+	char	 path[PATH_MAX], tmp[PATH_MAX];
+};
+
+int	output_tmp_open(struct output_tmp *, const char *path, char *err,
+	    size_t errlen);
+int	output_tmp_commit(struct output_tmp *, char *err, size_t errlen);
+void	output_tmp_abort(struct output_tmp *);
 
 #endif

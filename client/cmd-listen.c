@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "client.h"
 #include "proto.h"
 #include "stream.h"
@@ -16,7 +18,9 @@ static const char usage_text[] =
 "usage: sotto listen [OPTIONS]\n"
 "\n"
 "Print the live transcript of the daemon's microphone ([mic] in\n"
-"sottod.conf) until Ctrl-C or until the daemon stops.\n"
+"sottod.conf) until Ctrl-C or until the daemon stops. While its device\n"
+"is missing or unplugged (sottod keeps trying it), a message on standard\n"
+"error says so, and another when it captures again.\n"
 "\n"
 "  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
 "                            " CONN_SOCKET_DEFAULT "]\n"
@@ -36,6 +40,13 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/*
+ * How often to ask sottod for the microphone's state: it sends its
+ * subscribers nothing while the device is missing or unplugged, so
+ * without asking a listener would just wait in silence.
+ */
+#define LISTEN_MIC_CHECK_MS	5000
+
 static volatile sig_atomic_t listen_interrupted;
 
 static void
@@ -52,22 +63,63 @@ listen_usage(const char *msg)
 	return EXIT_USAGE;
 }
 
+/*
+ * A status event (asked for by listen_loop, never printed): say when the
+ * microphone goes down and when it is back. *was: the last state told.
+ */
+static void
+listen_mic_state(struct stream_output *out, const char *json, char *was,
+    size_t len)
+{
+	struct json_object *o = json_tokener_parse(json), *v;
+	const char *mic;
+
+	if (o == NULL || !json_object_object_get_ex(o, "mic", &v) ||
+	    (mic = json_object_get_string(v)) == NULL ||
+	    strcmp(mic, was) == 0) {
+		json_object_put(o);
+		return;
+	}
+	stream_output_clear(out);
+	if (strcmp(mic, "down") == 0)
+		fprintf(stderr, "sotto listen: sottod's microphone is down: "
+		    "its device ([mic] device in sottod.conf) cannot be "
+		    "opened or was unplugged, so there is nothing to caption; "
+		    "sottod tries again every few seconds, and its log says "
+		    "why (journalctl -u sottod)\n");
+	else if (strcmp(mic, "capturing") == 0 && strcmp(was, "down") == 0)
+		fprintf(stderr, "sotto listen: sottod's microphone is "
+		    "capturing again\n");
+	snprintf(was, len, "%s", mic);
+	json_object_put(o);
+}
+
 static int
 listen_loop(struct conn *c, struct stream_output *out)
 {
+	char err[512], type[PROTO_NAME_MAX], msg[PROTO_MSG_MAX], mic[16] = "";
+	long long next = 0, now;
 	const char *ev;
-	char err[512];
 	size_t len;
 	int bad;
 
 	while (!listen_interrupted) {
-		if (conn_poll(c, -1, -1, err, sizeof(err)) < 0) {
+		if ((now = conn_now_ms()) >= next) {
+			conn_queue(c, MSG_STATUS, "{}", 2);
+			next = now + LISTEN_MIC_CHECK_MS;
+		}
+		if (conn_poll(c, -1, (int)(next - now), err, sizeof(err)) < 0) {
 			fprintf(stderr, "sotto listen: %s\n", err);
 			return EXIT_DAEMON;
 		}
 		while ((ev = conn_next_event(c, &len, &bad)) != NULL) {
+			if (proto_parse_event((const uint8_t *)ev, len, type,
+			    msg) == PROTO_OK && strcmp(type, "status") == 0) {
+				listen_mic_state(out, ev, mic, sizeof(mic));
+				continue;
+			}
 			stream_output_event(out, ev, len);
-			if (out->failed)
+			if (out->failed || out->werr != 0)
 				return EXIT_INPUT;
 			if (out->ended)
 				return out->undecoded_s > 0 ? EXIT_UNDECODED :
@@ -77,7 +129,9 @@ listen_loop(struct conn *c, struct stream_output *out)
 			return EXIT_DAEMON;
 		if (c->eof) {
 			fprintf(stderr, "sotto listen: sottod closed the "
-			    "connection\n");
+			    "connection%s%s\n", c->answered ? "" :
+			    " without answering; ", c->answered ? "" :
+			    conn_no_answer_hint());
 			return EXIT_DAEMON;
 		}
 	}
@@ -139,6 +193,10 @@ cmd_listen(int argc, char **argv)
 	stream_output_init(&out, stdout, fmt);
 	code = listen_loop(&c, &out);
 	stream_output_done(&out);
+	if (out.werr != 0) {
+		out_report(out.f, "sotto listen", "standard output", out.werr);
+		code = EXIT_INPUT;
+	}
 	conn_close(&c);
 	return code;
 }

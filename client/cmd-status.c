@@ -27,7 +27,9 @@ static const char usage_text[] =
 "real-time factor (compute time over audio decoded).\n"
 "  -h, --help                show this help\n"
 "\n"
-"Exit status: 0 ok; 2 bad usage; 4 sottod cannot be reached.\n";
+"Exit status: 0 ok; 1 the status could not be written (standard output\n"
+"full or closed); 2 bad usage; 4 sottod cannot be reached, did not\n"
+"answer, or refused (its message and error code are printed).\n";
 
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
@@ -83,17 +85,34 @@ status_print(const char *json)
 	json_object_put(o);
 }
 
+/* sottod's error event as a sentence: its message, then its code. */
+static void
+status_error(const char *json)
+{
+	struct json_object *o = json_tokener_parse(json);
+	const char *code = json_object_get_string(json_object_object_get(o,
+	    "code"));
+	const char *message = json_object_get_string(json_object_object_get(o,
+	    "message"));
+
+	fprintf(stderr, "sotto status: sottod refused: %s (error %s)\n",
+	    message != NULL && *message != '\0' ? message : "no reason given",
+	    code != NULL ? code : "without a code");
+	json_object_put(o);
+}
+
 /* Wait for the status event; 0 or an exit code. */
 static int
 status_wait(struct conn *c, int as_json)
 {
 	char err[512], type[PROTO_NAME_MAX], msg[PROTO_MSG_MAX];
+	long long deadline = conn_now_ms() + STATUS_TIMEOUT_MS, left;
 	const char *ev;
 	size_t len;
-	int bad;
+	int bad = 0;
 
-	while (!c->eof) {
-		if (conn_poll(c, -1, STATUS_TIMEOUT_MS, err, sizeof(err)) < 0) {
+	while (!c->eof && (left = deadline - conn_now_ms()) > 0) {
+		if (conn_poll(c, -1, (int)left, err, sizeof(err)) < 0) {
 			fprintf(stderr, "sotto status: %s\n", err);
 			return EXIT_DAEMON;
 		}
@@ -102,7 +121,7 @@ status_wait(struct conn *c, int as_json)
 			    msg) != PROTO_OK)
 				continue;
 			if (strcmp(type, "error") == 0) {
-				fprintf(stderr, "sotto status: %s\n", ev);
+				status_error(ev);
 				return EXIT_DAEMON;
 			}
 			if (strcmp(type, "status") != 0)
@@ -114,9 +133,21 @@ status_wait(struct conn *c, int as_json)
 			return 0;
 		}
 		if (bad)
-			break;
+			return EXIT_DAEMON;
 	}
-	fprintf(stderr, "sotto status: no answer from sottod\n");
+	if (c->answered && c->eof)
+		fprintf(stderr, "sotto status: sottod closed the connection "
+		    "before sending its status\n");
+	else if (c->answered)
+		fprintf(stderr, "sotto status: sottod did not send its status "
+		    "within %d s\n", STATUS_TIMEOUT_MS / 1000);
+	else if (c->eof)
+		fprintf(stderr, "sotto status: sottod closed the connection "
+		    "without answering; %s\n", conn_no_answer_hint());
+	else
+		fprintf(stderr, "sotto status: no answer from sottod within "
+		    "%d s; %s\n", STATUS_TIMEOUT_MS / 1000,
+		    conn_no_answer_hint());
 	return EXIT_DAEMON;
 }
 

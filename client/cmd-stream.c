@@ -59,8 +59,9 @@ static const char usage_text[] =
 "  -h, --help                show this help\n"
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
-"exits. Exit status: 0 done; 1 bad input or the daemon reported an\n"
-"error; 2 bad usage; 4 cannot reach sottod or it closed the stream;\n"
+"exits. Exit status: 0 done; 1 bad input, the daemon reported an\n"
+"error, or the transcript could not be written (standard output full\n"
+"or closed); 2 bad usage; 4 cannot reach sottod or it closed the stream;\n"
 "5 sottod stopped (shutdown) before transcribing all the audio it\n"
 "received: the message on stderr says how many seconds are missing.\n";
 
@@ -215,6 +216,12 @@ stream_events(struct stream_run *r, const struct stream_opts *o,
 				return 2;
 		}
 		stream_output_event(&r->out, json, len);
+		if (r->out.werr != 0) {
+			out_report(r->out.f, "sotto stream", "standard output",
+			    r->out.werr);
+			*ret_code = EXIT_INPUT;
+			return 1;
+		}
 		if (r->out.failed) {
 			*ret_code = EXIT_INPUT;
 			return 1;
@@ -227,7 +234,11 @@ stream_events(struct stream_run *r, const struct stream_opts *o,
 	if ((bad || r->c.eof) && o->resume)
 		return 2;
 	if (bad || r->c.eof) {
-		if (!bad)
+		if (!bad && !r->c.answered)
+			fprintf(stderr, "sotto stream: sottod closed the "
+			    "connection without answering; %s\n",
+			    conn_no_answer_hint());
+		else if (!bad)
 			fprintf(stderr, "sotto stream: sottod closed the "
 			    "connection before the end of the stream\n");
 		*ret_code = EXIT_DAEMON;
@@ -306,6 +317,11 @@ cmd_stream(int argc, char **argv)
 	r.t0 = stream_now();
 	code = stream_loop(&r, &o);
 	stream_output_done(&r.out);
+	if (r.out.werr != 0) {
+		out_report(r.out.f, "sotto stream", "standard output",
+		    r.out.werr);
+		code = EXIT_INPUT;
+	}
 	conn_close(&r.c);
 	if (r.src.enc != NULL)
 		opus_encoder_destroy(r.src.enc);

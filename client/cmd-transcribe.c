@@ -2,7 +2,6 @@
  * sotto transcribe: files in, transcripts out, with the engine in-process.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,286 +9,7 @@
 #include <unistd.h>
 
 #include "audio.h"
-#include "client.h"
-
-#define MAX_TEMPERATURES	16
-
-struct options {
-	const char *model;
-	const char *output;
-	const char *output_dir;
-	enum output_format format;
-	struct output_opts out;
-	int quiet;
-	float temperature, increment;
-	struct sotto_model_params mp;
-	struct sotto_transcribe_params tp;
-	float temperatures[MAX_TEMPERATURES];
-	struct vad_opts vad;
-};
-
-static const char usage_text[] =
-"usage: sotto transcribe [OPTIONS] FILE...\n"
-"\n"
-"Transcribe audio files (anything libsndfile reads: wav, flac, ogg,\n"
-"opus, mp3; any rate and channel count) with a Whisper model. A file is\n"
-"read twice and held one 30 s window at a time; a pipe (/dev/stdin) is\n"
-"held whole in memory (230 MB per hour).\n"
-"\n"
-"  -m, --model NAME|PATH     model name (NAME.gguf in $SOTTO_MODEL_DIR,\n"
-"                            ./models or " SOTTO_MODELDIR ";\n"
-"                            see sotto-fetch-model) or .gguf path [tiny.en]\n"
-"  -l, --language CODE|auto  spoken language [en for .en models, else auto]\n"
-"      --task transcribe|translate   translate into English [transcribe]\n"
-"  -f, --format txt|json|srt|vtt     output format [txt]\n"
-"  -o, --output FILE         write to FILE instead of standard output;\n"
-"                            several inputs go one after the other (txt\n"
-"                            with a '==> FILE <==' line before each, json\n"
-"                            a line each, srt/vtt each file's cues in turn)\n"
-"      --output-dir DIR      one file per input in DIR, named after it:\n"
-"                            DIR/NAME.txt|json|srt|vtt for NAME.wav\n"
-"      --beam-size N         beams at temperature 0; 1 = greedy [5]\n"
-"      --best-of N           samples per window at temperature > 0 [5]\n"
-"      --patience X          beam search patience [1.0]\n"
-"      --temperature T       first temperature [0]\n"
-"      --temperature-increment X  fallback step; 0 = no fallback [0.2]\n"
-"      --no-fallback         same as --temperature-increment 0\n"
-"      --prompt TEXT         text to condition the first window on\n"
-"      --no-condition        do not condition windows on earlier text\n"
-"      --no-timestamps       decode without timestamp tokens\n"
-"      --silence-threshold DB  skip 30 s windows whose RMS level is below\n"
-"                            DB dBFS without decoding them (Whisper invents\n"
-"                            text on digital silence); -200 = off [-60]\n";
-
-static const char usage_tail[] =
-"      --word-timestamps     a time for every word (openai's method: the\n"
-"                            alignment heads' cross-attention and dynamic\n"
-"                            time warping); segments take their words' times\n"
-"      --max-line-width N    srt/vtt with words: at most N characters a line\n"
-"      --max-line-count N    srt/vtt with words and --max-line-width: at\n"
-"                            most N lines a cue (else a cue is a segment)\n"
-"      --highlight-words     srt/vtt with words: a cue per word, underlined\n"
-"      --precision auto|fp32|bf16|int8  compute precision [auto: bf16 on\n"
-"                            CPUs with AMX or AVX512-BF16, else fp32];\n"
-"                            int8: bf16 with the products' weights in int8,\n"
-"                            faster, slightly less exact\n"
-"  -t, --threads N           compute threads [all cores]; running several\n"
-"                            jobs at once, give each -t 1 (idle threads\n"
-"                            spin briefly, which costs a shared core)\n"
-"  -q, --quiet               no progress on standard error\n"
-"  -h, --help                show this help\n"
-"\n"
-"json writes one object per file per line: file, language, duration,\n"
-"text and segments (id, start, end, text, tokens, avg_logprob,\n"
-"no_speech_prob, temperature, compression_ratio, and with\n"
-"--word-timestamps words: word, start, end, probability).\n"
-"\n"
-"Exit status: 0 all files transcribed; 1 some input could not be read\n"
-"or transcribed (the others still are; a file cut short is transcribed\n"
-"as far as it can be read); 2 bad usage; 3 the model could not be found\n"
-"or loaded.\n";
-
-enum {
-	OPT_TASK = 256, OPT_BEAM, OPT_BEST_OF, OPT_PATIENCE, OPT_TEMP,
-	OPT_INC, OPT_NO_FALLBACK, OPT_PROMPT, OPT_NO_COND, OPT_NO_TS,
-	OPT_PRECISION, OPT_SILENCE, OPT_WORDS, OPT_LINE_WIDTH, OPT_LINE_COUNT,
-	OPT_HIGHLIGHT, OPT_OUTPUT_DIR,
-};
-
-static const struct option long_options[] = {
-	{ "model", required_argument, NULL, 'm' },
-	{ "language", required_argument, NULL, 'l' },
-	{ "task", required_argument, NULL, OPT_TASK },
-	{ "format", required_argument, NULL, 'f' },
-	{ "output", required_argument, NULL, 'o' },
-	{ "output-dir", required_argument, NULL, OPT_OUTPUT_DIR },
-	{ "beam-size", required_argument, NULL, OPT_BEAM },
-	{ "best-of", required_argument, NULL, OPT_BEST_OF },
-	{ "patience", required_argument, NULL, OPT_PATIENCE },
-	{ "temperature", required_argument, NULL, OPT_TEMP },
-	{ "temperature-increment", required_argument, NULL, OPT_INC },
-	{ "no-fallback", no_argument, NULL, OPT_NO_FALLBACK },
-	{ "prompt", required_argument, NULL, OPT_PROMPT },
-	{ "no-condition", no_argument, NULL, OPT_NO_COND },
-	{ "no-timestamps", no_argument, NULL, OPT_NO_TS },
-	{ "precision", required_argument, NULL, OPT_PRECISION },
-	{ "silence-threshold", required_argument, NULL, OPT_SILENCE },
-	VAD_LONG_OPTIONS,
-	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
-	{ "max-line-width", required_argument, NULL, OPT_LINE_WIDTH },
-	{ "max-line-count", required_argument, NULL, OPT_LINE_COUNT },
-	{ "highlight-words", no_argument, NULL, OPT_HIGHLIGHT },
-	{ "threads", required_argument, NULL, 't' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-static int
-bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "sotto transcribe: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nRun 'sotto transcribe --help' for usage.\n");
-	return -1;
-}
-
-static int
-parse_enum(struct options *o, int c, const char *arg)
-{
-	if (c == OPT_TASK) {
-		if (strcmp(arg, "transcribe") == 0)
-			o->tp.task = SOTTO_TASK_TRANSCRIBE;
-		else if (strcmp(arg, "translate") == 0)
-			o->tp.task = SOTTO_TASK_TRANSLATE;
-		else
-			return bad_usage("--task must be transcribe or "
-			    "translate, not '%s'", arg);
-	} else if (c == OPT_PRECISION) {
-		if (strcmp(arg, "auto") == 0)
-			o->mp.precision = SOTTO_PRECISION_AUTO;
-		else if (strcmp(arg, "fp32") == 0)
-			o->mp.precision = SOTTO_PRECISION_FP32;
-		else if (strcmp(arg, "bf16") == 0)
-			o->mp.precision = SOTTO_PRECISION_BF16;
-		else if (strcmp(arg, "int8") == 0)
-			o->mp.precision = SOTTO_PRECISION_INT8;
-		else
-			return bad_usage("--precision must be auto, fp32, bf16 "
-			    "or int8, not '%s'", arg);
-	} else if (output_format_parse(arg, &o->format) != 0)
-		return bad_usage("--format must be txt, json, srt or vtt, "
-		    "not '%s'", arg);
-	return 0;
-}
-
-static int
-parse_number(struct options *o, int c, const char *arg)
-{
-	int bad = 0;
-
-	switch (c) {
-	case OPT_BEAM:
-		bad = args_int(arg, 1, 16, &o->tp.beam_size);
-		break;
-	case OPT_BEST_OF:
-		bad = args_int(arg, 1, 16, &o->tp.best_of);
-		break;
-	case OPT_PATIENCE:
-		bad = args_float(arg, 0.1f, 3.0f, &o->tp.patience);
-		break;
-	case OPT_TEMP:
-		bad = args_float(arg, 0.0f, 1.0f, &o->temperature);
-		break;
-	case OPT_INC:
-		bad = args_float(arg, 0.0f, 1.0f, &o->increment);
-		break;
-	case 't':
-		bad = args_int(arg, 1, 1024, &o->mp.threads);
-		break;
-	case OPT_SILENCE:
-		bad = args_float(arg, -200.0f, 0.0f,
-		    &o->tp.silence_threshold_db);
-		break;
-	case OPT_LINE_WIDTH:
-		bad = args_int(arg, 1, 100000, &o->out.max_line_width);
-		break;
-	case OPT_LINE_COUNT:
-		bad = args_int(arg, 1, 100000, &o->out.max_line_count);
-		break;
-	}
-	if (bad)
-		return bad_usage("bad number '%s' (see --help for ranges)",
-		    arg);
-	return 0;
-}
-
-static int
-parse_option(struct options *o, int c, const char *arg)
-{
-	switch (c) {
-	case 'm': o->model = arg; return 0;
-	case 'l': o->tp.language = arg; return 0;
-	case 'o': o->output = arg; return 0;
-	case OPT_OUTPUT_DIR: o->output_dir = arg; return 0;
-	case 'q': o->quiet = 1; return 0;
-	case OPT_NO_FALLBACK: o->increment = 0.0f; return 0;
-	case OPT_PROMPT: o->tp.initial_prompt = arg; return 0;
-	case OPT_NO_COND: o->tp.condition_on_previous_text = 0; return 0;
-	case OPT_NO_TS: o->tp.without_timestamps = 1; return 0;
-	case OPT_WORDS: o->tp.word_timestamps = 1; return 0;
-	case OPT_HIGHLIGHT: o->out.highlight_words = 1; return 0;
-	case OPT_TASK: case OPT_PRECISION: case 'f':
-		return parse_enum(o, c, arg);
-	case OPT_BEAM: case OPT_BEST_OF: case OPT_PATIENCE: case OPT_TEMP:
-	case OPT_INC: case 't': case OPT_SILENCE: case OPT_LINE_WIDTH:
-	case OPT_LINE_COUNT:
-		return parse_number(o, c, arg);
-	case OPT_VAD: case OPT_VAD_MODEL: case OPT_VAD_THRESHOLD:
-	case OPT_VAD_NEG: case OPT_VAD_MIN_SPEECH: case OPT_VAD_MAX_SPEECH:
-	case OPT_VAD_MIN_SILENCE: case OPT_VAD_PAD:
-		if (vad_opts_parse(&o->vad, c, arg) != 0)
-			return bad_usage("bad VAD option value '%s' (see "
-			    "--help for ranges)", arg);
-		return 0;
-	default:
-		return bad_usage("%s", "unknown option");
-	}
-}
-
-/* The fallback ladder: T, T + inc, ... up to 1.0. */
-static void
-set_temperatures(struct options *o)
-{
-	int n = 0;
-	float t;
-
-	for (t = o->temperature; n < MAX_TEMPERATURES; t += o->increment) {
-		o->temperatures[n++] = t;
-		if (o->increment <= 0.0f || t + o->increment > 1.0f + 1e-6f)
-			break;
-	}
-	o->tp.temperatures = o->temperatures;
-	o->tp.n_temperatures = n;
-}
-
-static int
-parse_args(struct options *o, int argc, char **argv)
-{
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	o->model = "tiny.en";
-	o->increment = 0.2f;
-	sotto_model_params_init(&o->mp);
-	sotto_transcribe_params_init(&o->tp);
-	o->tp.beam_size = 5;
-	vad_opts_init(&o->vad);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "m:l:f:o:t:qh", long_options,
-	    NULL)) != -1) {
-		if (c == 'h') {
-			fputs(usage_text, stdout);
-			fputs(vad_opts_usage, stdout);
-			fputs(usage_tail, stdout);
-			exit(0);
-		}
-		if (c == '?')
-			return bad_usage("%s", "bad option");
-		if (parse_option(o, c, optarg) != 0)
-			return -1;
-	}
-	if (optind >= argc)
-		return bad_usage("%s", "no input file");
-	if ((o->out.max_line_width || o->out.max_line_count ||
-	    o->out.highlight_words) && !o->tp.word_timestamps)
-		return bad_usage("%s", "--max-line-width, --max-line-count and "
-		    "--highlight-words lay out words: add --word-timestamps");
-	if (o->output != NULL && o->output_dir != NULL)
-		return bad_usage("%s", "--output and --output-dir: give one");
-	set_temperatures(o);
-	return 0;
-}
+#include "transcribe.h"
 
 struct progress {
 	const char *file;
@@ -357,57 +77,108 @@ report_input(const char *path, const struct audio_file *f, size_t n)
 	return -1;
 }
 
-/* The transcript to out, or to its own file in --output-dir. */
+/* One format of the transcript in its file of --output-dir: 0 or -1. */
 static int
-write_result(const struct options *o, FILE *out, const char *path,
-    double duration, const struct sotto_result *res, int n_files)
+write_to_dir(const struct transcribe_opts *o, enum output_format fmt,
+    const char *path, double duration, const struct sotto_result *res)
 {
-	char name[PATH_MAX] = "";
-	int rc;
+	struct output_tmp t;
+	char name[PATH_MAX], err[PATH_MAX + 128];
 
-	if (o->output_dir != NULL) {
-		if (output_dir_path(o->output_dir, path, o->format, name,
-		    sizeof(name)) != 0 || (out = fopen(name, "w")) == NULL) {
-			fprintf(stderr, "sotto transcribe: %s: cannot write "
-			    "the transcript of %s: %s\n", name, path,
-			    strerror(errno));
-			return -1;
-		}
-		n_files = 1;
+	if (output_dir_path(o->output_dir, path, fmt, name,
+	    sizeof(name)) != 0) {
+		fprintf(stderr, "sotto transcribe: no --output-dir name for "
+		    "%s\n", path);
+		return -1;
 	}
-	rc = output_write(out, o->format, &o->out, path, duration, res,
-	    n_files);
-	if (o->output_dir != NULL) {
-		if (fclose(out) != 0)
+	if (output_tmp_open(&t, name, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s (the transcript of "
+		    "%s)\n", err, path);
+		return -1;
+	}
+	errno = 0;
+	if (output_write(t.f, fmt, &o->out, path, duration, res, 1) != 0 &&
+	    !ferror(t.f)) {
+		output_tmp_abort(&t);
+		fprintf(stderr, "sotto transcribe: %s: out of memory writing "
+		    "the transcript of %s\n", name, path);
+		return -1;
+	}
+	if (output_tmp_commit(&t, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sotto transcribe: %s (the transcript of "
+		    "%s was not written)\n", err, path);
+		return -1;
+	}
+	if (!o->quiet)
+		fprintf(stderr, "sotto transcribe: wrote %s\n", name);
+	return 0;
+}
+
+/* The transcript in --output-dir: a file, or with -f all one per format. */
+static int
+write_dir(const struct transcribe_opts *o, const char *path, double duration,
+    const struct sotto_result *res)
+{
+	int fmt, rc = 0;
+
+	if (o->format != OUTPUT_ALL)
+		return write_to_dir(o, o->format, path, duration, res);
+	for (fmt = 0; fmt < OUTPUT_FORMATS; fmt++)
+		if (write_to_dir(o, (enum output_format)fmt, path, duration,
+		    res) != 0)
 			rc = -1;
-		if (rc == 0 && !o->quiet)
-			fprintf(stderr, "sotto transcribe: wrote %s\n", name);
-	} else
-		fflush(out);
-	if (rc != 0)
-		fprintf(stderr, "sotto transcribe: writing the transcript of "
-		    "%s failed%s%s\n", path, o->output_dir ? " to " : "",
-		    o->output_dir ? name : "");
 	return rc;
 }
 
 /*
+ * The transcript to out (standard output or -o), or to its own file in
+ * --output-dir: 0, -1, or OUT_BROKEN when out cannot be written (the
+ * message says why), which ends the run: no later transcript can reach it.
+ */
+#define OUT_BROKEN	(-2)
+
+static int
+write_result(const struct transcribe_opts *o, FILE *out, const char *path,
+    double duration, const struct sotto_result *res, int n_files)
+{
+	const char *name = o->output != NULL ? o->output : "standard output";
+	int rc;
+
+	if (o->output_dir != NULL)
+		return write_dir(o, path, duration, res);
+	errno = 0;
+	rc = output_write(out, o->format, &o->out, path, duration, res,
+	    n_files);
+	if (out_flush(out, "sotto transcribe", name) != 0)
+		return OUT_BROKEN;
+	if (rc != 0)
+		fprintf(stderr, "sotto transcribe: %s: out of memory writing "
+		    "the transcript of %s\n", name, path);
+	return rc != 0 ? -1 : 0;
+}
+
+/*
  * Decode the file as it is transcribed (read twice: see audio.c), print
- * the transcript, then fail if the file ended early.
+ * the transcript, then fail if the file ended early. path "-" is
+ * standard input, and so called in messages; the transcript keeps "-".
  */
 static int
-transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
+transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
     const char *path, int n_files)
 {
+	int is_stdin = strcmp(path, "-") == 0;
+	const char *name = is_stdin ? "standard input" : path;
 	struct file_reader fr = { NULL, "" };
 	struct sotto_reader rd = { file_read, file_rewind, &fr };
 	struct sotto_result *res = NULL;
-	struct progress prog = { path, 0 };
+	struct progress prog = { name, 0 };
 	char err[SOTTO_ERR_MAX];
 	size_t n = 0;
 	int rc;
 
-	if (audio_file_open(path, &fr.f, err, sizeof(err)) != 0) {
+	rc = is_stdin ? audio_stdin_open(o->raw_set ? &o->raw : NULL, &fr.f,
+	    err, sizeof(err)) : audio_file_open(path, &fr.f, err, sizeof(err));
+	if (rc != 0) {
 		fprintf(stderr, "sotto transcribe: %s\n", err);
 		return -1;
 	}
@@ -424,26 +195,26 @@ transcribe_file(struct sotto_state *st, struct options *o, FILE *out,
 		fprintf(stderr, "\r\033[K");
 	if (rc != 0)
 		fprintf(stderr, "sotto transcribe: %s%s%s\n", fr.err[0] ?
-		    "" : path, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
+		    "" : name, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
 	else if (n == 0) {
 		fprintf(stderr, "sotto transcribe: %s: no audio in the file "
-		    "(0 samples)%s%s\n", path, audio_file_problem(fr.f) ?
+		    "(0 samples)%s%s\n", name, audio_file_problem(fr.f) ?
 		    ": " : "", audio_file_problem(fr.f) ?
 		    audio_file_problem(fr.f) : "");
 		rc = -1;
 	} else {
 		rc = write_result(o, out, path, (double)n / AUDIO_RATE, res,
 		    n_files);
-		if (report_input(path, fr.f, n) != 0)
+		if (report_input(name, fr.f, n) != 0 && rc == 0)
 			rc = -1;
 	}
 	sotto_result_free(res);
 	audio_file_close(fr.f);
-	return rc != 0 ? -1 : 0;
+	return rc == OUT_BROKEN ? OUT_BROKEN : rc != 0 ? -1 : 0;
 }
 
 static int
-load_model(struct options *o, struct sotto_model **ret)
+load_model(struct transcribe_opts *o, struct sotto_model **ret)
 {
 	char path[PATH_MAX], err[SOTTO_ERR_MAX];
 
@@ -467,12 +238,12 @@ cmd_transcribe(int argc, char **argv)
 {
 	struct sotto_model *model;
 	struct sotto_state *st;
-	struct options o;
+	struct transcribe_opts o;
 	FILE *out = stdout;
 	char err[512];
-	int i, failed = 0;
+	int i, rc = 0, failed = 0;
 
-	if (parse_args(&o, argc, argv) != 0)
+	if (transcribe_parse(&o, argc, argv) != 0)
 		return EXIT_USAGE;
 	if (o.output_dir != NULL && output_dir_check(o.output_dir,
 	    argv + optind, argc - optind, o.format, err, sizeof(err)) != 0) {
@@ -488,14 +259,19 @@ cmd_transcribe(int argc, char **argv)
 		return EXIT_MODEL;
 	}
 	if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
-		perror(o.output);
+		out_report(NULL, "sotto transcribe", o.output, errno);
 		failed = 1;
 	}
 	for (i = optind; out != NULL && i < argc; i++)
-		if (transcribe_file(st, &o, out, argv[i], argc - optind) != 0)
+		if ((rc = transcribe_file(st, &o, out, argv[i],
+		    argc - optind)) != 0) {
 			failed = 1;
-	if (out != NULL && out != stdout && fclose(out) != 0) {
-		perror(o.output);
+			if (rc == OUT_BROKEN)
+				break;
+		}
+	if (out != NULL && out != stdout && fclose(out) != 0 &&
+	    rc != OUT_BROKEN) {
+		out_report(NULL, "sotto transcribe", o.output, errno);
 		failed = 1;
 	}
 	sotto_state_free(st);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -29,6 +30,15 @@ conn_socket_path(const char *opt)
 	if (env != NULL && *env != '\0')
 		return env;
 	return CONN_SOCKET_DEFAULT;
+}
+
+long long
+conn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int
@@ -62,12 +72,57 @@ conn_pending(const struct conn *c)
 	return c->out_len - c->out_off;
 }
 
+/*
+ * Why connect() failed, and what to do about it: the socket is someone
+ * else's (permissions), nobody made it, or nobody listens on it.
+ */
+static void
+conn_refused(const char *path, int e, char *err, size_t errlen)
+{
+	const char *hint;
+
+	switch (e) {
+	case EACCES:
+	case EPERM:
+		hint = "you may not use this socket: sottod.socket opens it "
+		    "to root and the audio group (sudo usermod -aG audio "
+		    "$USER, then log in again); SocketGroup= and SocketMode= "
+		    "(systemctl edit sottod.socket), or socket_mode in "
+		    "sottod.conf, change who may";
+		break;
+	case ENOENT:
+		hint = "sottod is not running (systemctl enable --now "
+		    "sottod.socket), or --socket or $SOTTO_SOCKET should "
+		    "name another socket";
+		break;
+	case ECONNREFUSED:
+		hint = "nothing listens on it: sottod stopped (systemctl "
+		    "status sottod.socket sottod; journalctl -u sottod says "
+		    "why)";
+		break;
+	default:
+		hint = "--socket or $SOTTO_SOCKET name another socket";
+		break;
+	}
+	snprintf(err, errlen, "cannot connect to sottod at %s: %s; %s", path,
+	    strerror(e), hint);
+}
+
+const char *
+conn_no_answer_hint(void)
+{
+	return "if systemd starts it (sottod.socket), it may have failed to "
+	    "start: journalctl -u sottod says why (a model that is not "
+	    "there, or a config error: sottod --check-config)";
+}
+
 int
 conn_open(struct conn *c, const char *path, char *err, size_t errlen)
 {
 	static const char hello[] = "{\"protocol\":1,\"client\":\"sotto/"
 	    SOTTO_VERSION "\"}";
 	struct sockaddr_un sun;
+	int e;
 
 	memset(c, 0, sizeof(*c));
 	memset(&sun, 0, sizeof(sun));
@@ -79,9 +134,8 @@ conn_open(struct conn *c, const char *path, char *err, size_t errlen)
 	}
 	if ((c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
 	    connect(c->fd, (struct sockaddr *)&sun, sizeof(sun)) != 0) {
-		snprintf(err, errlen, "cannot connect to sottod at %s: %s "
-		    "(is sottod running? --socket or $SOTTO_SOCKET name "
-		    "another socket)", path, strerror(errno));
+		e = errno;
+		conn_refused(path, e, err, errlen);
 		if (c->fd != -1)
 			close(c->fd);
 		c->fd = -1;
@@ -219,5 +273,6 @@ conn_next_event(struct conn *c, size_t *ret_len, int *ret_bad)
 	c->in[4 + f.len] = '\0';
 	*ret_len = f.len;
 	c->consumed = used;
+	c->answered = 1;
 	return (const char *)c->in + 4;
 }

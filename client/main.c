@@ -25,6 +25,21 @@ static const struct command commands[] = {
 	{ "status", cmd_status, "sottod's sessions, clients, lag and speed" },
 };
 
+static char prog[64] = "sotto";
+
+/*
+ * At exit, however the command ends: what it printed on standard output
+ * and could not write (a full disk, /dev/full) is an error, exit 1, unless
+ * the command already said so.
+ */
+static void
+check_stdout(void)
+{
+	if (!out_stdout_reported() && out_flush(stdout, prog,
+	    "standard output") != 0)
+		_exit(EXIT_INPUT);
+}
+
 static void
 usage(FILE *f)
 {
@@ -43,6 +58,7 @@ main(int argc, char **argv)
 	size_t i;
 
 	omp_env_reexec(argv, OMP_WAIT_SPIN);
+	atexit(check_stdout);
 
 	if (argc < 2) {
 		usage(stderr);
@@ -57,8 +73,11 @@ main(int argc, char **argv)
 		return 0;
 	}
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			snprintf(prog, sizeof(prog), "sotto %s",
+			    commands[i].name);
 			return commands[i].run(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "sotto: unknown command '%s'\n", argv[1]);
 	usage(stderr);
 	return EXIT_USAGE;

@@ -2,17 +2,16 @@
  * sotto transcribe --output-dir: one transcript file per input, named
  * after it (DIR/NAME.srt for NAME.wav), checked before any decoding.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client.h"
-
-static const char *const extensions[] = { "txt", "json", "srt", "vtt" };
 
 /* The input's name without its directory and its last extension. */
 static size_t
@@ -38,7 +37,7 @@ output_dir_path(const char *dir, const char *file, enum output_format fmt,
 	if (n == 0)
 		return -1;
 	w = snprintf(buf, len, "%s/%.*s.%s", dir, (int)n, s,
-	    extensions[fmt]);
+	    output_format_name(fmt));
 	return w < 0 || (size_t)w >= len ? -1 : 0;
 }
 
@@ -102,4 +101,69 @@ output_dir_check(const char *dir, char *const *files, int n_files,
 		}
 	}
 	return 0;
+}
+
+int
+output_tmp_open(struct output_tmp *t, const char *path, char *err,
+    size_t errlen)
+{
+	const char *base = strrchr(path, '/');
+	mode_t mask;
+	int fd, w;
+
+	memset(t, 0, sizeof(*t));
+	base = base != NULL ? base + 1 : path;
+	w = snprintf(t->tmp, sizeof(t->tmp), "%.*s.%s.XXXXXX",
+	    (int)(base - path), path, base);
+	if (w < 0 || (size_t)w >= sizeof(t->tmp) ||
+	    snprintf(t->path, sizeof(t->path), "%s", path) >=
+	    (int)sizeof(t->path)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
+		return -1;
+	}
+	if ((fd = mkstemp(t->tmp)) < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	/* mkstemp makes it 0600: give it the mode fopen() would */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask) != 0 ||
+	    (t->f = fdopen(fd, "w")) == NULL) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+		unlink(t->tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int
+output_tmp_commit(struct output_tmp *t, char *err, size_t errlen)
+{
+	int before = errno, e = 0;
+
+	errno = 0;
+	if (fflush(t->f) != 0 || ferror(t->f))
+		e = errno != 0 ? errno : before != 0 ? before : EIO;
+	if (fclose(t->f) != 0 && e == 0)
+		e = errno;
+	t->f = NULL;
+	if (e == 0 && rename(t->tmp, t->path) != 0)
+		e = errno;
+	if (e == 0)
+		return 0;
+	unlink(t->tmp);
+	snprintf(err, errlen, "%s: %s", t->path, strerror(e));
+	return -1;
+}
+
+void
+output_tmp_abort(struct output_tmp *t)
+{
+	if (t->f == NULL)
+		return;
+	fclose(t->f);
+	t->f = NULL;
+	unlink(t->tmp);
 }

@@ -3,6 +3,7 @@
  * place, dimmed, and finals scroll above it), jsonl (each event exactly
  * as received), SRT and WebVTT (one cue per final segment).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,7 +61,7 @@ stream_output_num(struct json_object *o, const char *key)
 	return json_object_get_double(v);
 }
 
-static void
+void
 stream_output_clear(struct stream_output *o)
 {
 	if (o->partial_shown) {
@@ -232,12 +233,29 @@ stream_output_line(struct stream_output *o, const char *json, size_t len,
 	fputc('\n', o->f);
 }
 
+/*
+ * Everything printed so far out to the file, or the reason it could not
+ * be (a failed flush drops what it held: the first reason is kept).
+ */
+static void
+stream_output_flush(struct stream_output *o)
+{
+	int before = errno;
+
+	if (o->werr != 0)
+		return;
+	errno = 0;
+	if (fflush(o->f) != 0 || ferror(o->f))
+		o->werr = errno != 0 ? errno : before != 0 ? before : EIO;
+}
+
 void
 stream_output_event(struct stream_output *o, const char *json, size_t len)
 {
 	struct json_object *ev;
 	const char *type;
 
+	errno = 0;
 	ev = json_tokener_parse(json);
 	if (o->format == STREAM_JSONL)
 		stream_output_line(o, json, len, ev);
@@ -256,12 +274,13 @@ stream_output_event(struct stream_output *o, const char *json, size_t len)
 	}
 	stream_output_other(o, type, ev);
 	json_object_put(ev);
-	fflush(o->f);
+	stream_output_flush(o);
 }
 
 void
 stream_output_done(struct stream_output *o)
 {
+	errno = 0;
 	stream_output_clear(o);
-	fflush(o->f);
+	stream_output_flush(o);
 }

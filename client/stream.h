@@ -26,13 +26,22 @@ struct conn {
 	size_t		 consumed;	/* of in, by the last event */
 	int		 eof;
 	int		 wclosed;	/* the daemon stopped reading */
+	int		 answered;	/* an event came: sottod is there */
 };
 
+/* A monotonic clock, for deadlines and periods of the connection. */
+long long conn_now_ms(void);
 /* --socket, else $SOTTO_SOCKET, else CONN_SOCKET_DEFAULT. */
 const char *conn_socket_path(const char *opt);
 /* Connect and queue HELLO. Returns 0 or -1 with err. */
 int	conn_open(struct conn *, const char *path, char *err, size_t errlen);
 void	conn_close(struct conn *);
+/*
+ * What to say when the connection ends (or times out) before sottod
+ * answered at all: under socket activation systemd takes the connection,
+ * and a sottod that fails to start closes it without a word.
+ */
+const char *conn_no_answer_hint(void);
 int	conn_queue(struct conn *, uint8_t type, const void *, size_t);
 size_t	conn_pending(const struct conn *);
 /*
@@ -98,6 +107,7 @@ struct stream_output {
 	int		 partial_shown;
 	int		 cue;		/* srt/vtt cue number */
 	int		 ended, failed;
+	int		 werr;		/* errno of a failed write to f, or 0 */
 	double		 undecoded_s;	/* from "end": audio never decoded */
 	/*
 	 * Seconds added to every start and end printed: where the session's
@@ -114,10 +124,13 @@ void	stream_output_init(struct stream_output *, FILE *, enum stream_format);
  * Print one event (json, len bytes). Sets ->ended on "end" (and
  * ->undecoded_s, with a message on stderr, when the daemon says part of
  * the audio was never decoded), ->failed on an error event (its message
- * goes to stderr).
+ * goes to stderr), ->werr when the output could not be written (the
+ * caller says so: the transcript is lost).
  */
 void	stream_output_event(struct stream_output *, const char *json,
 	    size_t len);
 void	stream_output_done(struct stream_output *);
+/* Take the partial off the terminal line, before a message on stderr. */
+void	stream_output_clear(struct stream_output *);
 
 #endif

@@ -9,11 +9,11 @@
 
 #include "client.h"
 
-const char vad_opts_usage[] =
+static const char vad_opts_usage[] =
 "      --vad                 transcribe only the speech Silero VAD finds\n"
 "                            (faster-whisper's vad_filter); times are\n"
 "                            those of the whole file\n"
-"      --vad-model NAME|PATH the VAD model [silero-vad: scripts/fetch-model\n"
+"      --vad-model NAME|PATH the VAD model [silero-vad: %s\n"
 "                            silero-vad]\n"
 "      --vad-threshold P     speech probability [0.5]\n"
 "      --vad-neg-threshold P silence below it [threshold - 0.15]\n"
@@ -21,6 +21,12 @@ const char vad_opts_usage[] =
 "      --vad-max-speech-s S  split longer speech [inf]\n"
 "      --vad-min-silence-ms MS  silence that ends speech [2000]\n"
 "      --vad-speech-pad-ms MS  audio kept around speech [400]\n";
+
+void
+vad_opts_help(FILE *f)
+{
+	fprintf(f, vad_opts_usage, model_fetch_command());
+}
 
 void
 vad_opts_init(struct vad_opts *v)

@@ -53,6 +53,8 @@
 struct audio_file {
 	const char	*path;
 	int		 fd;		/* libsndfile reads it; we close it */
+	off_t		 start;		/* where the audio begins in fd */
+	const struct audio_raw *raw;	/* raw PCM's layout, or NULL */
 	const uint8_t	*mem;		/* or a file in memory (not ours) */
 	sf_count_t	 mem_len, mem_pos;
 	int		 seekable;	/* a regular file: reopened to rewind */
@@ -323,8 +325,15 @@ audio_sf_open(struct audio_file *f, char *err, size_t errlen)
 	SF_INFO info;
 
 	memset(&info, 0, sizeof(info));
+	if (f->raw != NULL) {
+		info.format = SF_FORMAT_RAW | SF_ENDIAN_LITTLE |
+		    (f->raw->float32 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16);
+		info.samplerate = f->raw->rate;
+		info.channels = f->raw->channels;
+	}
 	/* libsndfile takes the descriptor's position as the file's start */
-	if (f->mem == NULL && f->seekable && lseek(f->fd, 0, SEEK_SET) == -1)
+	if (f->mem == NULL && f->seekable && lseek(f->fd, f->start,
+	    SEEK_SET) == -1)
 		return audio_error(err, errlen, "%s: %s", f->path,
 		    strerror(errno));
 	f->sf = f->mem != NULL ? audio_sf_open_mem(f, &info) :
@@ -344,7 +353,9 @@ audio_sf_open(struct audio_file *f, char *err, size_t errlen)
 	f->channels = info.channels;
 	f->rate = info.samplerate;
 	f->format = info.format;
-	f->frames = info.frames;
+	/* raw PCM from a pipe has no length; libsndfile makes one up */
+	f->frames = f->raw != NULL && !f->seekable ? SF_COUNT_MAX :
+	    info.frames;
 	return 0;
 }
 
@@ -370,45 +381,74 @@ audio_alloc(struct audio_file *f, char *err, size_t errlen)
 	return 0;
 }
 
+/* f->fd open: what kind of file it is, libsndfile on it, buffers. */
+static int
+audio_fd_open(struct audio_file *f, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(f->fd, &st) == -1)
+		return audio_error(err, errlen, "%s: %s", f->path,
+		    strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return audio_error(err, errlen, "%s: is a directory", f->path);
+	f->seekable = S_ISREG(st.st_mode);
+	f->keep = !f->seekable;
+	if (f->seekable && (f->start = lseek(f->fd, 0, SEEK_CUR)) == -1)
+		return audio_error(err, errlen, "%s: %s", f->path,
+		    strerror(errno));
+	if (f->seekable && st.st_size <= f->start)
+		return audio_error(err, errlen, "%s: empty file (0 bytes), not "
+		    "an audio file", f->path);
+	return audio_sf_open(f, err, errlen) == 0 &&
+	    audio_alloc(f, err, errlen) == 0 ? 0 : -1;
+}
+
+/* path, or standard input (fd 0, dup'ed: ours to close) for NULL. */
+static int
+audio_fd_new(const char *path, const struct audio_raw *raw,
+    struct audio_file **ret, char *err, size_t errlen)
+{
+	const char *name = path != NULL ? path : "standard input";
+	struct audio_file *f;
+
+	*ret = NULL;
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return audio_error(err, errlen, "%s: out of memory", name);
+	f->path = name;
+	f->raw = raw;
+	f->pass = 1;
+	f->fd = path != NULL ? open(path, O_RDONLY | O_CLOEXEC) :
+	    fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (f->fd == -1)
+		audio_error(err, errlen, "%s: %s", name, strerror(errno));
+	else if (path == NULL && isatty(f->fd))
+		audio_error(err, errlen, "standard input is a terminal: pipe "
+		    "or redirect audio into it");
+	else if (audio_fd_open(f, err, errlen) == 0) {
+		*ret = f;
+		return 0;
+	}
+	audio_file_close(f);
+	return -1;
+}
+
 int
 audio_file_open(const char *path, struct audio_file **ret, char *err,
     size_t errlen)
 {
-	struct audio_file *f;
-	struct stat st;
-
-	*ret = NULL;
-	if (path == NULL || *path == '\0')
+	if (path == NULL || *path == '\0') {
+		*ret = NULL;
 		return audio_error(err, errlen, "no audio file given");
-	if ((f = calloc(1, sizeof(*f))) == NULL)
-		return audio_error(err, errlen, "%s: out of memory", path);
-	f->path = path;
-	f->pass = 1;
-	f->fd = -1;
-	if ((f->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1 ||
-	    fstat(f->fd, &st) == -1) {
-		audio_error(err, errlen, "%s: %s", path, strerror(errno));
-		goto fail;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		audio_error(err, errlen, "%s: is a directory", path);
-		goto fail;
-	}
-	f->seekable = S_ISREG(st.st_mode);
-	f->keep = !f->seekable;
-	if (f->seekable && st.st_size == 0) {
-		audio_error(err, errlen, "%s: empty file (0 bytes), not an "
-		    "audio file", path);
-		goto fail;
-	}
-	if (audio_sf_open(f, err, errlen) != 0 ||
-	    audio_alloc(f, err, errlen) != 0)
-		goto fail;
-	*ret = f;
-	return 0;
-fail:
-	audio_file_close(f);
-	return -1;
+	return audio_fd_new(path, NULL, ret, err, errlen);
+}
+
+int
+audio_stdin_open(const struct audio_raw *raw, struct audio_file **ret,
+    char *err, size_t errlen)
+{
+	return audio_fd_new(NULL, raw, ret, err, errlen);
 }
 
 int

@@ -26,6 +26,22 @@ struct audio_file;
 int	audio_file_open(const char *path, struct audio_file **ret, char *err,
 	    size_t errlen);
 
+/* Raw PCM, with no header to say what it is: little-endian, interleaved. */
+struct audio_raw {
+	int	float32;		/* f32le; else s16le */
+	int	rate, channels;
+};
+
+/*
+ * audio_file_open() of standard input ("standard input" in messages):
+ * any format libsndfile reads from a pipe (WAV, Ogg, MP3: not FLAC), or,
+ * with raw (kept, not copied), raw PCM of that layout. Redirected from a
+ * regular file it is read twice from where it stood, as a file; a pipe is
+ * held in memory. A terminal is refused.
+ */
+int	audio_stdin_open(const struct audio_raw *raw, struct audio_file **ret,
+	    char *err, size_t errlen);
+
 /*
  * audio_file_open() of a file held in memory: data (len bytes, not
  * copied; it must outlive the audio_file) is decoded with libsndfile's

@@ -62,9 +62,29 @@ model_path_resolve(const char *arg, char *buf, size_t len, char *err,
 	if (try_path(buf, len, SOTTO_DATADIR, "/sotto/models", arg))
 		return 0;
 	snprintf(err, errlen, "model '%s' not found in $SOTTO_MODEL_DIR, "
-	    "./models, the build tree, %s or %s/sotto/models; run "
-	    "'sotto-fetch-model %s' (scripts/fetch-model in the source "
-	    "tree) or pass a .gguf path", arg, SOTTO_MODELDIR, SOTTO_DATADIR,
-	    arg);
+	    "./models, the build tree, %s or %s/sotto/models; run '%s %s' "
+	    "or pass a .gguf path", arg, SOTTO_MODELDIR, SOTTO_DATADIR,
+	    model_fetch_command(), arg);
 	return -1;
+}
+
+/*
+ * One build is both run where it was built (the tests, a developer) and
+ * installed, so whether this is the build tree is told at run time: a
+ * program there sits one folder below meson's build.ninja (client/sotto,
+ * daemon/sottod). Not by a compiled-in path of the build directory,
+ * which would make the binaries differ with the directory they were
+ * built in (reproducible builds).
+ */
+const char *
+model_fetch_command(void)
+{
+	static const char marker[] = "/../build.ninja";
+	char path[PATH_MAX];
+
+	if (exe_dir(path, sizeof(path) - sizeof(marker)) != 0)
+		return "sotto-fetch-model";
+	strcat(path, marker);
+	return access(path, F_OK) == 0 ? "scripts/fetch-model" :
+	    "sotto-fetch-model";
 }

@@ -11,4 +11,11 @@
 int	model_path_resolve(const char *arg, char *buf, size_t len,
 	    char *err, size_t errlen);
 
+/*
+ * The command that fetches and converts models, for messages:
+ * "sotto-fetch-model" installed, "scripts/fetch-model" when the program
+ * runs from its build tree.
+ */
+const char *model_fetch_command(void);
+
 #endif

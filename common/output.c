@@ -1,8 +1,9 @@
 /*
  * Transcript writers: plain text, JSON (one object per file and line),
- * SubRip and WebVTT.
+ * SubRip, WebVTT, openai-whisper's TSV and LRC lyrics.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +12,28 @@
 
 #include "output.h"
 
+static const char *const format_names[] = {
+	"txt", "json", "srt", "vtt", "tsv", "lrc", "all",
+};
+
 int
 output_format_parse(const char *s, enum output_format *ret)
 {
-	static const char *const names[] = { "txt", "json", "srt", "vtt" };
 	size_t i;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (strcmp(s, names[i]) == 0) {
+	for (i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+		if (strcmp(s, format_names[i]) == 0) {
 			*ret = (enum output_format)i;
 			return 0;
 		}
 	return -1;
+}
+
+const char *
+output_format_name(enum output_format fmt)
+{
+	return (size_t)fmt < sizeof(format_names) / sizeof(format_names[0]) ?
+	    format_names[fmt] : "?";
 }
 
 /* The text without leading or trailing white space, as printf args. */
@@ -80,6 +91,54 @@ write_txt(FILE *f, const char *file, const struct sotto_result *r,
 	for (i = 0; i < r->n_segments; i++) {
 		n = trimmed(r->segments[i].text, &text);
 		fprintf(f, "%.*s\n", n, text);
+	}
+}
+
+/*
+ * openai-whisper's tsv: a header, then start and end in whole
+ * milliseconds and the text, tabs in it made spaces so that it stays one
+ * column.
+ */
+static void
+write_tsv(FILE *f, const struct sotto_result *r)
+{
+	const char *text;
+	int i, j, n;
+
+	fputs("start\tend\ttext\n", f);
+	for (i = 0; i < r->n_segments; i++) {
+		n = trimmed(r->segments[i].text, &text);
+		fprintf(f, "%ld\t%ld\t", lround(r->segments[i].start * 1000.0),
+		    lround(r->segments[i].end * 1000.0));
+		for (j = 0; j < n; j++)
+			fputc(text[j] == '\t' ? ' ' : text[j], f);
+		fputc('\n', f);
+	}
+}
+
+/*
+ * LRC, as whisper.cpp writes it: a [by:] tag, then each segment on a
+ * line of its own after its start as [minutes:seconds.hundredths] (the
+ * minutes go past 99 on long files rather than wrap). A line break in a
+ * segment would start a line without a time: it becomes a space.
+ */
+static void
+write_lrc(FILE *f, const struct sotto_result *r)
+{
+	const char *text;
+	long cs;
+	int i, j, n;
+
+	fputs("[by:sotto]\n", f);
+	for (i = 0; i < r->n_segments; i++) {
+		cs = lround(r->segments[i].start * 100.0);
+		n = trimmed(r->segments[i].text, &text);
+		fprintf(f, "[%02ld:%02ld.%02ld]", cs / 6000, cs / 100 % 60,
+		    cs % 100);
+		for (j = 0; j < n; j++)
+			fputc(text[j] == '\n' || text[j] == '\r' ? ' ' :
+			    text[j], f);
+		fputc('\n', f);
 	}
 }
 
@@ -191,6 +250,15 @@ output_write(FILE *f, enum output_format fmt, const struct output_opts *o,
 		else
 			write_cues(f, r, fmt == OUTPUT_SRT);
 		break;
+	case OUTPUT_TSV:
+		write_tsv(f, r);
+		break;
+	case OUTPUT_LRC:
+		write_lrc(f, r);
+		break;
+	case OUTPUT_ALL:
+		errno = EINVAL;		/* a file per format: the caller's */
+		return -1;
 	}
 	return ferror(f) ? -1 : 0;
 }

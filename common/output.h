@@ -1,6 +1,6 @@
 /*
- * A transcript written as txt, json, srt or vtt: what `sotto transcribe`
- * prints and what sottod's HTTP API answers.
+ * A transcript written as txt, json, srt, vtt, tsv or lrc: what `sotto
+ * transcribe` prints and what sottod's HTTP API answers.
  */
 #ifndef SOTTO_OUTPUT_H
 #define SOTTO_OUTPUT_H
@@ -15,6 +15,10 @@ enum output_format {
 	OUTPUT_JSON,
 	OUTPUT_SRT,
 	OUTPUT_VTT,
+	OUTPUT_TSV,		/* openai-whisper's: start, end (ms), text */
+	OUTPUT_LRC,		/* whisper.cpp's: [mm:ss.xx]text */
+	OUTPUT_FORMATS,		/* how many there are */
+	OUTPUT_ALL = OUTPUT_FORMATS,	/* each of them, a file each */
 };
 
 /* Cue layout of srt and vtt with words (openai's writer options). */
@@ -24,7 +28,9 @@ struct output_opts {
 	int highlight_words;	/* a cue per word, underlined */
 };
 
+/* A format's name (also the extension of its files); "all" parses too. */
 int	output_format_parse(const char *s, enum output_format *ret);
+const char *output_format_name(enum output_format);
 /* Write one file's transcript (o NULL: no layout options); returns 0 or
  * -1 (errno set). */
 int	output_write(FILE *, enum output_format, const struct output_opts *,

@@ -55,9 +55,8 @@ vad_open(const struct config *cfg, struct sotto_vad **ret, char *path,
 	if (vad_path(cfg, path, len, e, sizeof(e)) != 0 ||
 	    sotto_vad_load(path, ret, e) != 0) {
 		snprintf(err, errlen, "cannot load the VAD model %s: %s; "
-		    "run 'sotto-fetch-model silero-vad' (scripts/fetch-model "
-		    "in a source tree) or set [engine] vad = off",
-		    cfg->vad_model, e);
+		    "run '%s silero-vad' or set [engine] vad = off",
+		    cfg->vad_model, e, model_fetch_command());
 		return -1;
 	}
 	return 0;

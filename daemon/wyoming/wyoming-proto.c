@@ -341,7 +341,7 @@ wy_attribution(const char *name, const char *url)
 	struct json_object *a = json_object_new_object();
 
 	json_object_object_add(a, "name", json_object_new_string(name));
-	json_object_object_add(a, "url", json_object_new_string(url));
+	json_object_object_add(a, "url", proto_json_text(url));
 	return a;
 }
 
@@ -358,7 +358,8 @@ wy_info_model(const struct wy_info *in)
 	json_object_object_add(m, "attribution", wy_attribution("OpenAI",
 	    "https://github.com/openai/whisper"));
 	json_object_object_add(m, "installed", json_object_new_boolean(1));
-	json_object_object_add(m, "version", NULL);
+	/* Whisper's releases are versioned by name (large-v2, large-v3) */
+	json_object_object_add(m, "version", proto_json_text(in->model));
 	langs = json_object_new_array();
 	for (i = 0; i < in->n_languages; i++)
 		json_object_array_add(langs,
@@ -382,7 +383,7 @@ wy_write_info(const struct wy_info *in)
 	json_object_object_add(prog, "description", json_object_new_string(
 	    "sotto: Whisper speech-to-text, streamed"));
 	json_object_object_add(prog, "attribution", wy_attribution("sotto",
-	    ""));
+	    in->url));
 	json_object_object_add(prog, "installed", json_object_new_boolean(1));
 	json_object_object_add(prog, "version", proto_json_text(in->version));
 	models = json_object_new_array();

@@ -92,6 +92,7 @@ struct wy_info {
 	const char	*model;
 	const char	*const *languages;
 	int		 n_languages;
+	const char	*url;		/* the project's, for its attribution */
 };
 /* info: one asr program, its one model, transcript streaming. */
 char	*wy_write_info(const struct wy_info *);

@@ -117,6 +117,7 @@ wy_send_info(struct peer *p)
 		langs[n++] = "en";
 	in.program = "sotto";
 	in.version = SOTTO_VERSION;
+	in.url = SOTTO_URL;
 	in.model = core_model_name();
 	in.languages = langs;
 	in.n_languages = n;

@@ -196,7 +196,6 @@ join_progress(void *user, size_t done, size_t total,
 	size_t r;
 	int i;
 
-	(void)total;
 	if (n > j->cap_mapped) {
 		if ((p = realloc(j->mapped, n * sizeof(*p))) == NULL)
 			return 1;
@@ -212,7 +211,10 @@ join_progress(void *user, size_t done, size_t total,
 		segment_clamp(&j->mapped[i], (double)j->total /
 		    SOTTO_SAMPLE_RATE);
 	}
-	if (j->n_spans > 0) {
+	/* the speech's end is not the file's: all of the speech is all of it */
+	if (done >= total)
+		done = j->total;
+	else if (j->n_spans > 0) {
 		r = region_of(j, done, 1);
 		done = done + j->removed[r] < j->total ? done + j->removed[r] :
 		    j->total;

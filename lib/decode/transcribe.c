@@ -137,13 +137,17 @@ detect_language(struct sotto_state *st, struct run *r, char *err)
 	    NULL, err);
 }
 
-/* Tell the caller how far we are and which segments are new. */
+/*
+ * Tell the caller how far we are and which segments are new. The last
+ * window ends at the last whole mel frame, up to a hop before the last
+ * sample: done is then all of it, so that progress ends at 100%.
+ */
 static int
 report_progress(const struct run *r, int first, char *err)
 {
 	const struct sotto_transcribe_params *p = r->params;
-	size_t done = r->seek * WHISPER_HOP < r->n ? r->seek * WHISPER_HOP :
-	    r->n;
+	size_t done = r->seek >= r->content ? r->n :
+	    r->seek * WHISPER_HOP < r->n ? r->seek * WHISPER_HOP : r->n;
 
 	if (p->progress != NULL && p->progress(p->progress_user, done, r->n,
 	    r->res->segments + first, r->res->n_segments - first) != 0)

@@ -14,4 +14,11 @@
 int	err_set(char *err, int code, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 
+/*
+ * The command that fetches and converts models, for messages that say
+ * what to run: "sotto-fetch-model" installed, "scripts/fetch-model" when
+ * this libsotto is the one in its build tree.
+ */
+const char *err_fetch_command(void);
+
 #endif

@@ -31,6 +31,8 @@
 #include <omp.h>
 #include <string.h>
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include "gemv.h"
 
 #define VNNI_TARGET	__attribute__((target( \
@@ -46,10 +48,15 @@
 #define WEIGHT_HINT	_MM_HINT_NTA	/* read once per step: see gemv.c */
 #endif
 
+/* The CPU's, capped as oneDNN's is by ONEDNN_MAX_CPU_ISA (gemv-f16.c). */
 int
 gemv_i8_supported(void)
 {
-	return __builtin_cpu_supports("avx512vnni") &&
+	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+
+	return (isa & dnnl_cpu_isa_avx512_core_bf16) ==
+	    dnnl_cpu_isa_avx512_core_bf16 &&
+	    __builtin_cpu_supports("avx512vnni") &&
 	    __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") &&
 	    __builtin_cpu_supports("avx512bf16");

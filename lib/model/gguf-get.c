@@ -48,7 +48,8 @@ gguf_lookup(const struct gguf *g, const char *key, int array,
 
 	if ((kv = gguf_find_kv(g, key)) == NULL)
 		return err_set(err, SOTTO_EFORMAT, "%s: key %s is missing; "
-		    "re-convert the model with tools/convert.py", g->path, key);
+		    "re-convert the model with %s", g->path, key,
+		    err_fetch_command());
 	if (array ? kv->type != GGUF_TYPE_ARRAY || !ok(kv->atype) :
 	    !ok(kv->type))
 		return err_set(err, SOTTO_EFORMAT, "%s: key %s: expected %s, "

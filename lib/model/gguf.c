@@ -216,8 +216,8 @@ gguf_rd_header(struct gguf_rd *rd, uint64_t *n_tensors, uint64_t *n_kv)
 		return rv;
 	if (magic != GGUF_MAGIC)
 		return err_set(rd->err, SOTTO_EFORMAT, "%s: not a GGUF file "
-		    "(bad magic); convert the model with tools/convert.py",
-		    g->path);
+		    "(bad magic); convert the model with %s", g->path,
+		    err_fetch_command());
 	if ((rv = gguf_rd_uint(rd, 4, &version, "version")) != 0)
 		return rv;
 	if (version == 0x02000000 || version == 0x03000000)
@@ -351,8 +351,8 @@ gguf_rd_tensor(struct gguf_rd *rd, struct gguf_tensor *t, uint64_t *offset)
 	if (type != GGUF_DTYPE_F32 && type != GGUF_DTYPE_F16)
 		return err_set(rd->err, SOTTO_EFORMAT, "%s: tensor %.*s has "
 		    "ggml type %" PRIu64 "; sotto reads only F32 (0) and F16 "
-		    "(1), re-convert the model with tools/convert.py", path,
-		    GGUF_PR(t->name), type);
+		    "(1), re-convert the model with %s", path,
+		    GGUF_PR(t->name), type, err_fetch_command());
 	t->type = (enum gguf_dtype)type;
 	return gguf_rd_uint(rd, 8, offset, "tensor offset");
 }

@@ -391,6 +391,19 @@ sotto_model_params_init(struct sotto_model_params *p)
 	p->precision = SOTTO_PRECISION_AUTO;
 }
 
+/* What this CPU runs instead: auto's choice, which may not be bf16. */
+static int
+precision_int8_refused(char *err)
+{
+	enum sotto_precision alt = SOTTO_PRECISION_FP32;
+
+	gemm_pick_precision(SOTTO_PRECISION_AUTO, &alt, NULL);
+	return err_set(err, SOTTO_EINVAL, "precision int8 needs AVX512-VNNI "
+	    "and AVX512-BF16, which this CPU does not have (or "
+	    "ONEDNN_MAX_CPU_ISA hides); use auto, which is %s on this CPU",
+	    alt == SOTTO_PRECISION_BF16 ? "bf16" : "fp32");
+}
+
 static int
 model_setup_compute(struct sotto_model *m, const struct sotto_model_params *p,
     char *err)
@@ -400,8 +413,7 @@ model_setup_compute(struct sotto_model *m, const struct sotto_model_params *p,
 
 	if (want == SOTTO_PRECISION_INT8) {
 		if (!gemv_i8_supported())
-			return err_set(err, SOTTO_EINVAL, "precision int8: "
-			    "this CPU has no AVX512-VNNI; use bf16 or auto");
+			return precision_int8_refused(err);
 		m->int8 = 1;
 		want = SOTTO_PRECISION_BF16;
 	}

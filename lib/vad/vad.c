@@ -122,9 +122,9 @@ check_meta(const struct gguf *g, char *err)
 		return rc;
 	if (arch.len != 10 || memcmp(arch.ptr, "silero-vad", 10) != 0)
 		return err_set(err, SOTTO_EFORMAT, "%s is not a Silero VAD "
-		    "model (architecture \"%.*s\"); run 'scripts/fetch-model "
-		    "silero-vad'", gguf_path(g), (int)(arch.len < 64 ?
-		    arch.len : 64), arch.ptr);
+		    "model (architecture \"%.*s\"); run '%s silero-vad'",
+		    gguf_path(g), (int)(arch.len < 64 ? arch.len : 64),
+		    arch.ptr, err_fetch_command());
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if ((rc = gguf_get_u32(g, keys[i].key, &v, err)) != 0)
 			return rc;

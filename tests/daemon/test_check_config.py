@@ -89,7 +89,9 @@ def test_model_that_does_not_resolve_or_load(tiny_model, tmp_path):
     cp = check(conf, env={"SOTTO_MODEL_DIR": str(empty)})
     assert cp.returncode == 1
     assert f"{conf}:2: model: model 'no-such-model' not found" in cp.stderr, cp.stderr
-    assert "sotto-fetch-model no-such-model" in cp.stderr
+    # from the build tree, the source tree's command (installed, the
+    # installed one: test_install.py)
+    assert "'scripts/fetch-model no-such-model'" in cp.stderr, cp.stderr
 
     # A file cut short (a download that stopped) and a file that is no GGUF.
     cut = tmp_path / "cut.gguf"

@@ -114,7 +114,7 @@ def test_missing_vad_model_stops_sottod(make_daemon, tmp_path):
     cmd = [str(SOTTOD), "-f", str(d.conf), "-m", str(d.model)]
     cp = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=REPO)
     assert cp.returncode != 0
-    assert "cannot load the VAD model" in cp.stderr and "sotto-fetch-model silero-vad" in cp.stderr
+    assert "cannot load the VAD model" in cp.stderr and "'scripts/fetch-model silero-vad'" in cp.stderr
     assert "vad = off" in cp.stderr
     cp = subprocess.run(cmd + ["--check-config"], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert cp.returncode != 0 and re.search(rf"{re.escape(str(d.conf))}:\d+: vad_model: cannot load the VAD "

@@ -1,16 +1,22 @@
-"""The system `meson install` lays out, run as installed.
+"""The system `sudo meson install` lays out, run as installed.
 
-The build is installed into a DESTDIR. In a private mount namespace (as
-root: unshare) the DESTDIR's prefix and localstatedir are bind-mounted over
-the real ones and a tmpfs over /run, so every installed path is exactly
-where the installed files say: the installed sotto-fetch-model writes
-tiny.en into the models directory, the installed `sotto transcribe` finds
-it there, the service unit's ExecStart= is run word for word under
-systemd-socket-activate on the socket unit's ListenStream=, sottod reads
-the installed default config and model, and the installed `sotto stream`
-sends real speech through it. Also: every file a complete install needs,
-the soname, pkg-config, and man pages that groff reads without a warning
-and that document every option and key.
+The build is installed as README says, `meson install` as root to the
+real root (no DESTDIR, so its install script creates the user sotto and
+the models directory and runs ldconfig), but in a private mount namespace
+(as root: unshare) in which the prefix and localstatedir are bind mounts
+of a staging directory and /etc is a copy: the files land in the staging
+directory, and the user and the dynamic linker's cache in the copy, never
+on the host. Run in the same kind of namespace, every installed path is
+exactly where the installed files say, and the programs start as
+installed, with no LD_LIBRARY_PATH: the installed sotto-fetch-model
+writes tiny.en into the models directory (owned by sotto), the installed
+`sotto transcribe` finds it there, the service unit's ExecStart= is run
+word for word under systemd-socket-activate on the socket unit's
+ListenStream=, sottod reads the installed default config and model, and
+the installed `sotto stream` sends real speech through it. Also: every
+file a complete install needs, the soname, pkg-config, man pages that
+groff reads without a warning and that document every option and key,
+and messages that name the installed commands, never the source tree's.
 """
 
 from __future__ import annotations
@@ -45,15 +51,44 @@ def meson_dirs() -> dict[str, str]:
             for k, v in opts.items()}
 
 
+# The namespace both the install and the installed programs run in:
+# "$1" (the staging prefix) over "$2" (the prefix), "$3" over "$4" (the
+# localstatedir), "$5" (a copy of /etc) over /etc, and a tmpfs over /run;
+# then the command after those five.
+NAMESPACE = ('mount --bind "$1" "$2" && mount --bind "$3" "$4" && '
+             'mount --bind "$5" /etc && mount -t tmpfs -o mode=0755 tmpfs /run '
+             '&& shift 5 && exec "$@"')
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """(DESTDIR, directories) after `meson install --destdir`."""
+    """(staging directory, directories) after `meson install` as root with
+    DESTDIR unset, in the namespace: its files in DEST + the real paths,
+    and the copy of /etc it changed (the user sotto, ld.so.cache) in
+    DEST/etc-copy."""
+    dirs = meson_dirs()
+    prefix, var = dirs["prefix"], dirs["localstatedir"]
+    assert prefix not in ("/", "/usr") and var.startswith("/var/"), \
+        f"prefix {prefix}, localstatedir {var}: this test binds a staging " \
+        "directory over both and needs meson's defaults for /usr/local"
     dest = tmp_path_factory.mktemp("destdir")
-    cp = subprocess.run(["meson", "install", "-C", str(BUILD), "--no-rebuild",
-                         "--quiet", "--destdir", str(dest)],
-                        capture_output=True, text=True, timeout=300)
+    for d in (prefix, var):
+        (dest / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    etc = dest / "etc-copy"
+    cp = subprocess.run(["cp", "-a", "/etc", str(etc)], capture_output=True,
+                        text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    env = {k: v for k, v in os.environ.items() if k != "DESTDIR"}
+    cp = subprocess.run(["unshare", "--mount", "--propagation", "private",
+                         "--", "sh", "-c", NAMESPACE, "sh",
+                         f"{dest}{prefix}", prefix, f"{dest}{var}", var,
+                         str(etc), "meson", "install", "-C", str(BUILD),
+                         "--no-rebuild", "--quiet"],
+                        capture_output=True, text=True, timeout=300, env=env)
     assert cp.returncode == 0, f"meson install failed:\n{cp.stdout}{cp.stderr}"
-    return dest, meson_dirs()
+    # the install script's ldconfig, and nothing it had to warn about
+    assert "libsotto" not in cp.stderr, cp.stderr
+    return dest, dirs
 
 
 def unit_values(path: Path, key: str) -> list[str]:
@@ -83,40 +118,34 @@ def unit_dir(dest: Path) -> Path:
 
 
 class InstalledRoot:
-    """A mount namespace in which the DESTDIR is the installed system."""
+    """A mount namespace in which the staging directory is the installed
+    system."""
 
     def __init__(self, dest: Path, dirs: dict[str, str], workdir: Path):
         self.dest, self.dirs, self.dir = dest, dirs, workdir
         self.prefix = dirs["prefix"]
-        assert self.prefix not in ("/", "/usr"), \
-            f"prefix {self.prefix}: this test binds the DESTDIR over the " \
-            "prefix and needs one other than / or /usr (meson's default " \
-            "/usr/local)"
         for tool in ("unshare", "nsenter", "systemd-socket-activate"):
             assert shutil.which(tool), f"{tool} is missing (util-linux, systemd)"
-        # Only what the install finds by itself: no model directory given.
+        # Only what the install finds by itself: no model directory given,
+        # no library path (the install's ldconfig must be enough).
         self.env = {k: v for k, v in os.environ.items()
-                    if k != "SOTTO_MODEL_DIR"}
-        self.env["LD_LIBRARY_PATH"] = dirs["libdir"]
+                    if k not in ("SOTTO_MODEL_DIR", "LD_LIBRARY_PATH")}
         self.proc: subprocess.Popen | None = None
 
     def start(self, argv: list[str], sock: str, env: dict[str, str]) -> None:
         """argv under systemd-socket-activate -l sock, in the namespace."""
         var = self.dirs["localstatedir"]
-        (self.dest / var.lstrip("/")).mkdir(parents=True, exist_ok=True)
-        script = ('mount --bind "$1" "$2" && mount --bind "$3" "$4" && '
-                  'mount -t tmpfs -o mode=0755 tmpfs /run && '
-                  'mkdir -p "$(dirname "$5")" && shift 4 && '
-                  'exec systemd-socket-activate -l "$@"')
-        # systemd-socket-activate passes on only the variables named by -E
-        # (the lib dir stands in for the ldconfig a real install runs).
-        passed = [a for k in ["LD_LIBRARY_PATH", *env] for a in ("-E", k)]
+        # systemd-socket-activate passes on only the variables named by -E.
+        passed = [a for k in env for a in ("-E", k)]
         self.log_path = self.dir / "sottod.log"
         self.logf = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "--",
-             "sh", "-c", script, "sh", f"{self.dest}{self.prefix}",
-             self.prefix, f"{self.dest}{var}", var, sock, *passed, *argv],
+             "sh", "-c", NAMESPACE, "sh", f"{self.dest}{self.prefix}",
+             self.prefix, f"{self.dest}{var}", var,
+             str(self.dest / "etc-copy"), "sh", "-c",
+             'mkdir -p "$(dirname "$1")" && exec systemd-socket-activate '
+             '-l "$@"', "sh", sock, *passed, *argv],
             stdin=subprocess.DEVNULL, stdout=self.logf,
             stderr=subprocess.STDOUT, env=dict(self.env, **env), cwd="/")
         deadline = time.monotonic() + 20
@@ -214,6 +243,22 @@ def help_options(*cmd: str) -> set[str]:
     return found
 
 
+def help_values(*cmd: str) -> dict[str, set[str]]:
+    """Each long option of --help given as a list of values (auto|fp32),
+    with those values."""
+    cp = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
+    assert cp.returncode == 0, cp.stderr
+    return {o: set(v.split("|")) for o, v in re.findall(
+        r"(?<![\w-])--([a-z][a-z0-9-]*) ([a-z0-9]+(?:\|[a-z0-9]+)+)(?![\w|])",
+        cp.stdout)}
+
+
+def man_values(text: str, opt: str, macro: str = "Fl -") -> list[set[str]]:
+    """The value lists the page gives opt (.It Fl -precision Cm a | b)."""
+    return [set(v.strip() for v in m.split("|")) for m in re.findall(
+        rf"{re.escape(macro + opt)}(?![\w-])(?: Ns = Ns)? Cm ([^\n]+)", text)]
+
+
 def test_man_pages(installed):
     """groff reads each page without a warning (lintian's check), and each
     documents every long option of its program's --help, and sottod.conf(5)
@@ -239,11 +284,25 @@ def test_man_pages(installed):
                          if not re.search(rf"Fl -{re.escape(o[2:])}(?![\w-])", text))
         assert not missing, f"{page} does not document {missing}"
 
+    def same_values(page: str, values: dict[str, set[str]]) -> None:
+        """Each option's values as --help lists them (--precision int8)."""
+        text = (man / page).read_text()
+        for opt, want in values.items():
+            got = man_values(text, opt)
+            assert want in got, f"{page}: --{opt} {sorted(want)}, not {got}"
+
     sotto = set()
     for cmd in ("transcribe", "stream", "listen", "status"):
         sotto |= help_options(str(SOTTO), cmd, "--help")
+        same_values("man1/sotto.1", help_values(str(SOTTO), cmd, "--help"))
     documented("man1/sotto.1", sotto)
     documented("man8/sottod.8", help_options(str(SOTTOD), "--help"))
+    sottod_values = help_values(str(SOTTOD), "--help")
+    same_values("man8/sottod.8", sottod_values)
+    assert "int8" in sottod_values["precision"], sottod_values
+    assert sottod_values["precision"] in man_values(
+        (man / "man5/sottod.conf.5").read_text(), "precision", "Ic "), \
+        "sottod.conf.5: precision"
     documented("man1/sotto-fetch-model.1",
                help_options("python3", str(BUILD / "tools" / "sotto-fetch-model"), "--help"))
     conf = (REPO / "conf" / "sottod.conf").read_text()
@@ -270,6 +329,16 @@ main(int argc, char **argv)
 """
 
 
+def owner(dest: Path, path: Path) -> str:
+    """The name of path's owner in the installed system's /etc."""
+    uid = path.stat().st_uid
+    for line in (dest / "etc-copy" / "passwd").read_text().splitlines():
+        f = line.split(":")
+        if len(f) > 2 and f[2] == str(uid):
+            return f[0]
+    return str(uid)
+
+
 def test_installed_system(installed, tiny_model, tmp_path):
     """Model, files, service and clients, as installed: sotto-fetch-model
     puts tiny.en where sotto and sottod look; `sotto transcribe` and the
@@ -291,8 +360,8 @@ def test_installed_system(installed, tiny_model, tmp_path):
     root = InstalledRoot(dest, dirs, tmp_path)
     root.start(argv, listen[0], {})
     try:
-        # The models directory tmpfiles.d makes (no sotto user here).
-        assert root.run(["mkdir", "-p", modeldir]).returncode == 0
+        # The user and the models directory the install script made.
+        assert owner(dest, dest / modeldir.lstrip("/")) == "sotto"
         # The converter runs in the test venv (SOTTO_PYTHON) and the pinned
         # wheel comes from the cache scripts/fetch-model filled: the
         # installed tool does the rest (tests/debian: its own venv).
@@ -308,6 +377,17 @@ def test_installed_system(installed, tiny_model, tmp_path):
         # along (sottod would not start without it).
         assert (installed_model.parent / "silero-vad.gguf").is_file(), cp.stderr
         assert f"{modeldir}/silero-vad.gguf" in cp.stderr, cp.stderr
+        # Both belong to sottod's user, as the man page says, not to root.
+        for m in (installed_model, installed_model.parent / "silero-vad.gguf"):
+            assert owner(dest, m) == "sotto", m
+        # The tool as installed: its version, and the interpreter of its #!
+        # (meson's -Dpython3, by default /usr/bin/python3), not
+        # /usr/bin/env's first python3 on PATH.
+        cp = root.run([f"{dirs['bindir']}/sotto-fetch-model", "--version"])
+        assert cp.stdout.strip() == f"sotto-fetch-model {meson_version()}", \
+            cp.stdout + cp.stderr
+        tool = dest / dirs["bindir"].lstrip("/") / "sotto-fetch-model"
+        assert tool.read_text().split("\n", 1)[0] == f"#!{configured_python()}"
 
         # systemd's own check of the installed units, ExecStart= as is
         # (test_units.py can only point it at /bin/true).
@@ -328,6 +408,28 @@ def test_installed_system(installed, tiny_model, tmp_path):
         assert cp.returncode == 0, cp.stderr
         w_file = werlib.wer([ref[SAMPLE]], [cp.stdout])
         assert w_file <= 0.10, f"WER {w_file:.2f}: {cp.stdout!r}"
+
+        # Installed, what to run is the installed command, never one of
+        # the source tree (scripts/, tools/, tests/).
+        notgguf = tmp_path / "not-a-model.gguf"
+        notgguf.write_bytes(b"RIFF" + bytes(60))
+        said = []
+        for cmd in (["sotto", "transcribe", "-m", "no-such-model", SAMPLE],
+                    ["sotto", "transcribe", "-m", str(notgguf), SAMPLE],
+                    ["sottod", "--check-config", "-m", "no-such-model"],
+                    ["sotto-fetch-model", "large-v3-turbo", "-o", str(tmp_path)],
+                    ["sotto-fetch-model", "--list"]):
+            exe = dirs["sbindir" if cmd[0] == "sottod" else "bindir"]
+            cp = root.run([f"{exe}/{cmd[0]}", *cmd[1:]])
+            said.append(cp.stdout + cp.stderr)
+        said = "\n".join(said)
+        for want in ("run 'sotto-fetch-model no-such-model'",
+                     "convert the model with sotto-fetch-model",
+                     "sotto-fetch-model PATH --name large-v3-turbo",
+                     "shapes verified with random weights"):
+            assert want in said, f"{want!r} not in:\n{said}"
+        for tree in ("scripts/fetch-model", "tools/convert.py", "tests/parity"):
+            assert tree not in said, f"{tree!r} in:\n{said}"
 
         prog = tmp_path / "probe.c"
         prog.write_text(PROGRAM)
@@ -362,6 +464,18 @@ def test_installed_system(installed, tiny_model, tmp_path):
            f"sotto transcribe {SAMPLE} WER {w_file:.2f}; ExecStart="
            f"{exec_start[0]} on {listen[0]}: jfk.wav WER {w:.2f} in "
            f"{stream_s:.1f} s")
+
+
+def configured_python() -> str:
+    """The installed sotto-fetch-model's interpreter, as meson chose it."""
+    cp = subprocess.run(["meson", "introspect", str(BUILD), "--buildoptions"],
+                        capture_output=True, text=True, timeout=60)
+    opt = next(o["value"] for o in json.loads(cp.stdout)
+               if o["name"] == "python3")
+    if opt:
+        return opt
+    return "/usr/bin/python3" if os.path.isfile("/usr/bin/python3") else \
+        shutil.which("python3")
 
 
 def meson_version() -> str:

@@ -198,6 +198,11 @@ def test_describe(wy):
     assert prog.supports_transcript_streaming is True
     assert [m.name for m in prog.models] == ["tiny.en"]
     assert prog.models[0].languages == ["en"]
+    # Home Assistant shows where the program comes from and which model
+    # release this is: neither may be empty (Whisper's releases are
+    # versioned by name)
+    assert prog.attribution.url.startswith("https://"), prog.attribution
+    assert prog.version and prog.models[0].version == "tiny.en", prog
 
 
 def test_one_shot_equals_transcribe(wy, tiny_model):

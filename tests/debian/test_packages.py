@@ -132,8 +132,17 @@ def packages(machine, tmp_path):
         pytest.fail(f"{left} are installed already: apt-get purge {' '.join(left)}")
     src = tmp_path / "sotto"
     copy_tree(src)
+    # A repository of the copy, to see what the build leaves in the tree.
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(src)]
+    run([*git, "init", "-q"], "git init")
+    run([*git, "add", "-A"], "git add")
     run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage",
         cwd=src, env={"DEB_BUILD_OPTIONS": "noddebs"}, timeout=1200)
+    # Everything it writes into the tree is ignored (debian/.gitignore,
+    # obj-*/ in .gitignore): a checkout stays clean after a package build.
+    left = run([*git, "ls-files", "--others", "--exclude-standard"],
+               "git ls-files").stdout.split()
+    assert not left, f"dpkg-buildpackage left untracked files: {left}"
     debs = {p: tmp_path / f"{p}_{version(src)}_amd64.deb" for p in PACKAGES}
     missing = [str(d) for d in debs.values() if not d.is_file()]
     assert not missing, f"not built: {missing}"

@@ -57,7 +57,8 @@ fuzz_write_back(const struct wy_event *ev)
 {
 	const char *kv[4] = { "text", ev->text, "language", ev->language };
 	const char *langs[2] = { ev->language, ev->name };
-	struct wy_info in = { ev->type, ev->name, ev->name, langs, 2 };
+	struct wy_info in = { ev->type, ev->name, ev->name, langs, 2,
+	    ev->name };
 
 	fuzz_written(wy_write("transcript", kv, 2), "transcript", 1);
 	fuzz_written(wy_write("pong", kv, 1), "pong", 1);

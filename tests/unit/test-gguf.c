@@ -104,8 +104,9 @@ test_lookup_errors(void **state)
 	assert_int_equal(gguf_open_memory(b.p, b.len, &g, err), 0);
 	assert_int_equal(gguf_get_u32(g, "whisper.n_vocab", &u, err),
 	    SOTTO_EFORMAT);
+	/* run from the build tree: the source tree's command */
 	assert_string_equal(err, "<memory>: key whisper.n_vocab is missing; "
-	    "re-convert the model with tools/convert.py");
+	    "re-convert the model with scripts/fetch-model");
 	assert_int_equal(gguf_get_u32(g, "general.architecture", &u, err),
 	    SOTTO_EFORMAT);
 	assert_string_equal(err, "<memory>: key general.architecture: "
