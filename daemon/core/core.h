@@ -86,5 +86,10 @@ void	core_stats(struct core_stats *);
 const char *core_unhealthy(void);
 /* A file transcribed over HTTP: its audio and compute seconds. */
 void	core_count_file(double audio_s, double compute_s);
+/*
+ * A door freed a big buffer (an upload): give free memory back to the
+ * system (mem.c), as when the last stream ends.
+ */
+void	core_trim_memory(void);
 
 #endif

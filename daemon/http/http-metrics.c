@@ -115,6 +115,8 @@ http_metrics(struct evhttp_request *req)
 	    core_config()->max_sessions);
 	http_metric(b, "sottod_clients", "gauge", "Connections on the Unix "
 	    "socket.", st.clients);
+	http_metric(b, "sottod_http_connections", "gauge", "HTTP connections "
+	    "open (what [http] max_connections bounds).", httpd_connections());
 	http_metric(b, "sottod_http_requests_in_progress", "gauge", "HTTP "
 	    "transcriptions waiting, decoding or being sent.", http_busy());
 	http_metric(b, "sottod_queue_depth", "gauge", "Jobs waiting for the "

@@ -463,6 +463,7 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	/* the form is not needed any more: do not hold the upload twice */
 	evbuffer_drain(evhttp_request_get_input_buffer(req),
 	    evbuffer_get_length(evhttp_request_get_input_buffer(req)));
+	core_trim_memory();
 	j->req = req;
 	j->format = form.format;
 	j->granularity = form.granularity;

@@ -206,9 +206,13 @@ ws_upgrade_fd(struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+	/* the socket's bufferevent, under the listener's filter */
+	struct bufferevent *sock = bufferevent_get_underlying(bev);
 	int fd = bufferevent_getfd(bev), own, null;
 
-	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0 ||
+	    (sock != NULL && evbuffer_get_length(bufferevent_get_input(sock)) >
+	    0))
 		return -1;	/* frames before our 101: not a client */
 	if ((own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
 		return -1;
@@ -217,6 +221,8 @@ ws_upgrade_fd(struct evhttp_request *req)
 		return -1;
 	}
 	bufferevent_disable(bev, EV_READ | EV_WRITE);
+	if (sock != NULL)
+		bufferevent_disable(sock, EV_READ | EV_WRITE);
 	if (dup2(null, fd) == -1) {
 		close(null);
 		close(own);

@@ -102,9 +102,9 @@ class Daemons:
         self.tmp, self.model, self.made = tmp_path_factory, model, []
 
     def start(self, conf: str = "", argv=("--http", "127.0.0.1:0"),
-              model: Path | None = None) -> Daemon:
+              model: Path | None = None, wrapper=None) -> Daemon:
         d = Daemon(self.tmp.mktemp("sottod-http"), model or self.model,
-                   conf=conf, argv=list(argv))
+                   conf=conf, argv=list(argv), wrapper=wrapper)
         self.made.append(d)
         d.start()
         d.base = f"http://127.0.0.1:{http_port(d)}"
