@@ -20,7 +20,7 @@ import time
 import openai
 import pytest
 
-from conftest import AUDIO_DIR, report
+from conftest import AUDIO_DIR, RawClient, jframe, MSG_OPEN, report
 from test_http import (JFK, TOKEN, Daemons, client, curl, error_body, raw,
                        raw_error)
 
@@ -318,4 +318,33 @@ def test_slow_headers_and_body(daemons):
             file=f, model="whisper-1").text.startswith("And so")
     report(f"http: a body at 200 B/s cut after {took:.1f} s "
            f"(min_body_bytes_per_second 1000, 2 s of grace)")
+    assert d.stop() == 0
+
+
+# --- item 9: reason phrases; /ws refusals as JSON ------------------------------------
+
+def test_reasons_and_ws_refusal_json(daemons):
+    """A 429 says Too Many Requests (evhttp calls it Client Error); /ws
+    refused for a foreign Origin answers the JSON error shape."""
+    d = daemons.start(conf="[server]\nmax_sessions = 1\n")
+    c = RawClient(d.socket)
+    c.hello()
+    c.send(jframe(MSG_OPEN, {"format": "s16le"}))
+    assert c.event()["type"] == "opened"
+    form = (b"--b\r\nContent-Disposition: form-data; name=file\r\n\r\n"
+            b"x\r\n--b--\r\n")
+    reply = raw(d, head("/v1/audio/transcriptions", len(form),
+                        "Connection: close") + form, half_close=False)
+    assert reply.startswith(b"HTTP/1.1 429 Too Many Requests\r\n"), reply
+    assert raw_error(reply, 429)["code"] == "busy"
+    c.close()
+    reply = raw(d, b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                   b"Origin: http://evil.example\r\nUpgrade: websocket\r\n"
+                   b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+                   b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+                   % port(d))
+    e = raw_error(reply, 403)
+    assert reply.startswith(b"HTTP/1.1 403 Forbidden\r\n"), reply
+    assert e["code"] == "forbidden_origin" and "another origin" in \
+        e["message"], e
     assert d.stop() == 0
