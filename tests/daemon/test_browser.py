@@ -377,3 +377,25 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
     assert "fellow americans" in text and "respectable" in text, text
     report(f"browser, sottod's microphone: {len(st['finals'])} finals as "
            f"`sotto listen` shows them, {st['partials']} partials")
+
+
+def test_browser_shows_sottod_error(http_daemon):
+    """Following the microphone of a sottod whose [mic] is off: sottod
+    sends an error event (unavailable), then closes the WebSocket with
+    1008; the page shows sottod's message, not the close code."""
+    d = http_daemon()
+    drv = browser()
+    try:
+        drv.get(d.page + "#source=mic")
+        drv.find_element("id", "start").click()
+        deadline = time.monotonic() + 20
+        while (st := page_state(drv))["state"] != "error":
+            assert time.monotonic() < deadline, st
+            time.sleep(0.1)
+        time.sleep(0.5)         # the close comes after the error event
+        st = page_state(drv)
+    finally:
+        drv.quit()
+    assert st["error"].startswith("sottod: unavailable: "), st
+    assert "1008" not in st["error"], st
+    assert d.stop() == 0, d.log()
