@@ -18,6 +18,7 @@
  * canceled at its next window (worker_file_cancel) and the connection
  * freed; the job is forgotten when it comes back.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -216,33 +217,44 @@ http_field(const struct multipart_part *p, char *buf, size_t len)
 	return 0;
 }
 
-/* A language code the loaded model knows, or "auto" (as ""). */
+/*
+ * A language the loaded model knows, or "auto" (as ""): an ISO 639-1
+ * code, or a BCP 47 tag by its primary subtag ("en-US", "pt_BR": en,
+ * pt; any case), as the Wyoming door takes it.
+ */
 static int
 http_language(const char *v, char *out, char *msg, size_t msglen)
 {
+	char lang[PROTO_LANGUAGE_MAX];
 	const char *code;
+	size_t k;
 	int i, n;
 
 	if (*v == '\0' || strcmp(v, "auto") == 0) {
 		*out = '\0';
 		return 0;
 	}
+	for (k = 0; v[k] != '\0' && v[k] != '-' && v[k] != '_' &&
+	    k + 1 < sizeof(lang); k++)
+		lang[k] = (char)tolower((unsigned char)v[k]);
+	lang[k] = '\0';
 	n = core_multilingual() ? sotto_language_count(core_model()) : 0;
 	for (i = 0; i < n; i++)
 		if ((code = sotto_language_code(core_model(), i)) != NULL &&
-		    strcmp(code, v) == 0)
+		    strcmp(code, lang) == 0)
 			break;
-	if (((!core_multilingual() && strcmp(v, "en") == 0) || i < n) &&
-	    strlen(v) < PROTO_LANGUAGE_MAX) {
-		memcpy(out, v, strlen(v) + 1);
+	if ((!core_multilingual() && strcmp(lang, "en") == 0) || i < n) {
+		memcpy(out, lang, k + 1);
 		return 0;
 	}
 	if (!core_multilingual())
-		snprintf(msg, msglen, "model %s is English-only: language "
-		    "must be en", core_model_name());
+		snprintf(msg, msglen, "language: model %s is English-only: "
+		    "language must be en (or en-US, en-GB...), not '%.32s'",
+		    core_model_name(), v);
 	else
-		snprintf(msg, msglen, "unknown language '%.64s' (an ISO-639-1 "
-		    "code such as en or de)", v);
+		snprintf(msg, msglen, "language: unknown language '%.64s' (an "
+		    "ISO 639-1 code such as en or de, or a tag such as en-US)",
+		    v);
 	return -1;
 }
 

@@ -317,6 +317,14 @@ def test_bad_requests(hd, tmp_path):
     assert curl(hd.base + "/health")[0] == 200
 
 
+def test_language_tags(hd, jfk_ref):
+    """BCP 47 tags by their primary subtag, in any case, as Wyoming takes
+    them: en-US, en_GB and EN are en."""
+    for tag in ("en-US", "en_GB", "EN"):
+        assert sdk(hd, JFK, "json", language=tag).text == \
+            jfk_ref["text"].strip(), tag
+
+
 def test_request_too_large(daemons):
     d = daemons.start(conf="[http]\nmax_request_bytes = 64K\n")
     status, headers, body = curl(d.base + "/v1/audio/transcriptions",
