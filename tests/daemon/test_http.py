@@ -235,8 +235,13 @@ def test_health_models_metrics(hd):
     assert models["object"] == "list"
     assert [m["id"] for m in models["data"]] == ["tiny.en"]
     assert client(hd).models.retrieve("tiny.en").id == "tiny.en"
-    with pytest.raises(openai.NotFoundError):
-        client(hd).models.retrieve("whisper-1")
+    # the names transcriptions take for the loaded model
+    for alias in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"):
+        assert client(hd).models.retrieve(alias).id == alias
+    with pytest.raises(openai.NotFoundError) as e:
+        client(hd).models.retrieve("gpt-9")
+    assert e.value.body["code"] == "model_not_found"
+    assert e.value.body["param"] == "model"
     status, headers, body = curl(
         hd.base + "/v1/audio/transcriptions", "-F", f"file=@{JFK}")
     assert status == 200, body
@@ -271,36 +276,44 @@ def bad_request(d, *args: str) -> dict:
 
 
 def test_bad_requests(hd, tmp_path):
+    """Each error names its field in param (null when it is the form as a
+    whole), as OpenAI's do."""
     ct = "Content-Type: multipart/form-data; boundary=xyz"
     e = bad_request(hd, "-H", ct, "--data-binary",
                     "--xyz\r\nContent-Disposition: form-data; name=file\r\n"
                     "\r\nRIFF")
-    assert "no closing delimiter" in e["message"], e
+    assert "no closing delimiter" in e["message"] and e["param"] is None, e
     e = bad_request(hd, "-H", ct, "--data-binary", "not multipart at all")
     assert "no delimiter line" in e["message"], e
     e = bad_request(hd, "-H", "Content-Type: application/json",
                     "--data-binary", "{}")
     assert "multipart/form-data" in e["message"], e
     e = bad_request(hd, "-F", "model=whisper-1")
-    assert "no file" in e["message"], e
+    assert "no file" in e["message"] and e["param"] == "file", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "response_format=xml")
     assert "response_format" in e["message"], e
+    assert e["param"] == "response_format", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "temperature=2")
-    assert "temperature" in e["message"], e
+    assert "temperature" in e["message"] and e["param"] == "temperature", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "language=de")
-    assert "English-only" in e["message"], e
+    assert "English-only" in e["message"] and e["param"] == "language", e
+    e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "language=de-DE")
+    assert "English-only" in e["message"] and e["param"] == "language", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F",
                     "timestamp_granularities[]=character", "-F",
                     "response_format=verbose_json")
     assert "not segment or word" in e["message"], e
+    assert e["param"] == "timestamp_granularities[]", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F",
                     "timestamp_granularities[]=word")
     assert "needs response_format verbose_json" in e["message"], e
+    assert e["param"] == "timestamp_granularities[]", e
     junk = tmp_path / "junk.wav"
     junk.write_bytes(bytes(range(256)) * 64)
     e = bad_request(hd, "-F", f"file=@{junk}")
     assert e["code"] == "invalid_audio" and "not an audio file" \
         in e["message"], e
+    assert e["param"] == "file", e
     flac, cut = tmp_path / "jfk.flac", tmp_path / "cut.flac"
     sox(JFK, flac)
     cut.write_bytes(flac.read_bytes()[:flac.stat().st_size // 2])
@@ -323,6 +336,23 @@ def test_language_tags(hd, jfk_ref):
     for tag in ("en-US", "en_GB", "EN"):
         assert sdk(hd, JFK, "json", language=tag).text == \
             jfk_ref["text"].strip(), tag
+
+
+def test_verbose_json_milliseconds(hd):
+    """verbose_json's times are written rounded to milliseconds, not as
+    json-c's 17 significant digits (0.76000000000000001)."""
+    status, _, body = curl(hd.base + "/v1/audio/transcriptions",
+                           "-F", f"file=@{JFK}", "-F",
+                           "response_format=verbose_json", "-F",
+                           "timestamp_granularities[]=word", "-F",
+                           "timestamp_granularities[]=segment")
+    assert status == 200, body
+    times = re.findall(rb'"(?:start|end|duration)":(-?[0-9.eE+-]+)', body)
+    assert len(times) > 40, body[:400]
+    long = [t for t in times if re.fullmatch(rb"-?\d+(\.\d{1,3})?", t) is None]
+    assert not long, long[:5]
+    o = json.loads(body)
+    assert o["duration"] == 11.0 and o["words"][0]["word"] == "And", o
 
 
 def test_request_too_large(daemons):
