@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.request
 import wave
 from pathlib import Path
 
@@ -350,6 +351,12 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
             time.sleep(0.2)
         else:
             pytest.fail(f"the page did not show the second file: {st}")
+        # /metrics counts the microphone's live session
+        body = urllib.request.urlopen(d.page + "metrics", timeout=10).read()
+        assert re.search(rb"^sottod_sessions 1$", body, re.M), body
+        assert re.search(rb"^sottod_mic_state 1$", body, re.M), body
+        assert re.search(rb'^sottod_sessions_opened_total\{door="mic"\} 1$',
+                         body, re.M), body
         time.sleep(1)
         st = page_state(drv)
         drv.find_element("id", "stop").click()

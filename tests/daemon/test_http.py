@@ -20,7 +20,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from conftest import AUDIO_DIR, REPO, SOTTO, Daemon, Stream, report
+from conftest import (AUDIO_DIR, MSG_AUDIO, MSG_END, MSG_OPEN, REPO, SOTTO,
+                      Daemon, RawClient, Stream, frame, jframe, report)
 
 JFK = AUDIO_DIR / "jfk.wav"
 GO = AUDIO_DIR / "goforward.wav"
@@ -262,6 +263,67 @@ def test_health_models_metrics(hd):
     assert m["sottod_audio_decoded_seconds_total"] >= 11
     assert m['sottod_http_responses_total{code="2xx"}'] >= 3
     assert m['sottod_info{version="%s",model="tiny.en"}' % m_version(body)] == 1
+
+
+def metrics(d) -> dict[str, float]:
+    status, _, body = curl(d.base + "/metrics")
+    assert status == 200
+    m = {}
+    for ln in body.decode().splitlines():
+        if ln and not ln.startswith("#"):
+            k, v = ln.rsplit(" ", 1)
+            m[k] = float(v)
+    return m
+
+
+def test_metrics_counters(hd):
+    """What operators asked for beside the gauges: error events by code,
+    sessions by door, reloads, the microphone (off here), skipped audio,
+    and a histogram of the streams' step compute time."""
+    import signal
+    import wave
+    before = metrics(hd)
+    c = RawClient(hd.socket)
+    c.hello()
+    c.send(frame(0x42))                     # no such frame type
+    ev = c.events_until("error")[-1]
+    assert ev["code"] == "bad_frame", ev
+    c.close()
+    with wave.open(str(GO), "rb") as w:
+        pcm = w.readframes(w.getnframes())
+    c = RawClient(hd.socket)
+    c.hello()
+    c.send(jframe(MSG_OPEN, {"format": "s16le", "rate": 16000,
+                             "channels": 1}))
+    c.events_until("opened")
+    for i in range(0, len(pcm), 32000):
+        c.send(frame(MSG_AUDIO, pcm[i:i + 32000]))
+    c.send(frame(MSG_END))
+    c.events_until("end")
+    c.close()
+    hd.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "change(s) applied" not in hd.log():
+        assert time.monotonic() < deadline, hd.log()
+        time.sleep(0.05)
+    m = metrics(hd)
+    key = 'sottod_errors_total{code="bad_frame"}'
+    assert m[key] == before.get(key, 0) + 1, m
+    assert m['sottod_errors_total{code="too_fast"}'] >= 0
+    key = 'sottod_sessions_opened_total{door="socket"}'
+    assert m[key] >= before.get(key, 0) + 1, m
+    assert m["sottod_reloads_total"] >= 1
+    assert m["sottod_mic_state"] == -1
+    assert m["sottod_mic_xruns_total"] == 0
+    assert m["sottod_overload_seconds_total"] == 0
+    n = m["sottod_step_seconds_count"]
+    assert n >= before.get("sottod_step_seconds_count", 0) + 1, m
+    buckets = [(k, v) for k, v in m.items()
+               if k.startswith("sottod_step_seconds_bucket")]
+    assert len(buckets) == 9 and buckets[-1] == (
+        'sottod_step_seconds_bucket{le="+Inf"}', n), buckets
+    assert [v for _, v in buckets] == sorted(v for _, v in buckets)
+    assert m["sottod_step_seconds_sum"] > 0
 
 
 def m_version(body: bytes) -> str:
