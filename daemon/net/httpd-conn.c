@@ -20,9 +20,10 @@
  *
  * A refusal is written straight to the socket (it is the first thing
  * written on it), the sending side shut down, and what the client sends
- * meanwhile thrown away, for at most HTTP_CONN_LINGER_S (so that a
- * client still sending reads the status rather than a reset); then
- * evhttp is told the connection failed, and frees it. The connection
+ * meanwhile thrown away, for at most HTTP_CONN_LINGER_S and
+ * HTTP_CONN_LINGER_BYTES (so that a client still sending reads the
+ * status rather than a reset, without sottod reading a whole upload);
+ * then evhttp is told the connection failed, and frees it. The connection
  * refused for being over a limit is closed at once.
  *
  * Output: a filter's output reaches evhttp's write callback as soon as
@@ -66,7 +67,9 @@
  */
 #define HTTP_CONN_SOCK_IN_MAX	(HTTPD_HEAD_MAX + 32 * 1024)
 #define HTTP_CONN_IN_SLACK	(2 * HTTPD_HEAD_MAX)
+/* A refused client's bytes thrown away, at most, before closing. */
 #define HTTP_CONN_LINGER_S	1.0
+#define HTTP_CONN_LINGER_BYTES	(256 * 1024)
 /* Give freed memory back after a connection handed on this much. */
 #define HTTP_CONN_TRIM_BYTES	(1024 * 1024)
 
@@ -82,6 +85,7 @@ struct httpd_conn {
 	int			 counted;	/* in httpd_n_conns */
 	int			 refused;	/* the status sent, or 0 */
 	double			 linger_until;
+	size_t			 lingered;	/* bytes thrown away */
 	/* the request being read */
 	double			 head_t0;	/* its first byte; 0: none */
 	size_t			 scanned;	/* of its header block */
@@ -429,6 +433,11 @@ httpd_conn_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
 		n = evbuffer_get_length(src);
 		if (c->refused) {
 			evbuffer_drain(src, n);
+			if ((c->lingered += n) >= HTTP_CONN_LINGER_BYTES &&
+			    c->linger_until > 0) {
+				c->linger_until = 0;	/* enough: close */
+				event_active(c->timer, EV_TIMEOUT, 0);
+			}
 			break;
 		}
 		if (n == 0 || (limit >= 0 && moved >= (size_t)limit))
