@@ -44,6 +44,7 @@
 
 #define HTTP_FORM_PARTS		32
 #define HTTP_PROMPT_MAX		4096
+#define HTTP_TRIM_BYTES		(1024 * 1024)
 
 /* timestamp_granularities[] (verbose_json) */
 #define HTTP_GRAN_SEGMENT	0x1
@@ -453,6 +454,7 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	struct http_job *j;
 	char msg[PROTO_MSG_MAX];
 	void *data;
+	size_t len;
 
 	if (http_form(req, task, &form, parts, msg, sizeof(msg)) != 0) {
 		httpd_reply_param_error(req, 400, "invalid_request_error", NULL,
@@ -480,10 +482,14 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		return;
 	}
 	memcpy(data, form.file->data, form.file->len);
-	/* the form is not needed any more: do not hold the upload twice */
-	evbuffer_drain(evhttp_request_get_input_buffer(req),
-	    evbuffer_get_length(evhttp_request_get_input_buffer(req)));
-	core_trim_memory();
+	/*
+	 * The form is not needed any more: do not hold the upload twice,
+	 * and give a big one's memory back while the file is transcribed.
+	 */
+	len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
+	evbuffer_drain(evhttp_request_get_input_buffer(req), len);
+	if (len >= HTTP_TRIM_BYTES)
+		core_trim_memory();
 	j->req = req;
 	j->format = form.format;
 	j->granularity = form.granularity;
