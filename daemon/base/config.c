@@ -69,9 +69,16 @@ static const struct config_key config_keys[] = {
 	S("engine", "vad", config_parse_vad, vad, LIVE),
 	S("engine", "vad_model", config_parse_string, vad_model, RESTART),
 	I("http", "beam_size", http_beam_size, 1, 16, LIVE),
+	I("http", "header_timeout_seconds", http_header_timeout_s, 1, 3600,
+	    LIVE),
 	S("http", "listen", config_parse_listen, http_listen, RESTART),
+	I("http", "max_connections", http_max_connections, 1, 65536, LIVE),
+	I("http", "max_connections_per_address",
+	    http_max_connections_per_address, 1, 65536, LIVE),
 	Z("http", "max_request_bytes", http_max_request_bytes,
 	    64 * 1024, 1024LL * 1024 * 1024, RESTART),
+	Z("http", "min_body_bytes_per_second", http_min_body_rate, 0,
+	    1024LL * 1024 * 1024, LIVE),
 	I("http", "request_timeout_seconds", http_timeout_s, 1, 3600,
 	    RESTART),
 	S("http", "token", config_parse_token, http_token, RESTART),
@@ -149,6 +156,10 @@ config_defaults(struct config *cfg)
 	cfg->http_beam_size = 5;
 	cfg->http_max_request_bytes = 25 * CONFIG_MIB;
 	cfg->http_timeout_s = 60;
+	cfg->http_max_connections = 256;
+	cfg->http_max_connections_per_address = 64;
+	cfg->http_header_timeout_s = 20;
+	cfg->http_min_body_rate = CONFIG_KIB;
 	cfg->wyoming_max_event_bytes = CONFIG_MIB;
 	cfg->wyoming_max_utterance_s = 120;
 	cfg->wyoming_beam_size = 5;

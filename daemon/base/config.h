@@ -52,6 +52,10 @@ struct config {
 	size_t	http_max_request_bytes;	/* max_request_bytes = 25M */
 	int	http_timeout_s;		/* request_timeout_seconds = 60 */
 	int	http_beam_size;		/* beam_size = 5 */
+	int	http_max_connections;	/* max_connections = 256 */
+	int	http_max_connections_per_address; /* = 64 */
+	int	http_header_timeout_s;	/* header_timeout_seconds = 20 */
+	size_t	http_min_body_rate;	/* min_body_bytes_per_second = 1K */
 
 	/* [wyoming] */
 	char	wyoming_listen[64];	/* listen = ADDR:PORT; "" off */

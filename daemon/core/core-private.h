@@ -43,8 +43,17 @@ struct core_totals {
 	uint64_t	 sessions;	/* streams opened */
 	uint64_t	 files;		/* files transcribed */
 	double		 files_compute_s;	/* compute time they took */
+	uint64_t	 errors[CORE_ERROR_CODES];	/* error events sent */
+	uint64_t	 reloads;
+	uint64_t	 mic_xruns;
+	double		 overload_s;	/* shared audio dropped */
 };
 extern struct core_totals core_totals;
+
+/* core.c: counted where they happen, for /metrics */
+void	core_count_error(enum proto_error);
+void	core_count_session(const char *door);	/* a session opened */
+void	core_count_step(double compute_s);	/* a stream step done */
 
 /* core.c: the doors, in the order they registered */
 void	core_doors_drain(void);

@@ -26,6 +26,51 @@
 struct core core;
 struct core_totals core_totals;
 
+_Static_assert(PROTO_E_TOO_FAST < CORE_ERROR_CODES, "core_totals.errors");
+
+/* Sessions opened by door; stream steps by compute time (seconds). */
+static struct {
+	const char	*door;
+	uint64_t	 n;
+} core_opened[8];
+static const double core_step_le[CORE_STEP_BUCKETS] = {
+	0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+};
+static uint64_t core_step_n[CORE_STEP_BUCKETS + 1];
+static double core_step_s;
+
+void
+core_count_error(enum proto_error code)
+{
+	if ((unsigned)code < CORE_ERROR_CODES)
+		core_totals.errors[code]++;
+}
+
+void
+core_count_session(const char *door)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(core_opened) / sizeof(core_opened[0]); i++)
+		if (core_opened[i].door == NULL ||
+		    strcmp(core_opened[i].door, door) == 0) {
+			core_opened[i].door = door;
+			core_opened[i].n++;
+			return;
+		}
+}
+
+void
+core_count_step(double compute_s)
+{
+	int i;
+
+	for (i = 0; i < CORE_STEP_BUCKETS && compute_s > core_step_le[i]; i++)
+		;
+	core_step_n[i]++;
+	core_step_s += compute_s;
+}
+
 struct event_base *
 core_base(void)
 {
@@ -168,6 +213,14 @@ core_stats(struct core_stats *st)
 	st->sessions_total = core_totals.sessions;
 	st->files_total = core_totals.files;
 	st->files_compute_s = core_totals.files_compute_s;
+	memcpy(st->errors, core_totals.errors, sizeof(st->errors));
+	st->reloads = core_totals.reloads;
+	st->mic_xruns = core_totals.mic_xruns;
+	st->overload_s = core_totals.overload_s;
+	memcpy(st->opened, core_opened, sizeof(st->opened));
+	memcpy(st->step_le, core_step_le, sizeof(st->step_le));
+	memcpy(st->step_n, core_step_n, sizeof(st->step_n));
+	st->step_s = core_step_s;
 }
 
 void

@@ -58,6 +58,10 @@ void	core_door_add(const struct door *);
 /* A door's busy() may have reached 0: end a drain if nothing is left. */
 void	core_drain_check(void);
 
+/* Error event codes counted (enum proto_error), and step histogram. */
+#define CORE_ERROR_CODES	32
+#define CORE_STEP_BUCKETS	8
+
 /* The figures of a status event and of GET /metrics. */
 struct core_stats {
 	int		 sessions;	/* decoding now (max_sessions) */
@@ -77,6 +81,20 @@ struct core_stats {
 	uint64_t	 sessions_total;	/* streams opened */
 	uint64_t	 files_total;	/* files transcribed over HTTP */
 	double		 files_compute_s;
+	uint64_t	 errors[CORE_ERROR_CODES];	/* error events sent */
+	uint64_t	 reloads;	/* SIGHUPs that applied a config */
+	uint64_t	 mic_xruns;	/* capture overruns */
+	double		 overload_s;	/* shared audio dropped, behind */
+	/* sessions opened by door ("socket", "ws", "wyoming", "mic") */
+	struct {
+		const char	*door;
+		uint64_t	 n;
+	}		 opened[8];
+	/* stream steps by compute time: step_n[i] took <= step_le[i] s
+	   (not cumulative); the last bucket is +Inf */
+	double		 step_le[CORE_STEP_BUCKETS];
+	uint64_t	 step_n[CORE_STEP_BUCKETS + 1];
+	double		 step_s;
 };
 void	core_stats(struct core_stats *);
 /*
@@ -86,5 +104,10 @@ void	core_stats(struct core_stats *);
 const char *core_unhealthy(void);
 /* A file transcribed over HTTP: its audio and compute seconds. */
 void	core_count_file(double audio_s, double compute_s);
+/*
+ * A door freed a big buffer (an upload): give free memory back to the
+ * system (mem.c), as when the last stream ends.
+ */
+void	core_trim_memory(void);
 
 #endif

@@ -11,11 +11,15 @@
  * back only from their top. Setting the threshold fixes it (and the trim
  * threshold with it) for the life of the process. When the last stream
  * is gone, malloc_trim gives back the free pages inside the arenas as
- * well (the small allocations of the loop, compute and OpenMP threads).
+ * well (the small allocations of the loop, compute and OpenMP threads),
+ * and so it does when a door has freed an upload (core_trim_memory):
+ * libevent reads one into buffers of a few KiB each, which a 25 MB body
+ * leaves as 25 MB of free chunks in the loop thread's arena.
  */
 #include <malloc.h>
 
 #include "log.h"
+#include "core.h"
 #include "core-private.h"
 
 #define MEM_MMAP_THRESHOLD	(128 * 1024)	/* glibc starts with it */
@@ -35,4 +39,11 @@ mem_idle(void)
 {
 	malloc_trim(0);
 	log_debug("memory: no stream left, free pages given back");
+}
+
+/* Loop thread: a door freed a big buffer. */
+void
+core_trim_memory(void)
+{
+	malloc_trim(0);
 }

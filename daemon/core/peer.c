@@ -332,6 +332,7 @@ peer_slow_reader(struct peer *p, size_t queued)
 	    "limit %zu); reconnect with the session id and since to get the "
 	    "finals after the last one read", queued,
 	    core.cfg.max_client_buffer_bytes);
+	core_count_error(PROTO_E_SLOW_READER);
 	if ((ev = proto_event_error(PROTO_E_SLOW_READER, msg)) != NULL) {
 		peer_write(p, ev);
 		free(ev);
@@ -374,6 +375,7 @@ peer_fail(struct peer *p, enum proto_error code, const char *fmt, ...)
 	va_end(ap);
 	log_info("peer %llu: %s: %s", (unsigned long long)p->id,
 	    proto_error_name(code), msg);
+	core_count_error(code);
 	if ((ev = proto_event_error(code, msg)) != NULL) {
 		peer_write(p, ev);
 		free(ev);

@@ -340,6 +340,7 @@ reload_config(void)
 	n = config_diff(&core.cfg, &cfg, reload_key, &restart);
 	config_keep_restart_keys(&cfg, &core.cfg);
 	core.cfg = cfg;
+	core_totals.reloads++;
 	core.hooks->applied(&core.cfg);
 	core_doors_reload();
 	vad_reload();

@@ -202,6 +202,8 @@ session_mic_read_cb(int fd, short ev, void *arg)
 			return;
 		}
 		if (source_alsa_xruns(mic.alsa) != mic.xruns) {
+			core_totals.mic_xruns += source_alsa_xruns(mic.alsa) -
+			    mic.xruns;
 			mic.xruns = source_alsa_xruns(mic.alsa);
 			log_warnx("mic: overrun (xrun) on %s: capture "
 			    "restarted, some audio lost (%lu since opened)",

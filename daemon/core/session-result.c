@@ -232,6 +232,7 @@ session_result(struct worker_result *r)
 	}
 	if (r->stepped) {
 		s->compute_s += r->compute_s;
+		core_count_step(r->compute_s);
 		if (r->audio_time > s->audio_time) {
 			core_totals.audio_done_s += r->audio_time -
 			    s->audio_time;

@@ -372,6 +372,7 @@ session_open(struct peer *p, const struct msg_open *m, char *msg)
 		return NULL;
 	s->owner = p;
 	s->source = p->ops->name;
+	core_count_session(s->source);
 	TAILQ_INSERT_TAIL(&s->subs, p, sub_entry);
 	p->session = s;
 	log_info("session %s: opened (%s %d Hz x%d, language %s%s)",
@@ -396,6 +397,7 @@ session_shared_new(const char *name, int rate, int channels,
 	}
 	s->flags |= SESSION_SHARED;
 	s->source = "mic";
+	core_count_session(s->source);
 	worker_stream_follow(s->ws);	/* it never ends: moves on a reload */
 	return s;
 }
@@ -537,6 +539,7 @@ session_shared_audio(struct session *s, const int16_t *pcm, size_t frames)
 	if (session_lag(s) > SESSION_LAG_MAX_S) {
 		s->dropping_s += secs;
 		s->overload_s += secs;
+		core_totals.overload_s += secs;
 		return;
 	}
 	if (s->dropping_s > 0) {

@@ -60,10 +60,24 @@ http_text(const struct sotto_result *res)
 	return text;
 }
 
-static double
-http_round3(double x)
+/*
+ * A time in seconds as JSON, rounded to milliseconds in the text itself
+ * ("0.76", not json-c's 17 digits "0.76000000000000001"); the number
+ * read back is the nearest double to it, as round(x * 1000) / 1000.
+ */
+static struct json_object *
+http_seconds(double x)
 {
-	return round(x * 1000.0) / 1000.0;
+	char buf[32];
+	size_t n;
+
+	x = round(x * 1000.0) / 1000.0;
+	n = (size_t)snprintf(buf, sizeof(buf), "%.3f", x);
+	if (n >= sizeof(buf) || !isfinite(x))
+		return json_object_new_double(x);
+	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
+		buf[--n] = '\0';
+	return json_object_new_double_s(x, buf);
 }
 
 static struct json_object *
@@ -75,10 +89,8 @@ http_segment(const struct sotto_segment *s, int id)
 	json_object_object_add(o, "id", json_object_new_int(id));
 	json_object_object_add(o, "seek", json_object_new_int(
 	    (int)lround(s->start * 100.0)));
-	json_object_object_add(o, "start",
-	    json_object_new_double(http_round3(s->start)));
-	json_object_object_add(o, "end",
-	    json_object_new_double(http_round3(s->end)));
+	json_object_object_add(o, "start", http_seconds(s->start));
+	json_object_object_add(o, "end", http_seconds(s->end));
 	json_object_object_add(o, "text", json_object_new_string(s->text));
 	tok = json_object_new_array_ext(s->n_tokens);
 	for (i = 0; i < s->n_tokens; i++)
@@ -120,9 +132,8 @@ http_words(const struct sotto_result *res)
 			    json_object_new_string_len(w->word + b,
 			    (int)(e - b)));
 			json_object_object_add(o, "start",
-			    json_object_new_double(http_round3(w->start)));
-			json_object_object_add(o, "end",
-			    json_object_new_double(http_round3(w->end)));
+			    http_seconds(w->start));
+			json_object_object_add(o, "end", http_seconds(w->end));
 			json_object_array_add(a, o);
 		}
 	return a;
@@ -144,7 +155,7 @@ http_json(enum http_format format, enum sotto_task task, int segments,
 		    f->res->language != NULL ?
 		    http_language_name(f->res->language) : ""));
 		json_object_object_add(o, "duration",
-		    json_object_new_double(http_round3(f->duration)));
+		    http_seconds(f->duration));
 	}
 	json_object_object_add(o, "text", json_object_new_string(text));
 	if (format == HTTP_FORMAT_VERBOSE && words)

@@ -15,6 +15,7 @@
 #include "core.h"
 #include "http.h"
 #include "httpd.h"
+#include "proto.h"
 #include "session.h"
 
 /* One metric: its HELP and TYPE lines, then the sample. */
@@ -59,6 +60,67 @@ http_metrics_requests(struct evbuffer *b)
 	for (i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "sottod_http_responses_total{code=\"%s\"}"
 		    " %llu\n", classes[i], (unsigned long long)counts[i]);
+}
+
+/* Error events sent to clients, by code (every code, 0 included). */
+static void
+http_metrics_errors(struct evbuffer *b, const struct core_stats *st)
+{
+	const char *name;
+	int i;
+
+	evbuffer_add_printf(b, "# HELP sottod_errors_total Error events "
+	    "sent to clients, by code.\n# TYPE sottod_errors_total counter\n");
+	for (i = 1; i < CORE_ERROR_CODES; i++) {
+		/* codes past the last one are named "internal" */
+		name = proto_error_name((enum proto_error)i);
+		if (name == NULL || (strcmp(name, "internal") == 0 &&
+		    i != PROTO_E_INTERNAL))
+			continue;
+		evbuffer_add_printf(b, "sottod_errors_total{code=\"%s\"} "
+		    "%llu\n", name, (unsigned long long)st->errors[i]);
+	}
+}
+
+/* Sessions opened, by the door that opened them. */
+static void
+http_metrics_opened(struct evbuffer *b, const struct core_stats *st)
+{
+	size_t i;
+
+	evbuffer_add_printf(b, "# HELP sottod_sessions_opened_total Sessions "
+	    "opened, by door (socket, ws, wyoming, mic).\n"
+	    "# TYPE sottod_sessions_opened_total counter\n");
+	for (i = 0; i < sizeof(st->opened) / sizeof(st->opened[0]) &&
+	    st->opened[i].door != NULL; i++)
+		evbuffer_add_printf(b, "sottod_sessions_opened_total{door=\"%s\"}"
+		    " %llu\n", st->opened[i].door,
+		    (unsigned long long)st->opened[i].n);
+}
+
+/* The compute time of stream steps, as a histogram. */
+static void
+http_metrics_steps(struct evbuffer *b, const struct core_stats *st)
+{
+	uint64_t n = 0;
+	int i;
+
+	evbuffer_add_printf(b, "# HELP sottod_step_seconds Compute time of "
+	    "each decoding step of a stream (what a partial waits for).\n"
+	    "# TYPE sottod_step_seconds histogram\n");
+	for (i = 0; i <= CORE_STEP_BUCKETS; i++) {
+		n += st->step_n[i];
+		if (i < CORE_STEP_BUCKETS)
+			evbuffer_add_printf(b, "sottod_step_seconds_bucket"
+			    "{le=\"%g\"} %llu\n", st->step_le[i],
+			    (unsigned long long)n);
+		else
+			evbuffer_add_printf(b, "sottod_step_seconds_bucket"
+			    "{le=\"+Inf\"} %llu\n", (unsigned long long)n);
+	}
+	evbuffer_add_printf(b, "sottod_step_seconds_sum %.17g\n"
+	    "sottod_step_seconds_count %llu\n", st->step_s,
+	    (unsigned long long)n);
 }
 
 /*
@@ -109,12 +171,16 @@ http_metrics(struct evhttp_request *req)
 	http_metric(b, "sottod_uptime_seconds", "gauge", "Seconds since "
 	    "sottod started.", st.uptime_s);
 	http_metric(b, "sottod_sessions", "gauge", "Sessions decoding now: "
-	    "client streams and HTTP files (what max_sessions bounds).",
-	    st.sessions);
-	http_metric(b, "sottod_sessions_max", "gauge", "max_sessions.",
+	    "client streams, HTTP files and the microphone's.",
+	    st.sessions + (session_mic() != NULL));
+	http_metric(b, "sottod_sessions_max", "gauge", "max_sessions (the "
+	    "microphone's session is not counted against it).",
 	    core_config()->max_sessions);
-	http_metric(b, "sottod_clients", "gauge", "Connections on the Unix "
-	    "socket.", st.clients);
+	http_metric(b, "sottod_clients", "gauge", "Connections of every door "
+	    "but HTTP requests: the Unix socket, /ws and Wyoming.",
+	    st.clients);
+	http_metric(b, "sottod_http_connections", "gauge", "HTTP connections "
+	    "open (what [http] max_connections bounds).", httpd_connections());
 	http_metric(b, "sottod_http_requests_in_progress", "gauge", "HTTP "
 	    "transcriptions waiting, decoding or being sent.", http_busy());
 	http_metric(b, "sottod_queue_depth", "gauge", "Jobs waiting for the "
@@ -139,6 +205,20 @@ http_metrics(struct evhttp_request *req)
 	    "results not sent to slow readers.",
 	    (double)st.dropped_partials);
 	http_metrics_requests(b);
+	http_metrics_errors(b, &st);
+	http_metrics_opened(b, &st);
+	http_metrics_steps(b, &st);
+	http_metric(b, "sottod_reloads_total", "counter", "Configurations "
+	    "applied by SIGHUP.", (double)st.reloads);
+	http_metric(b, "sottod_mic_state", "gauge", "The microphone: -1 "
+	    "off ([mic] enabled = no), 0 down (reopening), 1 capturing.",
+	    st.mic);
+	http_metric(b, "sottod_mic_xruns_total", "counter", "Capture "
+	    "overruns of the microphone (audio lost at the sound card).",
+	    (double)st.mic_xruns);
+	http_metric(b, "sottod_overload_seconds_total", "counter", "Seconds "
+	    "of the microphone's audio skipped because decoding fell behind.",
+	    st.overload_s);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
 	httpd_count_reply(HTTP_OK);

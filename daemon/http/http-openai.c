@@ -18,6 +18,7 @@
  * canceled at its next window (worker_file_cancel) and the connection
  * freed; the job is forgotten when it comes back.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@
 
 #define HTTP_FORM_PARTS		32
 #define HTTP_PROMPT_MAX		4096
+#define HTTP_TRIM_BYTES		(1024 * 1024)
 
 /* timestamp_granularities[] (verbose_json) */
 #define HTTP_GRAN_SEGMENT	0x1
@@ -66,6 +68,7 @@ static uint64_t http_next_job = 1;
 
 /* The form's fields, pointing into the body (not NUL-terminated). */
 struct http_form {
+	const char *param;		/* the field an error is about */
 	const struct multipart_part *file;
 	struct worker_file_params p;
 	enum http_format format;
@@ -216,33 +219,44 @@ http_field(const struct multipart_part *p, char *buf, size_t len)
 	return 0;
 }
 
-/* A language code the loaded model knows, or "auto" (as ""). */
+/*
+ * A language the loaded model knows, or "auto" (as ""): an ISO 639-1
+ * code, or a BCP 47 tag by its primary subtag ("en-US", "pt_BR": en,
+ * pt; any case), as the Wyoming door takes it.
+ */
 static int
 http_language(const char *v, char *out, char *msg, size_t msglen)
 {
+	char lang[PROTO_LANGUAGE_MAX];
 	const char *code;
+	size_t k;
 	int i, n;
 
 	if (*v == '\0' || strcmp(v, "auto") == 0) {
 		*out = '\0';
 		return 0;
 	}
+	for (k = 0; v[k] != '\0' && v[k] != '-' && v[k] != '_' &&
+	    k + 1 < sizeof(lang); k++)
+		lang[k] = (char)tolower((unsigned char)v[k]);
+	lang[k] = '\0';
 	n = core_multilingual() ? sotto_language_count(core_model()) : 0;
 	for (i = 0; i < n; i++)
 		if ((code = sotto_language_code(core_model(), i)) != NULL &&
-		    strcmp(code, v) == 0)
+		    strcmp(code, lang) == 0)
 			break;
-	if (((!core_multilingual() && strcmp(v, "en") == 0) || i < n) &&
-	    strlen(v) < PROTO_LANGUAGE_MAX) {
-		memcpy(out, v, strlen(v) + 1);
+	if ((!core_multilingual() && strcmp(lang, "en") == 0) || i < n) {
+		memcpy(out, lang, k + 1);
 		return 0;
 	}
 	if (!core_multilingual())
-		snprintf(msg, msglen, "model %s is English-only: language "
-		    "must be en", core_model_name());
+		snprintf(msg, msglen, "language: model %s is English-only: "
+		    "language must be en (or en-US, en-GB...), not '%.32s'",
+		    core_model_name(), v);
 	else
-		snprintf(msg, msglen, "unknown language '%.64s' (an ISO-639-1 "
-		    "code such as en or de)", v);
+		snprintf(msg, msglen, "language: unknown language '%.64s' (an "
+		    "ISO 639-1 code such as en or de, or a tag such as en-US)",
+		    v);
 	return -1;
 }
 
@@ -331,7 +345,10 @@ http_form_field(struct http_form *f, const struct multipart_part *p,
 	return 0;	/* model: any name means the loaded model */
 }
 
-/* The request's form into f; -1 with msg (a 400). */
+/*
+ * The request's form into f; -1 with msg (a 400), and f->param the
+ * field it is about (or NULL).
+ */
 static int
 http_form(struct evhttp_request *req, enum sotto_task task,
     struct http_form *f, struct multipart_part *parts, char *msg,
@@ -359,14 +376,18 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 		return -1;
 	for (i = 0; i < n; i++)
 		if (http_form_field(f, &parts[i], &f->granularity, msg,
-		    msglen) != 0)
+		    msglen) != 0) {
+			f->param = parts[i].name;
 			return -1;
+		}
 	if (f->file == NULL) {
+		f->param = "file";
 		snprintf(msg, msglen, "no file: send the audio as the form "
 		    "field 'file'");
 		return -1;
 	}
 	if (f->granularity && f->format != HTTP_FORMAT_VERBOSE) {
+		f->param = "timestamp_granularities[]";
 		snprintf(msg, msglen, "timestamp_granularities[] needs "
 		    "response_format verbose_json");
 		return -1;
@@ -408,8 +429,8 @@ http_file_done(struct worker_file *f, void *arg)
 		    (j->granularity & HTTP_GRAN_WORD) != 0, f);
 		break;
 	case WORKER_FILE_BAD_INPUT:
-		httpd_reply_error(j->req, 400, "invalid_request_error",
-		    "invalid_audio", "%s", f->err);
+		httpd_reply_param_error(j->req, 400, "invalid_request_error",
+		    "invalid_audio", "file", "%s", f->err);
 		break;
 	case WORKER_FILE_CANCELED:
 		httpd_reply_error(j->req, 503, "server_error", "shutting_down",
@@ -433,10 +454,11 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	struct http_job *j;
 	char msg[PROTO_MSG_MAX];
 	void *data;
+	size_t len;
 
 	if (http_form(req, task, &form, parts, msg, sizeof(msg)) != 0) {
-		httpd_reply_error(req, 400, "invalid_request_error", NULL,
-		    "%s", msg);
+		httpd_reply_param_error(req, 400, "invalid_request_error", NULL,
+		    form.param, "%s", msg);
 		return;
 	}
 	if (core_draining()) {
@@ -460,9 +482,14 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		return;
 	}
 	memcpy(data, form.file->data, form.file->len);
-	/* the form is not needed any more: do not hold the upload twice */
-	evbuffer_drain(evhttp_request_get_input_buffer(req),
-	    evbuffer_get_length(evhttp_request_get_input_buffer(req)));
+	/*
+	 * The form is not needed any more: do not hold the upload twice,
+	 * and give a big one's memory back while the file is transcribed.
+	 */
+	len = evbuffer_get_length(evhttp_request_get_input_buffer(req));
+	evbuffer_drain(evhttp_request_get_input_buffer(req), len);
+	if (len >= HTTP_TRIM_BYTES)
+		core_trim_memory();
 	j->req = req;
 	j->format = form.format;
 	j->granularity = form.granularity;
@@ -492,13 +519,20 @@ http_translations(struct evhttp_request *req)
 	http_audio(req, SOTTO_TASK_TRANSLATE);
 }
 
+/*
+ * The names of OpenAI's transcription models, which clients send as
+ * model= (and look up first): each is the loaded model.
+ */
+static const char *const http_model_aliases[] = {
+	"whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe",
+};
+
 static struct json_object *
-http_model_object(void)
+http_model_object(const char *id)
 {
 	struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "id",
-	    json_object_new_string(core_model_name()));
+	json_object_object_add(o, "id", json_object_new_string(id));
 	json_object_object_add(o, "object", json_object_new_string("model"));
 	json_object_object_add(o, "created",
 	    json_object_new_int64((int64_t)(time(NULL) - core_uptime())));
@@ -506,31 +540,43 @@ http_model_object(void)
 	return o;
 }
 
-/* GET /v1/models */
+/* GET /v1/models: the loaded model (the aliases are not listed). */
 void
 http_models(struct evhttp_request *req)
 {
 	struct json_object *o = json_object_new_object(), *a;
 
 	a = json_object_new_array();
-	json_object_array_add(a, http_model_object());
+	json_object_array_add(a, http_model_object(core_model_name()));
 	json_object_object_add(o, "object", json_object_new_string("list"));
 	json_object_object_add(o, "data", a);
 	httpd_reply_object(req, HTTP_OK, o);
 }
 
-/* GET /v1/models/ID: the loaded model; any other name is 404. */
+/*
+ * GET /v1/models/ID: the loaded model, under its name or an alias that
+ * transcriptions take; any other name is 404.
+ */
 void
 http_model(struct evhttp_request *req)
 {
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(
 	    req)), *id = path + strlen("/v1/models/");
+	size_t i;
 
-	if (strcmp(id, core_model_name()) != 0) {
-		httpd_reply_error(req, 404, "invalid_request_error",
-		    "model_not_found", "the model '%s' does not exist (this "
-		    "sottod serves %s)", id, core_model_name());
+	if (strcmp(id, core_model_name()) == 0) {
+		httpd_reply_object(req, HTTP_OK, http_model_object(id));
 		return;
 	}
-	httpd_reply_object(req, HTTP_OK, http_model_object());
+	for (i = 0; i < sizeof(http_model_aliases) /
+	    sizeof(http_model_aliases[0]); i++)
+		if (strcmp(id, http_model_aliases[i]) == 0) {
+			httpd_reply_object(req, HTTP_OK,
+			    http_model_object(id));
+			return;
+		}
+	httpd_reply_param_error(req, 404, "invalid_request_error",
+	    "model_not_found", "model", "the model '%.64s' does not exist "
+	    "(this sottod serves %s, also as whisper-1, gpt-4o-transcribe "
+	    "and gpt-4o-mini-transcribe)", id, core_model_name());
 }

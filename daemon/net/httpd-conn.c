@@ -1,19 +1,48 @@
 /*
- * The bufferevent of every HTTP connection (evhttp_set_bevcb), with one
- * addition: evhttp's own error pages become JSON.
+ * Every HTTP connection, between the socket and evhttp (docs/http.md,
+ * "Limits").
  *
- * evhttp answers some requests before any route sees them: a body over
- * max_request_bytes (413), a request line or headers that do not parse
- * or are too long (400), an Expect other than 100-continue (417). It
- * writes a small HTML page and closes the connection. Every other error
- * of the API is an OpenAI-style JSON object, so a callback on the
- * connection's output buffer watches what is appended: when evhttp's
- * error page ("<HTML><HEAD>\n<TITLE>413 ...") has just been added after
- * its header block, the reply (from its status line on, still unsent: the
- * socket is written from the loop, later) is replaced by the same status
- * with a JSON body. The reply before it, if any, is left alone; nothing
- * else is ever touched.
+ * evhttp_set_bevcb lets us choose the bufferevent evhttp reads and
+ * writes: a filter over a socket bufferevent, whose context is a struct
+ * httpd_conn. The filter's free callback says when evhttp lets the
+ * connection go, so the connections of the listener and of each peer
+ * address are counted ([http] max_connections and
+ * max_connections_per_address; over either, a 503 is written at once
+ * and the connection closed). Its input filter sees each request's
+ * header block before evhttp does, and holds it back until it is whole:
+ * httpd-head.c checks it (a body without the token is refused with a
+ * 401 before any of it is read, ...), and it must come within
+ * header_timeout_seconds; then the block and the body evhttp reads
+ * after it (Content-Length, or chunked until evhttp hands the request
+ * to its route) are handed on, the body at min_body_bytes_per_second or
+ * more (after header_timeout_seconds of grace). evhttp stays the HTTP
+ * parser; it reads the same bytes in the same order.
+ *
+ * A refusal is written straight to the socket (it is the first thing
+ * written on it), the sending side shut down, and what the client sends
+ * meanwhile thrown away, for at most HTTP_CONN_LINGER_S and
+ * HTTP_CONN_LINGER_BYTES (so that a client still sending reads the
+ * status rather than a reset, without sottod reading a whole upload);
+ * then evhttp is told the connection failed, and frees it. The connection
+ * refused for being over a limit is closed at once.
+ *
+ * Output: a filter's output reaches evhttp's write callback as soon as
+ * the filter has passed it on, before it is written, and evhttp then
+ * frees a "Connection: close" connection with its reply still in the
+ * socket bufferevent. So what evhttp writes is sent from its own
+ * buffer by an event of ours (httpd_conn_write: on the loop's turn it
+ * was added in, then whenever the socket is writable), and evhttp's
+ * write callback is called when it is all written, as the socket
+ * bufferevent would. The same buffer's callback turns evhttp's error
+ * pages into JSON (httpd-page.c). After each reply, the memory of a
+ * big upload is given back (core_trim_memory).
  */
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,155 +50,573 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <json-c/json.h>
+#include <event2/http.h>
 
-#include "httpd.h"
 #include "core.h"
+#include "httpd.h"
+#include "httpd-head.h"
+#include "httpd-private.h"
+#include "log.h"
+#include "tailq.h"
 
-#define HTTP_CONN_PAGE		"<HTML><HEAD>\n<TITLE>"
-#define HTTP_CONN_PAGE_MAX	512	/* evhttp's pages are ~100 bytes */
-#define HTTP_CONN_HEAD_MAX	1024	/* their header block */
+/*
+ * What may wait in the socket's input, and in evhttp's, unread: evhttp
+ * takes a body once it is all there, so its input holds a whole
+ * request; more (a client that sends on while its reply is written)
+ * waits in the socket.
+ */
+#define HTTP_CONN_SOCK_IN_MAX	(HTTPD_HEAD_MAX + 32 * 1024)
+#define HTTP_CONN_IN_SLACK	(2 * HTTPD_HEAD_MAX)
+/* A refused client's bytes thrown away, at most, before closing. */
+#define HTTP_CONN_LINGER_S	1.0
+#define HTTP_CONN_LINGER_BYTES	(256 * 1024)
+/* Give freed memory back after a connection handed on this much. */
+#define HTTP_CONN_TRIM_BYTES	(1024 * 1024)
 
-/* The JSON error body for an evhttp status. */
-static char *
-httpd_conn_json(int code)
+struct httpd_conn {
+	TAILQ_ENTRY(httpd_conn)	 entry;
+	struct bufferevent	*bev;		/* the filter evhttp has */
+	struct bufferevent	*sock;		/* the socket under it */
+	evutil_socket_t		 fd;		/* -1 before the start */
+	struct sockaddr_storage	 peer;
+	struct event		*timer;		/* start, deadlines, linger */
+	struct event		*wev;		/* evhttp's output */
+	int			 started;
+	int			 counted;	/* in httpd_n_conns */
+	int			 refused;	/* the status sent, or 0 */
+	double			 linger_until;
+	size_t			 lingered;	/* bytes thrown away */
+	/* the request being read */
+	double			 head_t0;	/* its first byte; 0: none */
+	size_t			 scanned;	/* of its header block */
+	size_t			 head_left;	/* checked, to hand on */
+	uint64_t		 body_left;	/* Content-Length to hand on */
+	int			 chunked;	/* hand on until the route */
+	double			 body_t0;	/* 0: no body being read */
+	uint64_t		 body_got;
+	uint64_t		 bytes_in;	/* handed on, since a trim */
+};
+
+static void	httpd_conn_write(evutil_socket_t, short, void *);
+static void	httpd_conn_trim(struct httpd_conn *);
+
+static TAILQ_HEAD(, httpd_conn) httpd_conns =
+    TAILQ_HEAD_INITIALIZER(httpd_conns);
+/* Connections let in: not those refused for being over a limit. */
+static int httpd_n_conns;
+static int httpd_n_all;
+
+int
+httpd_conn_count(void)
 {
-	struct json_object *o = json_object_new_object(), *e;
-	char msg[256];
-	const char *c;
-	char *s;
+	return httpd_n_all;
+}
 
-	switch (code) {
-	case 413:
-		snprintf(msg, sizeof(msg), "the request body is over "
-		    "max_request_bytes (%zu bytes), or its chunked encoding "
-		    "is malformed", core_config()->http_max_request_bytes);
-		c = "request_too_large";
-		break;
-	case 417:
-		snprintf(msg, sizeof(msg), "Expect: only 100-continue is "
-		    "understood");
-		c = "expectation_failed";
-		break;
-	case 400:
-		snprintf(msg, sizeof(msg), "malformed HTTP request: the request "
-		    "line or headers do not parse, or are over 16 KiB");
-		c = "bad_request";
-		break;
-	default:
-		snprintf(msg, sizeof(msg), "HTTP error %d", code);
-		c = NULL;
-		break;
-	}
-	e = json_object_new_object();
-	json_object_object_add(e, "message", json_object_new_string(msg));
-	json_object_object_add(e, "type", json_object_new_string(code >= 500 ?
-	    "server_error" : "invalid_request_error"));
-	json_object_object_add(e, "param", NULL);
-	json_object_object_add(e, "code", c != NULL ?
-	    json_object_new_string(c) : NULL);
-	json_object_object_add(o, "error", e);
-	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	json_object_put(o);
-	return s;
+int
+httpd_connections(void)
+{
+	return httpd_n_conns;
+}
+
+/* Whether evhttp still has the connection (it clears the callbacks). */
+static int
+httpd_conn_alive(struct httpd_conn *c, bufferevent_event_cb *ecb,
+    void **arg)
+{
+	bufferevent_getcb(c->bev, NULL, NULL, ecb, arg);
+	return *ecb != NULL;
 }
 
 /*
- * The offset of the status line of the header block that ends at the
- * end of head[n] ("HTTP/1.x NNN ..." at the start of a line), or -1.
+ * Tell evhttp the connection failed, as the socket would: it frees it
+ * (never from inside evhttp's own calls: from our events only).
  */
-static long
-httpd_conn_status_line(const char *head, size_t n, size_t base)
+static void
+httpd_conn_abort(struct httpd_conn *c, short what)
 {
-	size_t i;
+	bufferevent_event_cb ecb;
+	void *arg;
 
-	if (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)
-		return -1;
-	for (i = n - 4; i-- > 0;)
-		if ((i == 0 || head[i - 1] == '\n') &&
-		    strncmp(head + i, "HTTP/1.", 7) == 0) {
-			if (i == 0 && base > 0)
-				return -1;	/* may start before head[] */
-			return (long)i;
-		}
+	if (httpd_conn_alive(c, &ecb, &arg))
+		ecb(c->bev, what | BEV_EVENT_ERROR, arg);
+}
+
+/* The deadline of what is being read now, or 0. */
+static double
+httpd_conn_deadline(const struct httpd_conn *c)
+{
+	const struct config *cfg = core_config();
+	size_t waiting;
+	uint64_t got;
+
+	if (c->body_t0 != 0) {
+		if (cfg->http_min_body_rate == 0)
+			return 0;
+		/* what the socket brought and evhttp has not taken yet */
+		waiting = evbuffer_get_length(bufferevent_get_input(c->sock));
+		got = c->body_got + (c->chunked || waiting < c->body_left ?
+		    waiting : c->body_left);
+		return c->body_t0 + cfg->http_header_timeout_s +
+		    (double)got / (double)cfg->http_min_body_rate;
+	}
+	if (c->head_t0 != 0)
+		return c->head_t0 + cfg->http_header_timeout_s;
+	return 0;
+}
+
+/* Set the timer to the next deadline (none: off). */
+static void
+httpd_conn_arm(struct httpd_conn *c)
+{
+	double at = c->refused ? c->linger_until : httpd_conn_deadline(c),
+	    dt = at - core_now();
+	struct timeval tv;
+
+	if (at == 0) {
+		evtimer_del(c->timer);
+		return;
+	}
+	if (dt < 0)
+		dt = 0;
+	tv.tv_sec = (time_t)dt;
+	tv.tv_usec = (suseconds_t)((dt - (double)tv.tv_sec) * 1e6);
+	evtimer_add(c->timer, &tv);
+}
+
+/* The request is read: no deadline until the next one's first byte. */
+static void
+httpd_conn_idle(struct httpd_conn *c)
+{
+	c->head_t0 = c->body_t0 = 0;
+	c->chunked = 0;
+	evtimer_del(c->timer);
+}
+
+/*
+ * Refuse the connection's request: the reply goes straight to the
+ * socket, nothing of it having been written yet; then linger seconds of
+ * throwing input away, and evhttp frees the connection.
+ */
+static void
+httpd_conn_refuse(struct httpd_conn *c, int status, const char *type,
+    const char *code, double linger, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static void
+httpd_conn_refuse(struct httpd_conn *c, int status, const char *type,
+    const char *code, double linger, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_info("http: connection refused (%d): %s", status, msg);
+	c->refused = status;
+	c->linger_until = core_now() + linger;
+	httpd_count_reply(status);
+	/* a reply of evhttp's still going out (pipelined): not inside it */
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		httpd_page_send(c->fd, status, type, code, msg);
+	(void)shutdown(c->fd, SHUT_WR);
+	httpd_conn_arm(c);
+}
+
+/* Two peer addresses are one (an IPv4-mapped IPv6 address is IPv4). */
+static int
+httpd_conn_addr(const struct sockaddr_storage *ss, unsigned char out[16])
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+	memset(out, 0, 16);
+	if (ss->ss_family == AF_INET) {
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &s4->sin_addr, 4);
+		return 0;
+	}
+	if (ss->ss_family == AF_INET6) {
+		memcpy(out, &s6->sin6_addr, 16);
+		return 0;
+	}
 	return -1;
 }
 
-/* Replace out[from...] (evhttp's reply) with code and a JSON body. */
-static void
-httpd_conn_rewrite(struct evbuffer *out, size_t from, const char *status,
-    int code)
+/* Other connections from c's address. */
+static int
+httpd_conn_same_peer(const struct httpd_conn *c)
 {
-	struct evbuffer *keep;
-	char *json;
+	unsigned char a[16], b[16];
+	const struct httpd_conn *o;
+	int n = 0;
 
-	if ((json = httpd_conn_json(code)) == NULL ||
-	    (keep = evbuffer_new()) == NULL) {
-		free(json);
+	if (httpd_conn_addr(&c->peer, a) != 0)
+		return 0;
+	TAILQ_FOREACH(o, &httpd_conns, entry)
+		if (o != c && o->counted && httpd_conn_addr(&o->peer, b) == 0 &&
+		    memcmp(a, b, 16) == 0)
+			n++;
+	return n;
+}
+
+/*
+ * evhttp has set the socket up (the loop's first turn after the accept):
+ * count the connection against the limits, start the first request's
+ * deadline.
+ */
+static void
+httpd_conn_start(struct httpd_conn *c)
+{
+	const struct config *cfg = core_config();
+	socklen_t len = sizeof(c->peer);
+	int same;
+
+	c->started = 1;
+	if ((c->fd = bufferevent_getfd(c->bev)) < 0 ||
+	    getpeername(c->fd, (struct sockaddr *)&c->peer, &len) != 0 ||
+	    (c->wev = event_new(core_base(), c->fd, EV_WRITE,
+	    httpd_conn_write, c)) == NULL) {
+		log_warnx("http: a new connection: %s", strerror(errno));
+		if (c->fd >= 0)
+			httpd_conn_refuse(c, 503, "server_error", NULL, 0,
+			    "out of memory");
 		return;
 	}
-	evbuffer_unfreeze(out, 1);
-	evbuffer_remove_buffer(out, keep, from);
-	evbuffer_drain(out, evbuffer_get_length(out));
-	evbuffer_add_printf(keep, "%s\r\nContent-Type: application/json\r\n"
-	    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s\n", status,
-	    strlen(json) + 1, json);
-	evbuffer_add_buffer(out, keep);
-	evbuffer_freeze(out, 1);
-	evbuffer_free(keep);
-	free(json);
-	httpd_count_reply(code);
+	/* its output is empty for good: ours is written by c->wev */
+	(void)bufferevent_disable(c->sock, EV_WRITE);
+	c->head_t0 = core_now();
+	if (httpd_n_conns >= cfg->http_max_connections) {
+		httpd_conn_refuse(c, 503, "server_error",
+		    "too_many_connections", 0, "too many HTTP connections "
+		    "(max_connections = %d); try again",
+		    cfg->http_max_connections);
+		return;
+	}
+	if ((same = httpd_conn_same_peer(c)) >=
+	    cfg->http_max_connections_per_address) {
+		httpd_conn_refuse(c, 503, "server_error",
+		    "too_many_connections", 0, "too many HTTP connections from "
+		    "this address (max_connections_per_address = %d); try "
+		    "again", cfg->http_max_connections_per_address);
+		return;
+	}
+	c->counted = 1;
+	httpd_n_conns++;
+	httpd_conn_arm(c);
 }
 
 static void
-httpd_conn_output_cb(struct evbuffer *out, const struct evbuffer_cb_info *info,
-    void *arg)
+httpd_conn_timer(evutil_socket_t fd, short what, void *arg)
 {
-	static int rewriting;
-	char page[HTTP_CONN_PAGE_MAX + 1], head[HTTP_CONN_HEAD_MAX + 1];
-	size_t len = evbuffer_get_length(out), n = info->n_added, hn;
-	struct evbuffer_ptr p;
-	char status[128], *eol;
-	long at;
+	struct httpd_conn *c = arg;
+	const struct config *cfg = core_config();
+	double at;
 
-	if (rewriting || n < strlen(HTTP_CONN_PAGE) ||
-	    n > HTTP_CONN_PAGE_MAX || n > len)
+	(void)fd;
+	(void)what;
+	if (!c->started) {
+		httpd_conn_start(c);
 		return;
-	if (evbuffer_ptr_set(out, &p, len - n, EVBUFFER_PTR_SET) != 0 ||
-	    evbuffer_copyout_from(out, &p, page, n) != (ev_ssize_t)n)
+	}
+	if (c->refused) {
+		if (core_now() >= c->linger_until)
+			httpd_conn_abort(c, BEV_EVENT_READING);
+		else
+			httpd_conn_arm(c);
 		return;
-	page[n] = '\0';
-	if (strncmp(page, HTTP_CONN_PAGE, strlen(HTTP_CONN_PAGE)) != 0)
+	}
+	if ((at = httpd_conn_deadline(c)) == 0)
 		return;
-	hn = len - n < HTTP_CONN_HEAD_MAX ? len - n : HTTP_CONN_HEAD_MAX;
-	if (evbuffer_ptr_set(out, &p, len - n - hn, EVBUFFER_PTR_SET) != 0 ||
-	    evbuffer_copyout_from(out, &p, head, hn) != (ev_ssize_t)hn)
-		return;
-	head[hn] = '\0';
-	if ((at = httpd_conn_status_line(head, hn, len - n - hn)) < 0 ||
-	    (eol = strstr(head + at, "\r\n")) == NULL ||
-	    (size_t)(eol - (head + at)) >= sizeof(status))
-		return;
-	memcpy(status, head + at, (size_t)(eol - (head + at)));
-	status[eol - (head + at)] = '\0';
-	rewriting = 1;
-	httpd_conn_rewrite(out, len - n - hn + (size_t)at, status,
-	    atoi(page + strlen(HTTP_CONN_PAGE)));
-	rewriting = 0;
+	if (core_now() < at)
+		httpd_conn_arm(c);
+	else if (c->body_t0 != 0)
+		httpd_conn_refuse(c, 408, "invalid_request_error",
+		    "request_timeout", HTTP_CONN_LINGER_S, "the request body "
+		    "came slower than min_body_bytes_per_second (%zu bytes a "
+		    "second, after %d s)", cfg->http_min_body_rate,
+		    cfg->http_header_timeout_s);
+	else
+		httpd_conn_refuse(c, 408, "invalid_request_error",
+		    "request_timeout", HTTP_CONN_LINGER_S, "the request line "
+		    "and headers did not come within header_timeout_seconds "
+		    "(%d s)", cfg->http_header_timeout_s);
 }
 
-/* evhttp_set_bevcb: what evhttp would make, and the hook. */
+/*
+ * The header block at the front of src: 0 when it is whole and checked
+ * (c->head_left and the body to hand on are set), -1 while it is not
+ * whole or when it was refused.
+ */
+static int
+httpd_conn_head(struct httpd_conn *c, struct evbuffer *src)
+{
+	struct httpd_head_rules rules = {
+		.token = core_config()->http_token,
+		.max_body = core_config()->http_max_request_bytes,
+		.open = httpd_open_paths(),
+	};
+	size_t n = evbuffer_get_length(src), end;
+	struct httpd_head h;
+	const char *p;
+
+	if (n > HTTPD_HEAD_MAX)
+		n = HTTPD_HEAD_MAX;
+	if (c->head_t0 == 0) {		/* the first byte of this request */
+		c->head_t0 = core_now();
+		httpd_conn_arm(c);
+	}
+	if ((p = (const char *)evbuffer_pullup(src, (ev_ssize_t)n)) == NULL) {
+		httpd_conn_refuse(c, 503, "server_error", NULL, 0, "out of "
+		    "memory");
+		return -1;
+	}
+	if ((end = httpd_head_end(p, n, c->scanned)) == 0) {
+		c->scanned = n;
+		if (n == HTTPD_HEAD_MAX)
+			httpd_conn_refuse(c, 400, "invalid_request_error",
+			    "bad_request", HTTP_CONN_LINGER_S, "the request "
+			    "line and headers are over %d KiB",
+			    HTTPD_HEAD_MAX / 1024);
+		return -1;
+	}
+	c->scanned = 0;
+	if (httpd_head_check(p, end, &rules, &h) != 0) {
+		httpd_conn_refuse(c, h.status, "invalid_request_error", h.code,
+		    HTTP_CONN_LINGER_S, "%s", h.msg);
+		return -1;
+	}
+	c->head_left = end;
+	c->body_left = h.body == HTTPD_BODY_LENGTH ? h.length : 0;
+	c->chunked = h.body == HTTPD_BODY_CHUNKED;
+	return 0;
+}
+
+/* k bytes were handed on: where the request is now. */
+static void
+httpd_conn_moved(struct httpd_conn *c, size_t k)
+{
+	c->bytes_in += k;
+	if (c->head_left > 0) {
+		c->head_left -= k;
+		if (c->head_left > 0)
+			return;
+		if (c->body_left == 0 && !c->chunked) {
+			httpd_conn_idle(c);
+			return;
+		}
+		c->body_t0 = core_now();	/* the body's clock */
+		c->body_got = 0;
+		httpd_conn_arm(c);
+		return;
+	}
+	c->body_got += k;
+	if (!c->chunked && (c->body_left -= k) == 0)
+		httpd_conn_idle(c);
+}
+
+/*
+ * The input filter: from the socket's input (src) to evhttp's (dst), at
+ * most limit bytes (evhttp's input has room for; -1: any).
+ */
+static enum bufferevent_filter_result
+httpd_conn_in(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
+    enum bufferevent_flush_mode mode, void *arg)
+{
+	struct httpd_conn *c = arg;
+	size_t moved = 0, n, k;
+
+	(void)mode;
+	if (!c->started)
+		httpd_conn_start(c);
+	for (;;) {
+		n = evbuffer_get_length(src);
+		if (c->refused) {
+			evbuffer_drain(src, n);
+			if ((c->lingered += n) >= HTTP_CONN_LINGER_BYTES &&
+			    c->linger_until > 0) {
+				c->linger_until = 0;	/* enough: close */
+				event_active(c->timer, EV_TIMEOUT, 0);
+			}
+			break;
+		}
+		if (n == 0 || (limit >= 0 && moved >= (size_t)limit))
+			break;
+		if (c->head_left == 0 && c->body_left == 0 && !c->chunked &&
+		    httpd_conn_head(c, src) != 0)
+			break;
+		k = n;
+		if (limit >= 0 && k > (size_t)limit - moved)
+			k = (size_t)limit - moved;
+		if (c->head_left > 0 && k > c->head_left)
+			k = c->head_left;
+		else if (c->head_left == 0 && !c->chunked && k > c->body_left)
+			k = (size_t)c->body_left;
+		if (evbuffer_remove_buffer(src, dst, k) != (int)k)
+			return BEV_ERROR;
+		moved += k;
+		httpd_conn_moved(c, k);
+	}
+	return moved > 0 ? BEV_OK : BEV_NEED_MORE;
+}
+
+/* The output filter passes nothing on: httpd_conn_write sends it. */
+static enum bufferevent_filter_result
+httpd_conn_out(struct evbuffer *src, struct evbuffer *dst, ev_ssize_t limit,
+    enum bufferevent_flush_mode mode, void *arg)
+{
+	(void)src;
+	(void)dst;
+	(void)limit;
+	(void)mode;
+	(void)arg;
+	return BEV_NEED_MORE;
+}
+
+/*
+ * An upload is read by libevent into buffers of a few KiB each; freed,
+ * they stay in malloc's arena: give them back once a connection has
+ * handed on HTTP_CONN_TRIM_BYTES.
+ */
+static void
+httpd_conn_trim(struct httpd_conn *c)
+{
+	if (c->bytes_in < HTTP_CONN_TRIM_BYTES)
+		return;
+	c->bytes_in = 0;
+	core_trim_memory();
+}
+
+/* The socket can take more of what evhttp wrote. */
+static void
+httpd_conn_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct httpd_conn *c = arg;
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	bufferevent_event_cb ecb;
+	void *cbarg;
+	int n;
+
+	(void)what;
+	if (!httpd_conn_alive(c, &ecb, &cbarg) || c->refused ||
+	    !(bufferevent_get_enabled(c->bev) & EV_WRITE))
+		return;		/* the next reply's bytes call it again */
+	if (evbuffer_get_length(out) > 0) {
+		n = evbuffer_write(out, fd);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR) {
+			ecb(c->bev, BEV_EVENT_WRITING | BEV_EVENT_ERROR, cbarg);
+			return;
+		}
+		/* progress: evhttp's write timeout starts again */
+		if (n > 0)
+			(void)bufferevent_enable(c->bev, EV_WRITE);
+	}
+	if (evbuffer_get_length(out) > 0) {
+		event_add(c->wev, NULL);
+		return;
+	}
+	/* evhttp's reply is sent: it frees its request, and the upload */
+	bufferevent_trigger(c->bev, EV_WRITE, 0);
+	httpd_conn_trim(c);
+}
+
+/* evhttp added to its output: JSON for its error pages; send it. */
+static void
+httpd_conn_output(struct evbuffer *out, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct httpd_conn *c = arg;
+
+	if (info->n_added == 0)
+		return;
+	httpd_page_rewrite(out, info);
+	/*
+	 * Write on this turn of the loop, before the socket is read again:
+	 * a client that sent its request and shut its side down would
+	 * otherwise have its end of input read first, and evhttp free the
+	 * connection with the reply unsent.
+	 */
+	if (c->wev != NULL && !c->refused)
+		event_active(c->wev, EV_WRITE, 0);
+}
+
+/* The filter's free callback: evhttp has let the connection go. */
+static void
+httpd_conn_free(void *arg)
+{
+	struct httpd_conn *c = arg;
+
+	TAILQ_REMOVE(&httpd_conns, c, entry);
+	httpd_n_all--;
+	if (c->counted)
+		httpd_n_conns--;
+	if (c->timer != NULL)
+		event_free(c->timer);
+	if (c->wev != NULL)
+		event_free(c->wev);
+	httpd_conn_trim(c);
+	free(c);
+}
+
+/* evhttp_set_bevcb: a new connection's filter, over its socket's. */
 struct bufferevent *
 httpd_conn_bev(struct event_base *base, void *arg)
 {
-	struct bufferevent *bev;
+	struct httpd_conn *c;
 
-	if ((bev = bufferevent_socket_new(base, -1, 0)) == NULL)
+	(void)arg;
+	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
-	if (evbuffer_add_cb(bufferevent_get_output(bev), httpd_conn_output_cb,
-	    NULL) == NULL) {
-		bufferevent_free(bev);
+	c->fd = -1;
+	if ((c->timer = evtimer_new(base, httpd_conn_timer, c)) == NULL ||
+	    (c->sock = bufferevent_socket_new(base, -1,
+	    BEV_OPT_CLOSE_ON_FREE)) == NULL) {
+		if (c->timer != NULL)
+			event_free(c->timer);
+		free(c);
 		return NULL;
 	}
-	return bev;
+	TAILQ_INSERT_TAIL(&httpd_conns, c, entry);
+	httpd_n_all++;
+	/* from here on, freeing the filter frees c and the socket's */
+	if ((c->bev = bufferevent_filter_new(c->sock, httpd_conn_in,
+	    httpd_conn_out, BEV_OPT_CLOSE_ON_FREE, httpd_conn_free,
+	    c)) == NULL) {
+		bufferevent_free(c->sock);
+		TAILQ_REMOVE(&httpd_conns, c, entry);
+		httpd_n_all--;
+		event_free(c->timer);
+		free(c);
+		return NULL;
+	}
+	bufferevent_setwatermark(c->sock, EV_READ, 0, HTTP_CONN_SOCK_IN_MAX);
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    core_config()->http_max_request_bytes + HTTP_CONN_IN_SLACK);
+	if (evbuffer_add_cb(bufferevent_get_output(c->bev), httpd_conn_output,
+	    c) == NULL) {
+		bufferevent_free(c->bev);
+		return NULL;
+	}
+	/* the socket is evhttp's once this returns: start on the next turn */
+	event_active(c->timer, EV_TIMEOUT, 0);
+	return c->bev;
+}
+
+void
+httpd_conn_request(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev;
+	struct httpd_conn *c;
+
+	if (evcon == NULL ||
+	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL)
+		return;
+	TAILQ_FOREACH(c, &httpd_conns, entry)
+		if (c->bev == bev) {
+			if (c->chunked)
+				httpd_conn_idle(c);
+			return;
+		}
 }

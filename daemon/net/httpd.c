@@ -10,20 +10,21 @@
  * "Authorization: Bearer TOKEN" (401 otherwise); a listener on anything
  * but a loopback address refuses to start without a token.
  *
- * Limits: evhttp refuses a body over max_request_bytes (413) and a
- * request whose headers are over HTTP_HEADERS_MAX (400), with JSON
- * bodies (httpd-conn.c), and drops a connection idle for
+ * Limits: each connection (httpd-conn.c) is counted against
+ * [http] max_connections and max_connections_per_address, its request
+ * line and headers must come within header_timeout_seconds and its body
+ * at min_body_bytes_per_second, and its header block is checked before
+ * evhttp reads the body (httpd-head.c: the token, Expect, framing).
+ * evhttp refuses a body over max_request_bytes (413) and a request whose
+ * headers are over HTTP_HEADERS_MAX (400), with JSON bodies
+ * (httpd-page.c), and drops a connection idle for
  * request_timeout_seconds while it reads a request or writes a reply.
+ * accept(2) out of descriptors pauses the listener (httpd-listen.c).
  */
-#include <sys/socket.h>
-#include <netinet/in.h>
-
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -34,12 +35,14 @@
 
 #include "core.h"
 #include "httpd.h"
+#include "httpd-head.h"
+#include "httpd-private.h"
 #include "listen-addr.h"
 #include "log.h"
 
-#define HTTP_BACKLOG		64
 #define HTTP_HEADERS_MAX	(16 * 1024)
 #define HTTP_PREFIX_MAX		8
+#define HTTP_OPEN_MAX		8
 
 static uint64_t	http_replies[3];	/* 2xx (and others), 4xx, 5xx */
 
@@ -63,7 +66,45 @@ static struct {
 	/* routes for every path under a prefix ("/v1/models/") */
 	const struct httpd_route	*prefix[HTTP_PREFIX_MAX];
 	int				 n_prefix;
+	/* paths of routes that need no token, for httpd-head.c */
+	const char			*open[HTTP_OPEN_MAX + 1];
+	int				 n_open;
 } http;
+
+/*
+ * Every status sottod sends, with its reason phrase (RFC 9110): evhttp
+ * 2.1 knows no 429, and calls it "Client Error".
+ */
+static const struct {
+	int		 status;
+	const char	*reason;
+} httpd_reasons[] = {
+	{ 200, "OK" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
+	{ 403, "Forbidden" }, { 404, "Not Found" },
+	{ 405, "Method Not Allowed" }, { 408, "Request Timeout" },
+	{ 413, "Content Too Large" }, { 417, "Expectation Failed" },
+	{ 426, "Upgrade Required" }, { 429, "Too Many Requests" },
+	{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
+	{ 503, "Service Unavailable" },
+};
+
+const char *
+httpd_reason(int status)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(httpd_reasons) / sizeof(httpd_reasons[0]); i++)
+		if (httpd_reasons[i].status == status)
+			return httpd_reasons[i].reason;
+	return status >= 500 ? "Server Error" : status >= 400 ?
+	    "Client Error" : "OK";
+}
+
+const char *const *
+httpd_open_paths(void)
+{
+	return http.open;
+}
 
 int
 httpd_on(void)
@@ -82,9 +123,55 @@ httpd_reply_json(struct evhttp_request *req, int code, const char *json)
 	httpd_count_reply(code);
 	if (b != NULL)
 		evbuffer_add_printf(b, "%s\n", json);
-	evhttp_send_reply(req, code, NULL, b);
+	evhttp_send_reply(req, code, httpd_reason(code), b);
 	if (b != NULL)
 		evbuffer_free(b);
+}
+
+char *
+httpd_error_json(const char *type, const char *code, const char *param,
+    const char *msg)
+{
+	struct json_object *o, *e;
+	const char *s;
+	char *ret = NULL;
+
+	o = json_object_new_object();
+	e = json_object_new_object();
+	if (o == NULL || e == NULL) {
+		json_object_put(o);
+		json_object_put(e);
+		return NULL;
+	}
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	json_object_object_add(e, "type", json_object_new_string(type));
+	json_object_object_add(e, "param", param != NULL ?
+	    json_object_new_string(param) : NULL);
+	json_object_object_add(e, "code", code != NULL ?
+	    json_object_new_string(code) : NULL);
+	json_object_object_add(o, "error", e);
+	if ((s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE)) != NULL)
+		ret = strdup(s);
+	json_object_put(o);
+	return ret;
+}
+
+static void
+httpd_reply_verror(struct evhttp_request *req, int status, const char *type,
+    const char *code, const char *param, const char *fmt, va_list ap)
+{
+	char msg[512], *json;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	log_debug("http: %s %s: %d %s", httpd_method_name(req),
+	    evhttp_request_get_uri(req), status, msg);
+	if ((json = httpd_error_json(type, code, param, msg)) == NULL) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	httpd_reply_json(req, status, json);
+	free(json);
 }
 
 /*
@@ -95,30 +182,23 @@ void
 httpd_reply_error(struct evhttp_request *req, int status, const char *type,
     const char *code, const char *fmt, ...)
 {
-	struct json_object *o, *e;
-	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	httpd_reply_verror(req, status, type, code, NULL, fmt, ap);
 	va_end(ap);
-	o = json_object_new_object();
-	e = json_object_new_object();
-	if (o == NULL || e == NULL) {
-		json_object_put(o);
-		json_object_put(e);
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	json_object_object_add(e, "message", json_object_new_string(msg));
-	json_object_object_add(e, "type", json_object_new_string(type));
-	json_object_object_add(e, "param", NULL);
-	json_object_object_add(e, "code", code != NULL ?
-	    json_object_new_string(code) : NULL);
-	json_object_object_add(o, "error", e);
-	log_debug("http: %s %s: %d %s", httpd_method_name(req),
-	    evhttp_request_get_uri(req), status, msg);
-	httpd_reply_object(req, status, o);
+}
+
+void
+httpd_reply_param_error(struct evhttp_request *req, int status,
+    const char *type, const char *code, const char *param,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	httpd_reply_verror(req, status, type, code, param, fmt, ap);
+	va_end(ap);
 }
 
 /* Reply with o as JSON, and put o. */
@@ -158,23 +238,13 @@ int
 httpd_authorized(struct evhttp_request *req)
 {
 	const char *token = core_config()->http_token, *h;
-	size_t i, n = strlen(token);
-	unsigned char diff = 0;
 
-	if (n == 0)
+	if (token[0] == '\0')
 		return 1;
 	h = evhttp_find_header(evhttp_request_get_input_headers(req),
 	    "Authorization");
-	if (h != NULL && strncasecmp(h, "Bearer ", 7) == 0) {
-		h += 7;
-		while (*h == ' ')
-			h++;
-		diff = strlen(h) != n;
-		for (i = 0; i < n && h[i] != '\0'; i++)
-			diff |= (unsigned char)(h[i] ^ token[i]);
-		if (diff == 0 && i == n)
-			return 1;
-	}
+	if (h != NULL && httpd_head_bearer(h, strlen(h), token))
+		return 1;
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", "Bearer realm=\"sottod\"");
 	httpd_reply_error(req, 401, "invalid_request_error", "invalid_api_key",
@@ -217,6 +287,7 @@ httpd_route_cb(struct evhttp_request *req, void *arg)
 {
 	const struct httpd_route *r = arg;
 
+	httpd_conn_request(req);
 	if (httpd_route_check(req, r))
 		r->fn(req);
 }
@@ -231,6 +302,7 @@ httpd_notfound_cb(struct evhttp_request *req, void *arg)
 	size_t n;
 	int i;
 
+	httpd_conn_request(req);
 	for (i = 0; path != NULL && i < http.n_prefix; i++) {
 		r = http.prefix[i];
 		n = strlen(r->path);
@@ -253,6 +325,11 @@ httpd_routes(const struct httpd_route *routes, size_t n)
 	if (http.http == NULL)
 		return 0;
 	for (i = 0; i < n; i++) {
+		if (routes[i].open && !routes[i].prefix) {
+			if (http.n_open == HTTP_OPEN_MAX)
+				return -1;
+			http.open[http.n_open++] = routes[i].path;
+		}
 		if (routes[i].prefix) {
 			if (http.n_prefix == HTTP_PREFIX_MAX)
 				return -1;
@@ -262,39 +339,6 @@ httpd_routes(const struct httpd_route *routes, size_t n)
 			return -1;
 	}
 	return 0;
-}
-
-/* A listening socket on addr; -1 with err. */
-static int
-httpd_listen(const char *addr, char *err, size_t errlen)
-{
-	struct sockaddr_storage ss;
-	socklen_t len;
-	char msg[256];
-	int fd, on = 1;
-
-	if (listen_addr_parse(addr, &ss, &len, msg, sizeof(msg)) != 0) {
-		snprintf(err, errlen, "http: %s", msg);
-		return -1;
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-	    0);
-	if (fd == -1) {
-		snprintf(err, errlen, "http: socket: %s", strerror(errno));
-		return -1;
-	}
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	if (ss.ss_family == AF_INET6)
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on,
-		    sizeof(on));
-	if (bind(fd, (struct sockaddr *)&ss, len) != 0 ||
-	    listen(fd, HTTP_BACKLOG) != 0) {
-		snprintf(err, errlen, "http: cannot listen on %s: %s", addr,
-		    strerror(errno));
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* The address fd listens on, into http.addr and http.loopback. */
@@ -335,7 +379,7 @@ httpd_start(int fd, char *err, size_t errlen)
 		addr = "the socket from systemd";
 	} else if (*addr == '\0')
 		return 0;
-	else if ((fd = httpd_listen(addr, err, errlen)) == -1)
+	else if ((fd = httpd_listen_open(addr, err, errlen)) == -1)
 		return -1;
 	httpd_bound(fd);
 	if (!http.loopback && core_config()->http_token[0] == '\0') {
@@ -345,11 +389,13 @@ httpd_start(int fd, char *err, size_t errlen)
 		close(fd);
 		return -1;
 	}
-	if ((http.http = evhttp_new(core_base())) == NULL ||
-	    (http.bound = evhttp_accept_socket_with_handle(http.http,
-	    fd)) == NULL) {
+	if ((http.http = evhttp_new(core_base())) == NULL) {
 		snprintf(err, errlen, "http: cannot set up the server");
 		close(fd);
+		return -1;
+	}
+	if ((http.bound = httpd_listen_bind(http.http, fd)) == NULL) {
+		snprintf(err, errlen, "http: cannot set up the listener");
 		return -1;
 	}
 	/* Every method reaches a route, which answers 405 with JSON. */
@@ -375,6 +421,7 @@ httpd_start(int fd, char *err, size_t errlen)
 static void
 httpd_drain(void)
 {
+	httpd_listen_stop();
 	if (http.bound != NULL) {
 		evhttp_del_accept_socket(http.http, http.bound);
 		http.bound = NULL;
@@ -384,6 +431,7 @@ httpd_drain(void)
 static void
 httpd_stop(void)
 {
+	httpd_listen_stop();
 	if (http.http != NULL)
 		evhttp_free(http.http);
 	memset(&http, 0, sizeof(http));

@@ -11,8 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct bufferevent;
-struct event_base;
 struct evhttp_request;
 struct json_object;
 
@@ -44,6 +42,10 @@ void	httpd_reply_json(struct evhttp_request *, int code, const char *json);
 void	httpd_reply_error(struct evhttp_request *, int status,
 	    const char *type, const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 5, 6)));
+/* The same, naming the request's field it is about (its "param"). */
+void	httpd_reply_param_error(struct evhttp_request *, int status,
+	    const char *type, const char *code, const char *param,
+	    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Reply with o (JSON), and put it. */
 void	httpd_reply_object(struct evhttp_request *, int code,
 	    struct json_object *o);
@@ -56,8 +58,7 @@ int	httpd_authorized(struct evhttp_request *);
 /* Count a reply (GET /metrics); httpd_reply_json counts its own. */
 void	httpd_count_reply(int code);
 void	httpd_reply_counts(uint64_t counts[3]);	/* 2xx, 4xx, 5xx */
-
-/* httpd-conn.c: evhttp_set_bevcb; evhttp's error pages as JSON */
-struct bufferevent *httpd_conn_bev(struct event_base *, void *arg);
+/* HTTP connections open now (GET /metrics). */
+int	httpd_connections(void);
 
 #endif

@@ -127,20 +127,14 @@ ws_upgrade_authorized(struct evhttp_request *req)
 	return ok || httpd_authorized(req);
 }
 
+/* Refuse the upgrade with the JSON error every route answers. */
 static void
-ws_upgrade_refuse(struct evhttp_request *req, int code, const char *reason,
+ws_upgrade_refuse(struct evhttp_request *req, int status, const char *code,
     const char *why)
 {
-	struct evbuffer *body = evbuffer_new();
-
 	log_info("http: %s refused: %s", evhttp_request_get_uri(req), why);
-	if (body != NULL)
-		evbuffer_add_printf(body, "%s\n", why);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "text/plain; charset=utf-8");
-	evhttp_send_reply(req, code, reason, body);
-	if (body != NULL)
-		evbuffer_free(body);
+	httpd_reply_error(req, status, status >= 500 ? "server_error" :
+	    "invalid_request_error", code, "%s", why);
 }
 
 /* Check the upgrade request; 0, or -1 after answering it. */
@@ -154,42 +148,43 @@ ws_upgrade_check(struct evhttp_request *req, char accept[WS_ACCEPT_KEY_BYTES])
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
 	    !ws_upgrade_has_token(evhttp_find_header(h, "Upgrade"), "websocket") ||
 	    !ws_upgrade_has_token(evhttp_find_header(h, "Connection"), "upgrade")) {
-		ws_upgrade_refuse(req, 426, "Upgrade Required", "this is a WebSocket: "
-		    "GET with Upgrade: websocket and Connection: Upgrade");
+		ws_upgrade_refuse(req, 426, "upgrade_required", "this is a "
+		    "WebSocket: GET with Upgrade: websocket and Connection: "
+		    "Upgrade");
 		return -1;
 	}
 	if (ver == NULL || strcmp(ver, "13") != 0) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Sec-WebSocket-Version", "13");
-		ws_upgrade_refuse(req, 426, "Upgrade Required", "WebSocket version 13 "
-		    "(RFC 6455) only");
+		ws_upgrade_refuse(req, 426, "upgrade_required", "WebSocket "
+		    "version 13 (RFC 6455) only");
 		return -1;
 	}
 	if (key == NULL || ws_accept_key(key, accept) != 0) {
-		ws_upgrade_refuse(req, 400, "Bad Request", "Sec-WebSocket-Key must "
-		    "be the base64 of 16 bytes");
+		ws_upgrade_refuse(req, 400, "bad_request", "Sec-WebSocket-Key "
+		    "must be the base64 of 16 bytes");
 		return -1;
 	}
 	if (!ws_upgrade_origin_ok(evhttp_find_header(h, "Origin"),
 	    evhttp_find_header(h, "Host"))) {
-		ws_upgrade_refuse(req, 403, "Forbidden", "a page from another origin "
-		    "may not open it");
+		ws_upgrade_refuse(req, 403, "forbidden_origin", "a page from "
+		    "another origin may not open it");
 		return -1;
 	}
 	if (!ws_upgrade_host_ok(evhttp_find_header(h, "Host"))) {
-		ws_upgrade_refuse(req, 403, "Forbidden", "without [http] token, a "
-		    "WebSocket answers only to Host: localhost or a loopback address");
+		ws_upgrade_refuse(req, 403, "forbidden_host", "without [http] "
+		    "token, a WebSocket answers only to Host: localhost or a "
+		    "loopback address");
 		return -1;
 	}
 	if (!ws_upgrade_authorized(req))
 		return -1;
 	if (core_draining()) {
-		ws_upgrade_refuse(req, 503, "Service Unavailable", "sottod is "
-		    "stopping");
+		ws_upgrade_refuse(req, 503, "shutting_down", "sottod is stopping");
 		return -1;
 	}
 	if (peer_count() >= core_config()->max_connections) {
-		ws_upgrade_refuse(req, 503, "Service Unavailable", "too many "
+		ws_upgrade_refuse(req, 503, "too_many_connections", "too many "
 		    "connections");
 		return -1;
 	}
@@ -206,9 +201,13 @@ ws_upgrade_fd(struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+	/* the socket's bufferevent, under the listener's filter */
+	struct bufferevent *sock = bufferevent_get_underlying(bev);
 	int fd = bufferevent_getfd(bev), own, null;
 
-	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > 0 ||
+	    (sock != NULL && evbuffer_get_length(bufferevent_get_input(sock)) >
+	    0))
 		return -1;	/* frames before our 101: not a client */
 	if ((own = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
 		return -1;
@@ -217,6 +216,8 @@ ws_upgrade_fd(struct evhttp_request *req)
 		return -1;
 	}
 	bufferevent_disable(bev, EV_READ | EV_WRITE);
+	if (sock != NULL)
+		bufferevent_disable(sock, EV_READ | EV_WRITE);
 	if (dup2(null, fd) == -1) {
 		close(null);
 		close(own);
@@ -245,8 +246,8 @@ ws_upgrade_take(struct evhttp_request *req, const char *accept,
 	if ((fd = ws_upgrade_fd(req)) == -1) {
 		log_warnx("http: %s: cannot take the connection (out of "
 		    "memory or descriptors)", evhttp_request_get_uri(req));
-		ws_upgrade_refuse(req, 503, "Service Unavailable", "cannot "
-		    "take the connection");
+		ws_upgrade_refuse(req, 503, "unavailable", "cannot take "
+		    "the connection");
 		return NULL;
 	}
 	*ret_gone = 1;		/* the request went with evhttp's connection */

@@ -29,6 +29,7 @@ import os
 import re
 import subprocess
 import time
+import urllib.request
 import wave
 from pathlib import Path
 
@@ -350,6 +351,12 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
             time.sleep(0.2)
         else:
             pytest.fail(f"the page did not show the second file: {st}")
+        # /metrics counts the microphone's live session
+        body = urllib.request.urlopen(d.page + "metrics", timeout=10).read()
+        assert re.search(rb"^sottod_sessions 1$", body, re.M), body
+        assert re.search(rb"^sottod_mic_state 1$", body, re.M), body
+        assert re.search(rb'^sottod_sessions_opened_total\{door="mic"\} 1$',
+                         body, re.M), body
         time.sleep(1)
         st = page_state(drv)
         drv.find_element("id", "stop").click()
@@ -377,3 +384,25 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
     assert "fellow americans" in text and "respectable" in text, text
     report(f"browser, sottod's microphone: {len(st['finals'])} finals as "
            f"`sotto listen` shows them, {st['partials']} partials")
+
+
+def test_browser_shows_sottod_error(http_daemon):
+    """Following the microphone of a sottod whose [mic] is off: sottod
+    sends an error event (unavailable), then closes the WebSocket with
+    1008; the page shows sottod's message, not the close code."""
+    d = http_daemon()
+    drv = browser()
+    try:
+        drv.get(d.page + "#source=mic")
+        drv.find_element("id", "start").click()
+        deadline = time.monotonic() + 20
+        while (st := page_state(drv))["state"] != "error":
+            assert time.monotonic() < deadline, st
+            time.sleep(0.1)
+        time.sleep(0.5)         # the close comes after the error event
+        st = page_state(drv)
+    finally:
+        drv.quit()
+    assert st["error"].startswith("sottod: unavailable: "), st
+    assert "1008" not in st["error"], st
+    assert d.stop() == 0, d.log()

@@ -20,7 +20,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from conftest import AUDIO_DIR, REPO, SOTTO, Daemon, Stream, report
+from conftest import (AUDIO_DIR, MSG_AUDIO, MSG_END, MSG_OPEN, REPO, SOTTO,
+                      Daemon, RawClient, Stream, frame, jframe, report)
 
 JFK = AUDIO_DIR / "jfk.wav"
 GO = AUDIO_DIR / "goforward.wav"
@@ -102,9 +103,9 @@ class Daemons:
         self.tmp, self.model, self.made = tmp_path_factory, model, []
 
     def start(self, conf: str = "", argv=("--http", "127.0.0.1:0"),
-              model: Path | None = None) -> Daemon:
+              model: Path | None = None, wrapper=None) -> Daemon:
         d = Daemon(self.tmp.mktemp("sottod-http"), model or self.model,
-                   conf=conf, argv=list(argv))
+                   conf=conf, argv=list(argv), wrapper=wrapper)
         self.made.append(d)
         d.start()
         d.base = f"http://127.0.0.1:{http_port(d)}"
@@ -235,8 +236,13 @@ def test_health_models_metrics(hd):
     assert models["object"] == "list"
     assert [m["id"] for m in models["data"]] == ["tiny.en"]
     assert client(hd).models.retrieve("tiny.en").id == "tiny.en"
-    with pytest.raises(openai.NotFoundError):
-        client(hd).models.retrieve("whisper-1")
+    # the names transcriptions take for the loaded model
+    for alias in ("whisper-1", "gpt-4o-transcribe", "gpt-4o-mini-transcribe"):
+        assert client(hd).models.retrieve(alias).id == alias
+    with pytest.raises(openai.NotFoundError) as e:
+        client(hd).models.retrieve("gpt-9")
+    assert e.value.body["code"] == "model_not_found"
+    assert e.value.body["param"] == "model"
     status, headers, body = curl(
         hd.base + "/v1/audio/transcriptions", "-F", f"file=@{JFK}")
     assert status == 200, body
@@ -259,6 +265,67 @@ def test_health_models_metrics(hd):
     assert m['sottod_info{version="%s",model="tiny.en"}' % m_version(body)] == 1
 
 
+def metrics(d) -> dict[str, float]:
+    status, _, body = curl(d.base + "/metrics")
+    assert status == 200
+    m = {}
+    for ln in body.decode().splitlines():
+        if ln and not ln.startswith("#"):
+            k, v = ln.rsplit(" ", 1)
+            m[k] = float(v)
+    return m
+
+
+def test_metrics_counters(hd):
+    """What operators asked for beside the gauges: error events by code,
+    sessions by door, reloads, the microphone (off here), skipped audio,
+    and a histogram of the streams' step compute time."""
+    import signal
+    import wave
+    before = metrics(hd)
+    c = RawClient(hd.socket)
+    c.hello()
+    c.send(frame(0x42))                     # no such frame type
+    ev = c.events_until("error")[-1]
+    assert ev["code"] == "bad_frame", ev
+    c.close()
+    with wave.open(str(GO), "rb") as w:
+        pcm = w.readframes(w.getnframes())
+    c = RawClient(hd.socket)
+    c.hello()
+    c.send(jframe(MSG_OPEN, {"format": "s16le", "rate": 16000,
+                             "channels": 1}))
+    c.events_until("opened")
+    for i in range(0, len(pcm), 32000):
+        c.send(frame(MSG_AUDIO, pcm[i:i + 32000]))
+    c.send(frame(MSG_END))
+    c.events_until("end")
+    c.close()
+    hd.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 10
+    while "change(s) applied" not in hd.log():
+        assert time.monotonic() < deadline, hd.log()
+        time.sleep(0.05)
+    m = metrics(hd)
+    key = 'sottod_errors_total{code="bad_frame"}'
+    assert m[key] == before.get(key, 0) + 1, m
+    assert m['sottod_errors_total{code="too_fast"}'] >= 0
+    key = 'sottod_sessions_opened_total{door="socket"}'
+    assert m[key] >= before.get(key, 0) + 1, m
+    assert m["sottod_reloads_total"] >= 1
+    assert m["sottod_mic_state"] == -1
+    assert m["sottod_mic_xruns_total"] == 0
+    assert m["sottod_overload_seconds_total"] == 0
+    n = m["sottod_step_seconds_count"]
+    assert n >= before.get("sottod_step_seconds_count", 0) + 1, m
+    buckets = [(k, v) for k, v in m.items()
+               if k.startswith("sottod_step_seconds_bucket")]
+    assert len(buckets) == 9 and buckets[-1] == (
+        'sottod_step_seconds_bucket{le="+Inf"}', n), buckets
+    assert [v for _, v in buckets] == sorted(v for _, v in buckets)
+    assert m["sottod_step_seconds_sum"] > 0
+
+
 def m_version(body: bytes) -> str:
     return re.search(rb'sottod_info\{version="([^"]*)"', body).group(1).decode()
 
@@ -271,36 +338,44 @@ def bad_request(d, *args: str) -> dict:
 
 
 def test_bad_requests(hd, tmp_path):
+    """Each error names its field in param (null when it is the form as a
+    whole), as OpenAI's do."""
     ct = "Content-Type: multipart/form-data; boundary=xyz"
     e = bad_request(hd, "-H", ct, "--data-binary",
                     "--xyz\r\nContent-Disposition: form-data; name=file\r\n"
                     "\r\nRIFF")
-    assert "no closing delimiter" in e["message"], e
+    assert "no closing delimiter" in e["message"] and e["param"] is None, e
     e = bad_request(hd, "-H", ct, "--data-binary", "not multipart at all")
     assert "no delimiter line" in e["message"], e
     e = bad_request(hd, "-H", "Content-Type: application/json",
                     "--data-binary", "{}")
     assert "multipart/form-data" in e["message"], e
     e = bad_request(hd, "-F", "model=whisper-1")
-    assert "no file" in e["message"], e
+    assert "no file" in e["message"] and e["param"] == "file", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "response_format=xml")
     assert "response_format" in e["message"], e
+    assert e["param"] == "response_format", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "temperature=2")
-    assert "temperature" in e["message"], e
+    assert "temperature" in e["message"] and e["param"] == "temperature", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "language=de")
-    assert "English-only" in e["message"], e
+    assert "English-only" in e["message"] and e["param"] == "language", e
+    e = bad_request(hd, "-F", f"file=@{JFK}", "-F", "language=de-DE")
+    assert "English-only" in e["message"] and e["param"] == "language", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F",
                     "timestamp_granularities[]=character", "-F",
                     "response_format=verbose_json")
     assert "not segment or word" in e["message"], e
+    assert e["param"] == "timestamp_granularities[]", e
     e = bad_request(hd, "-F", f"file=@{JFK}", "-F",
                     "timestamp_granularities[]=word")
     assert "needs response_format verbose_json" in e["message"], e
+    assert e["param"] == "timestamp_granularities[]", e
     junk = tmp_path / "junk.wav"
     junk.write_bytes(bytes(range(256)) * 64)
     e = bad_request(hd, "-F", f"file=@{junk}")
     assert e["code"] == "invalid_audio" and "not an audio file" \
         in e["message"], e
+    assert e["param"] == "file", e
     flac, cut = tmp_path / "jfk.flac", tmp_path / "cut.flac"
     sox(JFK, flac)
     cut.write_bytes(flac.read_bytes()[:flac.stat().st_size // 2])
@@ -315,6 +390,31 @@ def test_bad_requests(hd, tmp_path):
     with pytest.raises(openai.BadRequestError):
         sdk(hd, junk, "json")
     assert curl(hd.base + "/health")[0] == 200
+
+
+def test_language_tags(hd, jfk_ref):
+    """BCP 47 tags by their primary subtag, in any case, as Wyoming takes
+    them: en-US, en_GB and EN are en."""
+    for tag in ("en-US", "en_GB", "EN"):
+        assert sdk(hd, JFK, "json", language=tag).text == \
+            jfk_ref["text"].strip(), tag
+
+
+def test_verbose_json_milliseconds(hd):
+    """verbose_json's times are written rounded to milliseconds, not as
+    json-c's 17 significant digits (0.76000000000000001)."""
+    status, _, body = curl(hd.base + "/v1/audio/transcriptions",
+                           "-F", f"file=@{JFK}", "-F",
+                           "response_format=verbose_json", "-F",
+                           "timestamp_granularities[]=word", "-F",
+                           "timestamp_granularities[]=segment")
+    assert status == 200, body
+    times = re.findall(rb'"(?:start|end|duration)":(-?[0-9.eE+-]+)', body)
+    assert len(times) > 40, body[:400]
+    long = [t for t in times if re.fullmatch(rb"-?\d+(\.\d{1,3})?", t) is None]
+    assert not long, long[:5]
+    o = json.loads(body)
+    assert o["duration"] == 11.0 and o["words"][0]["word"] == "And", o
 
 
 def test_request_too_large(daemons):

@@ -171,7 +171,11 @@ static const char test_every_key[] =
     "token = 0123456789abcdef-_.~+/=\n"
     "max_request_bytes = 100M\n"
     "request_timeout_seconds = 5\n"
-    "beam_size = 1\n";
+    "beam_size = 1\n"
+    "max_connections = 40\n"
+    "max_connections_per_address = 4\n"
+    "header_timeout_seconds = 7\n"
+    "min_body_bytes_per_second = 2K\n";
 
 static void
 test_every_key_set(void **state)
@@ -207,6 +211,10 @@ test_every_key_set(void **state)
 	assert_int_equal(cfg.http_max_request_bytes, 100 * 1048576);
 	assert_int_equal(cfg.http_timeout_s, 5);
 	assert_int_equal(cfg.http_beam_size, 1);
+	assert_int_equal(cfg.http_max_connections, 40);
+	assert_int_equal(cfg.http_max_connections_per_address, 4);
+	assert_int_equal(cfg.http_header_timeout_s, 7);
+	assert_int_equal(cfg.http_min_body_rate, 2048);
 }
 
 /* [mic] language follows [engine] language unless set. */
