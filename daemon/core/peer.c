@@ -130,12 +130,19 @@ peer_addr(int fd, char addr[PEER_ADDR_MAX])
 	addr[0] = '\0';
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) != 0)
 		return;
-	if (ss.ss_family == AF_INET)
+	int af = ss.ss_family;
+
+	if (af == AF_INET)
 		a = &((struct sockaddr_in *)&ss)->sin_addr;
-	else if (ss.ss_family == AF_INET6)
+	else if (af == AF_INET6) {
 		a = &((struct sockaddr_in6 *)&ss)->sin6_addr;
-	if (a == NULL || inet_ntop(ss.ss_family, a, addr, PEER_ADDR_MAX) ==
-	    NULL)
+		/* an IPv4 client of a dual-stack listener: its IPv4 address */
+		if (IN6_IS_ADDR_V4MAPPED((const struct in6_addr *)a)) {
+			a = (const uint8_t *)a + 12;
+			af = AF_INET;
+		}
+	}
+	if (a == NULL || inet_ntop(af, a, addr, PEER_ADDR_MAX) == NULL)
 		addr[0] = '\0';
 }
 

@@ -7,8 +7,9 @@
  * httpd_conn. The filter's free callback says when evhttp lets the
  * connection go, so the connections of the listener and of each peer
  * address are counted ([http] max_connections and
- * max_connections_per_address; over either, a 503 is written at once
- * and the connection closed). Its input filter sees each request's
+ * max_connections_per_address, with the WebSockets taken over from it:
+ * ws-upgrade.c; over either, a 503 is written at once and the
+ * connection closed). Its input filter sees each request's
  * header block before evhttp does, and holds it back until it is whole:
  * httpd-head.c checks it (a body without the token is refused with a
  * 401 before any of it is read, ...), and it must come within
@@ -57,7 +58,9 @@
 #include "httpd-head.h"
 #include "httpd-private.h"
 #include "log.h"
+#include "peer.h"
 #include "tailq.h"
+#include "ws-upgrade.h"
 
 /*
  * What may wait in the socket's input, and in evhttp's, unread: evhttp
@@ -270,6 +273,7 @@ httpd_conn_start(struct httpd_conn *c)
 {
 	const struct config *cfg = core_config();
 	socklen_t len = sizeof(c->peer);
+	char addr[PEER_ADDR_MAX];
 	int same;
 
 	c->started = 1;
@@ -286,14 +290,16 @@ httpd_conn_start(struct httpd_conn *c)
 	/* its output is empty for good: ours is written by c->wev */
 	(void)bufferevent_disable(c->sock, EV_WRITE);
 	c->head_t0 = core_now();
-	if (httpd_n_conns >= cfg->http_max_connections) {
+	if (httpd_n_conns + ws_upgrade_count(NULL) >=
+	    cfg->http_max_connections) {
 		httpd_conn_refuse(c, 503, "server_error",
 		    "too_many_connections", 0, "too many HTTP connections "
 		    "(max_connections = %d); try again",
 		    cfg->http_max_connections);
 		return;
 	}
-	if ((same = httpd_conn_same_peer(c)) >=
+	peer_addr(c->fd, addr);
+	if ((same = httpd_conn_same_peer(c) + ws_upgrade_count(addr)) >=
 	    cfg->http_max_connections_per_address) {
 		httpd_conn_refuse(c, 503, "server_error",
 		    "too_many_connections", 0, "too many HTTP connections from "

@@ -183,12 +183,45 @@ ws_upgrade_check(struct evhttp_request *req, char accept[WS_ACCEPT_KEY_BYTES])
 		ws_upgrade_refuse(req, 503, "shutting_down", "sottod is stopping");
 		return -1;
 	}
-	if (peer_count() >= core_config()->max_connections) {
-		ws_upgrade_refuse(req, 503, "too_many_connections", "too many "
-		    "connections");
-		return -1;
-	}
 	return 0;
+}
+
+/*
+ * The doors that took connections over (at most WS_UPGRADE_DOORS kinds
+ * of peers): their peers still count against [http] max_connections
+ * and max_connections_per_address as the HTTP connections they were, so
+ * the caps hold the WebSockets too (an upgrade moves a connection from
+ * one count to the other and changes no total).
+ */
+#define WS_UPGRADE_DOORS	4
+static const struct peer_ops *ws_upgrade_doors[WS_UPGRADE_DOORS];
+
+static void
+ws_upgrade_note(const struct peer_ops *ops)
+{
+	int i;
+
+	for (i = 0; i < WS_UPGRADE_DOORS; i++) {
+		if (ws_upgrade_doors[i] == ops)
+			return;
+		if (ws_upgrade_doors[i] == NULL) {
+			ws_upgrade_doors[i] = ops;
+			return;
+		}
+	}
+	log_warnx("http: more than %d WebSocket doors: the connection caps "
+	    "do not count the others", WS_UPGRADE_DOORS);
+}
+
+int
+ws_upgrade_count(const char *addr)
+{
+	int i, n = 0;
+
+	for (i = 0; i < WS_UPGRADE_DOORS && ws_upgrade_doors[i] != NULL; i++)
+		n += addr != NULL ? peer_count_addr(ws_upgrade_doors[i],
+		    addr) : peer_count_door(ws_upgrade_doors[i]);
+	return n;
 }
 
 /*
@@ -251,6 +284,7 @@ ws_upgrade_take(struct evhttp_request *req, const char *accept,
 		return NULL;
 	}
 	*ret_gone = 1;		/* the request went with evhttp's connection */
+	ws_upgrade_note(ops);
 	if ((p = peer_new(fd, -1, ops)) == NULL)
 		return NULL;
 	p->front = front;

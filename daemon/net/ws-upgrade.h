@@ -20,5 +20,10 @@ int	ws_upgrade_check(struct evhttp_request *,
 	    char accept[WS_ACCEPT_KEY_BYTES]);
 struct peer *ws_upgrade_take(struct evhttp_request *, const char *accept,
 	    const struct peer_ops *, void *front, int *ret_gone);
+/*
+ * WebSocket connections taken over and open now: all of them (addr
+ * NULL), or those from addr (as peer_addr gives it).
+ */
+int	ws_upgrade_count(const char *addr);
 
 #endif

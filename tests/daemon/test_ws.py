@@ -472,3 +472,39 @@ def test_ws_pings_without_reading(make_daemon_module):
     report(f"ws pings without reading: dropped as a slow reader after "
            f"{sent} pings ({took:.1f} s), VmRSS {rss0 // 1024} -> "
            f"{rss1 // 1024} MB")
+
+
+def test_ws_count_against_http_caps(make_daemon_module):
+    """WebSockets taken over from the HTTP listener count against [http]
+    max_connections_per_address (and max_connections) as the HTTP
+    connections they were: idle upgrades from one process cannot pile up,
+    and the Unix socket, counted apart, keeps serving sotto status."""
+    import subprocess
+
+    from conftest import SOTTO
+
+    d = make_daemon_module(argv=["--http", "127.0.0.1:0"],
+                           conf="[http]\nmax_connections_per_address = 4\n"
+                           ).start()
+    d.port = http_port(d)
+    url = d.url = f"ws://127.0.0.1:{d.port}/ws"
+    held = []
+    try:
+        for _ in range(4):
+            held.append(connect(url, open_timeout=30))
+            assert json.loads(held[-1].recv(30))["type"] == "hello"
+        r = Raw(d)      # the upgrade request, then what comes back
+        assert r.response.status_code == 503, r.response
+        assert b"max_connections_per_address" in r.response.body
+        r.close()
+        cp = subprocess.run([str(SOTTO), "status", "-s", d.socket],
+                            capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 0, cp.stderr
+        held.pop().close()
+        time.sleep(0.5)
+        held.append(connect(url, open_timeout=30))   # room again
+    finally:
+        for w in held:
+            w.close()
+    report("ws caps: 4 WebSockets from one address held, the 5th refused "
+           "503 at accept, sotto status served, room again after a close")
