@@ -81,7 +81,7 @@ struct httpd_conn {
 	struct bufferevent	*bev;		/* the filter evhttp has */
 	struct bufferevent	*sock;		/* the socket under it */
 	evutil_socket_t		 fd;		/* -1 before the start */
-	struct sockaddr_storage	 peer;
+	char			 addr[PEER_ADDR_MAX];	/* the client's */
 	struct event		*timer;		/* start, deadlines, linger */
 	struct event		*wev;		/* evhttp's output */
 	int			 started;
@@ -226,39 +226,15 @@ httpd_conn_refuse(struct httpd_conn *c, int status, const char *type,
 	httpd_conn_arm(c);
 }
 
-/* Two peer addresses are one (an IPv4-mapped IPv6 address is IPv4). */
-static int
-httpd_conn_addr(const struct sockaddr_storage *ss, unsigned char out[16])
-{
-	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-	const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-
-	memset(out, 0, 16);
-	if (ss->ss_family == AF_INET) {
-		out[10] = out[11] = 0xff;
-		memcpy(out + 12, &s4->sin_addr, 4);
-		return 0;
-	}
-	if (ss->ss_family == AF_INET6) {
-		memcpy(out, &s6->sin6_addr, 16);
-		return 0;
-	}
-	return -1;
-}
-
 /* Other connections from c's address. */
 static int
 httpd_conn_same_peer(const struct httpd_conn *c)
 {
-	unsigned char a[16], b[16];
 	const struct httpd_conn *o;
 	int n = 0;
 
-	if (httpd_conn_addr(&c->peer, a) != 0)
-		return 0;
 	TAILQ_FOREACH(o, &httpd_conns, entry)
-		if (o != c && o->counted && httpd_conn_addr(&o->peer, b) == 0 &&
-		    memcmp(a, b, 16) == 0)
+		if (o != c && o->counted && strcmp(o->addr, c->addr) == 0)
 			n++;
 	return n;
 }
@@ -272,13 +248,10 @@ static void
 httpd_conn_start(struct httpd_conn *c)
 {
 	const struct config *cfg = core_config();
-	socklen_t len = sizeof(c->peer);
-	char addr[PEER_ADDR_MAX];
 	int same;
 
 	c->started = 1;
 	if ((c->fd = bufferevent_getfd(c->bev)) < 0 ||
-	    getpeername(c->fd, (struct sockaddr *)&c->peer, &len) != 0 ||
 	    (c->wev = event_new(core_base(), c->fd, EV_WRITE,
 	    httpd_conn_write, c)) == NULL) {
 		log_warnx("http: a new connection: %s", strerror(errno));
@@ -298,8 +271,9 @@ httpd_conn_start(struct httpd_conn *c)
 		    cfg->http_max_connections);
 		return;
 	}
-	peer_addr(c->fd, addr);
-	if ((same = httpd_conn_same_peer(c) + ws_upgrade_count(addr)) >=
+	/* "" for a socket without one: all such count as one address */
+	peer_addr(c->fd, c->addr);
+	if ((same = httpd_conn_same_peer(c) + ws_upgrade_count(c->addr)) >=
 	    cfg->http_max_connections_per_address) {
 		httpd_conn_refuse(c, 503, "server_error",
 		    "too_many_connections", 0, "too many HTTP connections from "
