@@ -7,7 +7,12 @@
  * message, an error event and a close on a bad one. What the server side
  * writes is read back by a wslay client, which must find only whole,
  * valid frames: pongs, text events that are JSON objects with a "type",
- * and at most one close, last. The upgrade key check runs on the input's first line.
+ * and at most one close, last. The client reads nothing until the end,
+ * so all the output is unsent: past a bound the input picks (as sottod's
+ * max_client_buffer_bytes) the connection must fail as a slow reader,
+ * and the output may pass that bound by at most one read's answers.
+ * (The rate cap alone does not bound it: time passes between reads.)
+ * The upgrade key check runs on the input's first line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,12 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 #define FUZZ_MAX_MSG	(64 * 1024)
+/*
+ * What one read turn (at most 255 bytes: some 40 short messages, each
+ * answered by an event of at most a few hundred bytes) can make the
+ * server write.
+ */
+#define FUZZ_TURN_OUT	(16 * 1024)
 
 struct fuzz {
 	const uint8_t	*in;
@@ -129,11 +140,21 @@ fuzz_failed(void *arg, enum proto_error e, const char *msg)
 	fuzz_fail(arg, e, msg);
 }
 
+/* The client reads only at the end: everything written is unsent. */
+static size_t
+fuzz_unsent(void *arg)
+{
+	struct fuzz *f = arg;
+
+	return f->out_len;
+}
+
 static const struct ws_conn_io fuzz_io = {
 	.read = fuzz_read,
 	.write = fuzz_write,
 	.message = fuzz_message,
 	.failed = fuzz_failed,
+	.unsent = fuzz_unsent,
 };
 
 /* The client's side of what the server wrote. */
@@ -232,7 +253,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz f;
-	size_t steps = 0;
+	size_t steps = 0, max_unsent;
 
 	if (size < 2)
 		return 0;
@@ -243,11 +264,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	f.in_len = size - 2;
 	if ((f.conn = ws_conn_new(&fuzz_io, &f, FUZZ_MAX_MSG)) == NULL)
 		abort();
+	max_unsent = 8 * 1024;	/* sottod's least is 4 KiB */
+	ws_conn_set_max_unsent(f.conn, max_unsent);
 	/* Each read turn advances the clock by data[1] ms. */
 	while (steps++ < 100000) {
 		f.budget = f.chunk;
 		if (ws_conn_recv(f.conn, f.now) < 0 || f.in_off == f.in_len)
 			break;
+		if (f.out_len > max_unsent + FUZZ_TURN_OUT)
+			abort();	/* the bound did not hold */
 		f.now += data[1] / 1000.0;
 	}
 	fuzz_check_output(&f);
