@@ -40,6 +40,7 @@ static struct {
 	struct event		*status;
 	struct event		*watchdog;
 	struct event		*drain_timer;
+	int			 exit_armed;	/* drain_timer: the last flush */
 	struct timeval		 watchdog_tv;
 } server;
 
@@ -86,19 +87,13 @@ server_exit_cb(int fd, short ev, void *arg)
 static void
 server_drain_abort(void)
 {
-	struct timeval tv = { SERVER_ABORT_MAX_S, 0 };
-
 	core.draining = 2;
 	log_warnx("drain: %d streams still decoding; ending them now, with "
 	    "what they did not decode", session_busy());
 	worker_abort();
 	session_abort_all();
-	if (server.drain_timer != NULL) {
+	if (server.drain_timer != NULL)
 		evtimer_del(server.drain_timer);
-		evtimer_assign(server.drain_timer, core.base, server_exit_cb,
-		    NULL);
-		evtimer_add(server.drain_timer, &tv);
-	}
 	server_drain_check();
 }
 
@@ -110,10 +105,30 @@ server_drain_timeout_cb(int fd, short ev, void *arg)
 	server_drain_abort();
 }
 
+/*
+ * The grace is over and every stream has ended (a step that was running
+ * at the abort had to return first, which may take a while on a loaded
+ * machine): the clients have SERVER_ABORT_MAX_S to take their last words.
+ */
+static void
+server_drain_arm_exit(void)
+{
+	struct timeval tv = { SERVER_ABORT_MAX_S, 0 };
+
+	if (server.exit_armed || server.drain_timer == NULL ||
+	    session_busy() > 0)
+		return;
+	server.exit_armed = 1;
+	evtimer_assign(server.drain_timer, core.base, server_exit_cb, NULL);
+	evtimer_add(server.drain_timer, &tv);
+}
+
 /* Exit the loop once a drain has nothing left to wait for. */
 void
 server_drain_check(void)
 {
+	if (core.draining > 1)
+		server_drain_arm_exit();
 	if (core.draining && session_busy() == 0 && peer_count() == 0 &&
 	    core_doors_busy() == 0)
 		event_base_loopexit(core.base, NULL);

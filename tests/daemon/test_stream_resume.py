@@ -145,12 +145,14 @@ def test_resume_after_daemon_restart(make_daemon):
     text = "".join(seg["text"] for f in after for seg in f["segments"])
     assert "your country" in text.lower(), text
     # times stay on the input's clock: the new session begins where the
-    # last final of the first one ended, and nothing is past the audio
+    # last final of the first one ended (its audio from the start of the
+    # 100 ms chunk that holds that end: a word aligned there may start up
+    # to a chunk earlier), and nothing is past the audio
     before = [f for f in finals(s) if f["session"] == first]
     resumed_at = max(seg["end"] for f in before for seg in f["segments"])
     starts = [seg["start"] for f in after for seg in f["segments"]]
     ends = [seg["end"] for f in after for seg in f["segments"]]
-    assert min(starts) >= resumed_at - 0.05, (resumed_at, starts)
+    assert min(starts) >= resumed_at - 0.1 - 0.01, (resumed_at, starts)
     assert max(ends) <= 11.0 + 0.05, ends
     assert s.events("end"), s.lines
     assert d.stop() == 0, d.log()

@@ -23,7 +23,7 @@ from websockets.http11 import Response
 from websockets.sync.client import connect
 from websockets.uri import parse_uri
 
-from conftest import AUDIO_DIR, Daemon, report
+from conftest import AUDIO_DIR, SOTTO, Daemon, report
 
 MAX_FRAME = 64 * 1024
 
@@ -480,8 +480,6 @@ def test_ws_count_against_http_caps(make_daemon_module):
     connections they were: idle upgrades from one process cannot pile up,
     and the Unix socket, counted apart, keeps serving sotto status."""
     import subprocess
-
-    from conftest import SOTTO
 
     d = make_daemon_module(argv=["--http", "127.0.0.1:0"],
                            conf="[http]\nmax_connections_per_address = 4\n"
