@@ -27,7 +27,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
+sys.path.insert(0, str(REPO / "tests"))
 
+import cpu  # noqa: E402
 import fixedfile  # noqa: E402
 import randomweights  # noqa: E402
 import whispercpp  # noqa: E402
@@ -53,6 +55,12 @@ LABEL = {"sotto-fp32": "sotto fp32", "sotto-bf16": "sotto bf16", "sotto-int8": "
          "sotto-avx2": "sotto fp32, oneDNN AVX2 only",
          "whispercpp": "whisper.cpp (flash attn)", "whispercpp-nofa": "whisper.cpp (no flash attn)",
          "fw-int8": "faster-whisper int8", "fw-fp32": "faster-whisper float32"}
+
+
+def runs_here(tool: str) -> bool:
+    """sotto's bf16 and int8 need what the CPU (under ONEDNN_MAX_CPU_ISA)
+    may not have (tests/cpu.py); every other tool runs anywhere."""
+    return {"sotto-bf16": cpu.bf16, "sotto-int8": cpu.int8}.get(tool, lambda: True)()
 
 
 def log(msg: str) -> None:
@@ -568,6 +576,16 @@ def main() -> int:
     bad = [t for t in tools if t not in MICRO_TOOLS]
     if bad:
         ap.error(f"unknown tools {bad}")
+    absent = [t for t in tools if not runs_here(t)]
+    if absent and a.tools:
+        ap.error(f"{','.join(absent)}: this CPU runs {cpu.describe()}; sotto refuses "
+                 f"{' and '.join(SOTTO_RUN[t][0] for t in absent)} here")
+    if absent:
+        # the CPU's own precision in their place (--random lists no fp32)
+        tools = [t for t in tools if t not in absent]
+        if "sotto-fp32" not in tools:
+            tools.insert(0, "sotto-fp32")
+        log(f"this CPU runs {cpu.describe()}: not {', '.join(absent)}")
     a.micro_tools = [t for t in MICRO_TOOLS if t in tools]
     a.file_tools = [t for t in FILE_TOOLS if t in tools]
     if a.docs is None:

@@ -14,7 +14,7 @@ GROWTH = 1.10
 
 def test_idle_memory_after_bursts(make_daemon, manifest):
     d = make_daemon(conf="max_sessions = 32\n"
-                    "max_connections_per_uid = 64\n").start()
+                    "max_connections_per_uid = 64\n[engine]\nstep_ms = 4000\n").start()
     pcms = short_pcm(AUDIO_DIR)
     pid = d.proc.pid
     bad, _ = burst(d.socket, pcms, 1)

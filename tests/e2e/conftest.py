@@ -109,14 +109,6 @@ def squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def cpu_has_bf16() -> bool:
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return " avx512_bf16" in flags or " amx_bf16" in flags
-
-
 def word_diff(a: str, b: str, la: str = "reference", lb: str = "sotto") -> str:
     import difflib
 

@@ -10,7 +10,7 @@ float32 mel (the reference's), so the encoder error is the encoder's own.
 Bounds:
 - log-mel (normalised values): 1e-3, as tests/numerics/test_mel.py.
 - encoder fp32: max abs error 1e-3 on the [d][1500] output (issue 2).
-- encoder bf16 (only where /proc/cpuinfo has avx512_bf16 or amx_bf16):
+- encoder bf16 (only where sotto runs bf16, tests/cpu.py):
   oneDNN rounds both operands of every weight GEMM to bf16 (8 significant
   bits, unit roundoff u = 2^-9 ~ 2e-3 relative).  An output element goes
   through ~18 such GEMMs in series (2 convs, 4 per block), the errors add
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cpu
 import whisper_np as wn
 from conftest import AUDIO_DIR, REPO, read_wav
 
@@ -175,14 +176,6 @@ def sotto(lib):
         s.close()
 
 
-def cpu_has_bf16():
-    try:
-        flags = Path("/proc/cpuinfo").read_text().split()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
-
-
 # --- the reference ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -277,8 +270,8 @@ def test_encoder_fp32(sotto, weights, mel_in, ref_enc, report):
     assert err.max() < FP32_TOL
 
 
-@pytest.mark.skipif(not cpu_has_bf16(),
-                    reason="CPU has neither avx512_bf16 nor amx_bf16")
+@pytest.mark.skipif(not cpu.bf16(), reason=cpu.no(
+    "AVX512-BF16", "test_encoder_fp32 checks the encoder on the fp32 path sotto runs here"))
 def test_encoder_bf16(sotto, weights, mel_in, ref_enc, report):
     hp, _ = weights
     ref, _ = ref_enc

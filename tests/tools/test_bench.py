@@ -2,7 +2,9 @@
 tiny (tools/families.json) made, converted and measured by sotto and
 faster-whisper int8 with the micro-benchmarks and the fixed-token file.
 Checks the harness end to end, not the figures (whisper.cpp is left out:
-building it takes minutes; `bench/run --random` runs it)."""
+building it takes minutes; `bench/run --random` runs it). sotto runs in
+the precisions this CPU has (tests/cpu.py): bf16 (and int8) where it has
+them, fp32 where it has not, as bench/run's defaults do."""
 
 from __future__ import annotations
 
@@ -12,20 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cpu
+
 REPO = Path(__file__).resolve().parents[2]
 PY = os.environ.get("SOTTO_PYTHON") or sys.executable
 BUILD = REPO / "build"
 
 
-def cpu_int8() -> bool:
-    """What sotto's precision int8 needs (lib/gemv-i8.c)."""
-    flags = next((ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")), "")
-    return all(f in flags.split() for f in ("avx512_vnni", "avx512bw", "avx512vl", "avx512_bf16"))
-
-
 def test_bench_random_tiny(tmp_path):
     assert (BUILD / "bench" / "sotto-bench").is_file(), "build/ is not compiled (scripts/setup)"
-    tools = ["sotto-bf16", "sotto-int8", "fw-int8"] if cpu_int8() else ["sotto-bf16", "fw-int8"]
+    best = f"sotto-{cpu.default_precision()}"
+    tools = [best] + (["sotto-int8"] if cpu.int8() else []) + ["fw-int8"]
     docs = (REPO / "docs" / "benchmarks.md").read_bytes()
     out = tmp_path / "samples.json"
     cp = subprocess.run([PY, REPO / "bench" / "bench.py", "--random", "--models", "tiny", "--quick", "--no-docs",
@@ -36,7 +35,7 @@ def test_bench_random_tiny(tmp_path):
     assert cp.returncode == 0, cp.stderr[-3000:]
     report = cp.stdout
     assert "Random weights (seed 0" in report
-    assert all(f"| {label} |" in report for label in ("sotto bf16", "faster-whisper int8"))
+    assert all(f"| {label} |" in report for label in (f"sotto {cpu.default_precision()}", "faster-whisper int8"))
     assert ("| sotto int8 |" in report) == ("sotto-int8" in tools)
     assert "Fixed-token file (60 s, 20 tokens per 30 s window" in report
     assert "WER" not in report  # random weights: no text measured

@@ -7,10 +7,35 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <oneapi/dnnl/dnnl.h>
+
 #include "gemv.h"
+
+/*
+ * Whether sotto runs an ISA's paths here, as lib/gemm.c decides it:
+ * oneDNN's effective ISA, the CPU's capped by ONEDNN_MAX_CPU_ISA, so that
+ * the suite run with ONEDNN_MAX_CPU_ISA=AVX2 on an AVX-512 machine skips
+ * what an AVX2 machine skips (tests/cpu.py says the same to the Python
+ * tests). The kernels' own CPUID checks come on top.
+ */
+static inline int
+runs_isa(dnnl_cpu_isa_t isa)
+{
+	return ((unsigned)dnnl_get_effective_cpu_isa() & (unsigned)isa) ==
+	    (unsigned)isa;
+}
+
+/* skip() unless have, saying why: what is missing, what covers it. */
+#define SKIP_WITHOUT(have, why) do { \
+	if (!(have)) { \
+		print_message("skipped: %s\n", (why)); \
+		skip(); \
+	} \
+} while (0)
 
 static uint32_t rng = 12345;	/* each test program has its own */
 

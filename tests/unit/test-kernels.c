@@ -23,7 +23,12 @@
 
 #include "kernel-data.h"
 
-static int have_amx, have_bf16;
+static int have_amx, have_bf16, have_i8, have_vnni;
+
+#define NO_BF16	"no AVX512-BF16 here (or ONEDNN_MAX_CPU_ISA): precision " \
+	"bf16 is refused; test_gemv_f16 checks the products of the fp32 path"
+#define NO_AMX	"no AMX here (or ONEDNN_MAX_CPU_ISA): test_gemv_dot checks " \
+	"the same products on AVX512-BF16, test_gemv_f16 on fp32"
 
 static void
 check_gemv(int rows, int k, int n, int amx, int accumulate)
@@ -71,8 +76,7 @@ static void
 test_gemv_dot(void **state)
 {
 	(void)state;
-	if (!have_bf16)
-		skip();
+	SKIP_WITHOUT(have_bf16, NO_BF16);
 	/* every column instance (1, 2, 3, 4, 5, 8; 5 and 3 leave the last
 	 * rows of a block to a short pass), whole and partial blocks */
 	check_gemv(37, 64, 1, 0, 0);
@@ -89,8 +93,7 @@ static void
 test_gemv_amx(void **state)
 {
 	(void)state;
-	if (!have_amx)
-		skip();
+	SKIP_WITHOUT(have_amx, NO_AMX);
 	check_gemv(37, 64, 1, 1, 0);
 	check_gemv(37, 96, 5, 1, 1);
 	check_gemv(64, 384, 16, 1, 0);
@@ -226,8 +229,9 @@ static void
 test_gemv_i8(void **state)
 {
 	(void)state;
-	if (!gemv_i8_supported())
-		skip();
+	SKIP_WITHOUT(have_i8, "no AVX512-VNNI and -BF16 here (or "
+	    "ONEDNN_MAX_CPU_ISA): precision int8 is refused; test_gemv_dot "
+	    "and test_gemv_f16 check the products of bf16 and fp32");
 	/* every column instance (1, 2, 3, 4, 5, 8), two passes (11) */
 	check_gemv_i8(64, 64, 1, 0, 0);
 	check_gemv_i8(128, 128, 2, 1, 0);
@@ -333,8 +337,7 @@ static void
 test_logits_head_amx(void **state)
 {
 	(void)state;
-	if (!have_amx)
-		skip();
+	SKIP_WITHOUT(have_amx, NO_AMX);
 	check_logits_head(1, 3);
 }
 
@@ -342,8 +345,9 @@ static void
 test_logits_head_vnni(void **state)
 {
 	(void)state;
-	if (!logits_head_vnni())
-		skip();
+	SKIP_WITHOUT(have_vnni, "no AVX512-VNNI or no bf16 here (or "
+	    "ONEDNN_MAX_CPU_ISA): the 4-bit head serves bf16 models only; fp32 "
+	    "keeps the exact product of test_gemv_f16");
 	check_logits_head(0, 1);
 	check_logits_head(0, 5);
 }
@@ -489,7 +493,11 @@ main(void)
 		cmocka_unit_test(test_gemv_i8),
 	};
 
-	have_bf16 = __builtin_cpu_supports("avx512bf16");
-	have_amx = have_bf16 && gemv_amx_init();
+	have_bf16 = __builtin_cpu_supports("avx512bf16") &&
+	    runs_isa(dnnl_cpu_isa_avx512_core_bf16);
+	have_amx = have_bf16 && runs_isa(dnnl_cpu_isa_avx512_core_amx) &&
+	    gemv_amx_init();
+	have_i8 = have_bf16 && gemv_i8_supported();
+	have_vnni = have_bf16 && logits_head_vnni();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
