@@ -137,7 +137,9 @@ def packages(machine, tmp_path):
     run([*git, "init", "-q"], "git init")
     run([*git, "add", "-A"], "git add")
     run(["dpkg-buildpackage", "-us", "-uc", "-b"], "dpkg-buildpackage",
-        cwd=src, env={"DEB_BUILD_OPTIONS": "noddebs"}, timeout=1200)
+        cwd=src, env={"DEB_BUILD_OPTIONS":
+                      f"noddebs parallel={os.cpu_count() or 1}"},
+        timeout=1200)
     # Everything it writes into the tree is ignored (debian/.gitignore,
     # obj-*/ in .gitignore): a checkout stays clean after a package build.
     left = run([*git, "ls-files", "--others", "--exclude-standard"],

@@ -265,66 +265,68 @@ def _reel(first: str, n: int) -> tuple[bytes, str]:
     return _raw(pcm), refs[names[(at + n - 1) % len(names)]]
 
 
-def test_soak_sessions_uneven_steps():
-    """Four soak sessions that lost their end (bench/daemon --only soak),
-    stepped after uneven 1-8 s of audio as sottod steps an overloaded
-    stream (stream-driver -j), two at a time.
+LONG_FORM = "LJ001-0001_to_LJ001-0017_longform.wav"
 
-    2830-3980-0043.wav and the 18 files after it in manifest order (202 s,
-    the 118 s long-form file sixth from the end), -j 3: after a slide
-    inside the long-form file's one long segment the decoder, forced to
-    continue it, gave no timestamps and stopped at its last words each
-    step while the window grew over the next 15 s of speech; the forced
-    slide placed that text's end at the window's end and cut past the
-    speech ("...and they followed them" / "." instead of jfk.wav and the
-    short files). Every file after the long-form one must be final.
 
-    0880 and the 22 files after it (230 s), -j 6: the last decode at
-    finish, 1 s after a step whose hypothesis was "I have a thousand
-    thoughts about that thing. This is a long stop.", gave no text at
-    all. The last file's words must be final.
+# Four soak sessions that lost their end (bench/daemon --only soak),
+# stepped after uneven 1-8 s of audio as sottod steps an overloaded stream
+# (stream-driver -j): (first file, files, -j seed, whether every file
+# after the long-form one is checked or only the last). The first runs in the
+# suite; the other three, 4 minutes of audio each, are soaks:
+# `bench/soaks` runs them (pytest -m soak).
+SOAKS = [
+    # 2830-3980-0043.wav and the 18 files after it in manifest order (202
+    # s, the 118 s long-form file sixth from the end), -j 3: after a slide
+    # inside the long-form file's one long segment the decoder, forced to
+    # continue it, gave no timestamps and stopped at its last words each
+    # step while the window grew over the next 15 s of speech; the forced
+    # slide placed that text's end at the window's end and cut past the
+    # speech ("...and they followed them" / "." instead of jfk.wav and the
+    # short files). Every file after the long-form one must be final.
+    pytest.param("2830-3980-0043.wav", 19, "3", True, id="slide-in-long-form"),
+    # 0880 and the 22 files after it (230 s), -j 6: the last decode at
+    # finish, 1 s after a step whose hypothesis was "I have a thousand
+    # thoughts about that thing. This is a long stop.", gave no text at
+    # all. The last file's words must be final.
+    pytest.param("sense_and_sensibility_01_austen_64kb-0880.wav", 23, "6",
+                 False, id="empty-last-decode", marks=pytest.mark.soak),
+    # jfk.wav and the 25 files after it (246 s), -j 14: the last window
+    # opened with "amiable" forced where the audio says "...ble himself",
+    # and the forced last decode gave only "." before falsetto.wav. The
+    # last file's words must be final.
+    pytest.param("jfk.wav", 26, "14", False, id="forced-prefix-26",
+                 marks=pytest.mark.soak),
+    # jfk.wav and the 27 files after it (256 s, the fourth soak's
+    # session), -j 14: the same window, "amiable" forced; the forced last
+    # decode gave "and I'm not a good boy." and closed it 10 s before the
+    # end of the speech (falsetto.wav, whisper.wav, mfa_thoughts.wav),
+    # while the unforced one transcribed all three. The last file's words
+    # must be final.
+    pytest.param("jfk.wav", 28, "14", False, id="forced-prefix-28",
+                 marks=pytest.mark.soak),
+]
 
-    jfk.wav and the 25 files after it (246 s), -j 14: the last window
-    opened with "amiable" forced where the audio says "...ble himself",
-    and the forced last decode gave only "." before falsetto.wav. The
-    last file's words must be final.
 
-    jfk.wav and the 27 files after it (256 s, the fourth soak's session),
-    -j 14: the same window, "amiable" forced; the forced last decode
-    gave "and I'm not a good boy." and closed it 10 s before the end of
-    the speech (falsetto.wav, whisper.wav, mfa_thoughts.wav), while the
-    unforced one transcribed all three. The last file's words must be
-    final."""
+@pytest.mark.parametrize(("first", "n", "seed", "after_long_form"), SOAKS)
+def test_soak_session_uneven_steps(first: str, n: int, seed: str,
+                                   after_long_form: bool):
+    """A soak session that lost its end, replayed through the driver at
+    the same uneven steps: what it ends with is final."""
     refs = werlib.load_manifest(AUDIO_DIR)
     names = list(refs)
-
-    def files(first: str, n: int) -> list[str]:
-        at = names.index(first)
-        return [names[(at + i) % len(names)] for i in range(n)]
-
-    long_form = "LJ001-0001_to_LJ001-0017_longform.wav"
-    cases = []      # (first file, files, seed, the files to find at the end)
-    order = files("2830-3980-0043.wav", 19)
-    cases.append(("2830-3980-0043.wav", 19, "3",
-                  order[order.index(long_form) + 1:]))
-    for first, n, seed in (("sense_and_sensibility_01_austen_64kb-0880.wav",
-                            23, "6"), ("jfk.wav", 26, "14"),
-                           ("jfk.wav", 28, "14")):
-        cases.append((first, n, seed, files(first, n)[-1:]))
-    with ThreadPoolExecutor(2) as pool:
-        runs = [pool.submit(run_driver, "-", 1000, stdin=_reel(first, n)[0],
-                            extra=("-j", seed))
-                for first, n, seed, _ in cases]
-        ev = [r.result() for r in runs]
-    for (first, n, seed, end), e in zip(cases, ev):
-        words = [werlib.normalise(refs[name]).split() for name in end]
-        hyp = werlib.normalise(final_text(e)).split()
-        tail = hyp[-(sum(map(len, words)) + 10):]
-        for name, w in zip(end, words):
-            found = sum(1 for x in w if x in tail)
-            assert found >= 0.8 * len(w), (first, n, seed, name, w, tail)
-    report(f"{len(cases)} soak sessions at uneven steps (-j 3, 6, 14, 14): "
-           f"what they end with is final")
+    at = names.index(first)
+    order = [names[(at + i) % len(names)] for i in range(n)]
+    end = (order[order.index(LONG_FORM) + 1:] if after_long_form
+           else order[-1:])
+    ev = run_driver("-", 1000, stdin=_reel(first, n)[0], extra=("-j", seed))
+    words = [werlib.normalise(refs[name]).split() for name in end]
+    hyp = werlib.normalise(final_text(ev)).split()
+    tail = hyp[-(sum(map(len, words)) + 10):]
+    for name, w in zip(end, words):
+        found = sum(1 for x in w if x in tail)
+        assert found >= 0.8 * len(w), (first, n, seed, name, w, tail)
+    report(f"soak session from {first}, {n} files, -j {seed}: "
+           f"{', '.join(end)} final")
 
 
 @pytest.mark.parametrize("files", [15, 23])
