@@ -86,17 +86,19 @@ def test_stream_wer_and_latency(daemon, manifest, tiny_model):
     got = {**paced, **fast}
 
     e_s = e_t = n = 0
+    per_file = {}
     report("stream vs transcribe (tiny.en, greedy), WER vs manifest:")
     for f in files:
         es, nw = werlib.counts(manifest[f], got[f].text())
         et, _ = werlib.counts(manifest[f], ref[f])
         e_s, e_t, n = e_s + es, e_t + et, n + nw
+        per_file[f] = (es, nw)
         report(f"  {f:<48} words {nw:4d}  stream {es / max(nw, 1):6.1%}"
                f"  transcribe {et / max(nw, 1):6.1%}"
                f"{'  (paced)' if f in PACED else ''}")
     w_s, w_t = e_s / n, e_t / n
     report(f"  total: stream {w_s:.2%}, transcribe {w_t:.2%} ({n} words)")
-    WER_RESULT.update(stream=w_s, transcribe=w_t)
+    WER_RESULT.update(stream=w_s, transcribe=w_t, per_file=per_file)
 
     part, fin = [], []
     for s in paced.values():

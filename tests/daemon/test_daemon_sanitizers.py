@@ -78,11 +78,12 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     if not (ASAN_SOTTOD.is_file() and os.access(ASAN_SOTTOD, os.X_OK)):
         pytest.fail(f"{ASAN_SOTTOD} is missing: build it with "
                     "scripts/setup --asan")
-    # Greedy doors and 4 s of speech: the sanitized engine is slow, and
-    # what is checked here is the daemon's code, not the words.
+    # Greedy doors, 4 s of speech and 2 s steps: the sanitized engine is
+    # slow, and what is checked here is the daemon's code, not the words.
     d = Daemon(tmp_path / "d", tiny_model, env=SAN_ENV, binary=ASAN_SOTTOD,
                argv=["--http", "127.0.0.1:0", "--wyoming", "127.0.0.1:0"],
-               conf="[http]\nbeam_size = 1\n[wyoming]\nbeam_size = 1\n")
+               conf="[engine]\nstep_ms = 2000\n[http]\nbeam_size = 1\n"
+               "[wyoming]\nbeam_size = 1\n")
     d.start(timeout=180)
     jfk = pcm16("jfk.wav")[:4 * 32000]     # "And so my fellow Americans"
     wav = tmp_path / "jfk4.wav"
