@@ -329,7 +329,8 @@ def test_soak_session_uneven_steps(first: str, n: int, seed: str,
            f"{', '.join(end)} final")
 
 
-@pytest.mark.parametrize("files", [15, 23])
+@pytest.mark.parametrize("files", [
+    15, pytest.param(23, marks=pytest.mark.soak)])  # bench/soaks
 def test_finish_after_long_stream(files):
     """Streams of 3-4 min that end in a short file (two of the soak's
     sessions that lost their end, bench/daemon --only soak), stepped
