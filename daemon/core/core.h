@@ -90,7 +90,8 @@ struct core_stats {
 	uint64_t	 reloads;	/* SIGHUPs that applied a config */
 	uint64_t	 mic_xruns;	/* capture overruns */
 	double		 overload_s;	/* shared audio dropped, behind */
-	/* sessions opened by door ("socket", "ws", "wyoming", "mic") */
+	/* sessions opened by door ("socket", "ws", "wyoming", "realtime",
+	   "mic") */
 	struct {
 		const char	*door;
 		uint64_t	 n;

@@ -49,6 +49,7 @@ struct rt_conn {
 	struct rt_items		 items;		/* oldest (decoding) first */
 	struct rt_item		*filling;	/* taking audio; NULL: none */
 	size_t			 waiting;	/* samples in items' pcm */
+	int			 taking;	/* SIGTERM: read while paused */
 	/* audio in */
 	struct source_client	*src;		/* the client's format */
 	enum rt_format		 src_format;

@@ -432,11 +432,42 @@ rt_final(struct rt_conn *c, struct json_object *o)
 	free(t);
 }
 
+/* The item's transcription failed: why, in OpenAI's words. */
+static void
+rt_send_failed(struct rt_conn *c, const struct rt_item *it, const char *code,
+    const char *msg)
+{
+	struct json_object *o, *e = json_object_new_object();
+
+	json_object_object_add(e, "type",
+	    json_object_new_string("transcription_error"));
+	json_object_object_add(e, "code", json_object_new_string(code));
+	json_object_object_add(e, "message", json_object_new_string(msg));
+	o = rt_event("conversation.item.input_audio_transcription.failed");
+	json_object_object_add(o, "content_index", json_object_new_int(0));
+	json_object_object_add(o, "error", e);
+	json_object_object_add(o, "item_id", json_object_new_string(it->id));
+	rt_send(c, o);
+}
+
+/* The items still waiting will not be transcribed: each its failed. */
+static void
+rt_fail_items(struct rt_conn *c, const char *code, const char *msg)
+{
+	struct rt_item *it;
+
+	while ((it = TAILQ_FIRST(&c->items)) != NULL) {
+		if (it->committed)
+			rt_send_failed(c, it, code, msg);
+		rt_item_free(c, it);
+	}
+}
+
 /* A session event (the sottod protocol's JSON): finals and errors. */
 void
 rt_session_event(struct rt_conn *c, const char *json)
 {
-	struct json_object *o, *v, *e;
+	struct json_object *o, *v;
 	struct rt_item *it = TAILQ_FIRST(&c->items);
 	const char *type, *code, *m;
 
@@ -451,23 +482,8 @@ rt_session_event(struct rt_conn *c, const char *json)
 		    json_object_get_string(v) : "internal";
 		m = json_object_object_get_ex(o, "message", &v) ?
 		    json_object_get_string(v) : "error";
-		if (it != NULL && it->committed) {
-			e = json_object_new_object();
-			json_object_object_add(e, "type",
-			    json_object_new_string("transcription_error"));
-			json_object_object_add(e, "code",
-			    json_object_new_string(code));
-			json_object_object_add(e, "message",
-			    json_object_new_string(m));
-			v = rt_event("conversation.item.input_audio_"
-			    "transcription.failed");
-			json_object_object_add(v, "content_index",
-			    json_object_new_int(0));
-			json_object_object_add(v, "error", e);
-			json_object_object_add(v, "item_id",
-			    json_object_new_string(it->id));
-			rt_send(c, v);
-		}
+		if (it != NULL && it->committed)
+			rt_send_failed(c, it, code, m);
 		rt_send_error(c, strcmp(code, "internal") == 0 ? "server_error" :
 		    "invalid_request_error", code, NULL, m);
 	}
@@ -495,6 +511,8 @@ rt_session_ended(struct rt_conn *c)
 	rt_send_completed(c, it);
 	rt_item_free(c, it);
 	if (core_draining() || (p->flags & PEER_EOF)) {
+		rt_fail_items(c, "shutdown", "sottod is stopping: the item "
+		    "was not transcribed");
 		peer_close_after_flush(p);
 		return;
 	}

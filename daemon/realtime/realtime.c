@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/ioctl.h>
+
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
@@ -34,7 +36,8 @@ rt_io_read(void *arg, uint8_t *buf, size_t len)
 	struct peer *p = c->peer;
 	int n;
 
-	if (p->flags & (PEER_DEAD | PEER_PAUSED | PEER_CLOSING))
+	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) ||
+	    ((p->flags & PEER_PAUSED) && !c->taking))
 		return 0;
 	n = evbuffer_remove(bufferevent_get_input(p->bev), buf, len);
 	return n > 0 ? (size_t)n : 0;
@@ -166,6 +169,32 @@ rt_write(struct peer *p, const char *json)
 	ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
 }
 
+/*
+ * SIGTERM: take in what the client wrote before the signal (all its
+ * socket holds now, even while reading is paused), as the socket door
+ * does; peer.c then stops reading it for good.
+ */
+static void
+rt_drain(struct peer *p)
+{
+	struct rt_conn *c = p->front;
+	struct evbuffer *in = bufferevent_get_input(p->bev);
+	evutil_socket_t fd = bufferevent_getfd(p->bev);
+	int n = 0, got;
+
+	if (ioctl(fd, FIONREAD, &n) == 0 && n > 0) {
+		/* A bufferevent keeps its input's end frozen to all but itself. */
+		evbuffer_unfreeze(in, 0);
+		while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
+			n -= got;
+		evbuffer_freeze(in, 0);
+	}
+	c->taking = 1;
+	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+		peer_close_after_flush(p);
+	c->taking = 0;
+}
+
 static void
 rt_ended(struct peer *p)
 {
@@ -205,6 +234,7 @@ static const struct peer_ops rt_ops = {
 	.ended = rt_ended,
 	.free = rt_free,
 	.closing = rt_closing,
+	.drain = rt_drain,
 	.linger = 1,
 };
 
