@@ -297,3 +297,47 @@ def test_realtime_browser_token(rd):
         connect(ws, subprotocols=["realtime",
                                   "openai-insecure-api-key.nottheonetoken"])
     assert e.value.response.status_code == 401
+
+
+def test_realtime_sigterm_finishes_the_item(sottod_bin, sotto_bin, tiny_model,
+                                            tmp_path_factory):
+    """SIGTERM while an item is decoded: the audio sottod took is decoded
+    to its end, the item committed (by sottod if the client's commit had
+    not come) and completed, then the close says sottod is stopping."""
+    import signal
+    from websockets.exceptions import ConnectionClosed
+
+    d = Daemon(tmp_path_factory.mktemp("sottod-rt-stop"), tiny_model,
+               argv=["--http", "127.0.0.1:0"]).start()
+    d.base = f"http://127.0.0.1:{http_port(d)}"
+    data = raw(JFK, "-r", "24000", "-b", "16", "-e", "signed")
+    evs, closed = [], None
+    with client(d, key="unused").realtime.connect(
+            extra_query={"intent": "transcription"}) as conn:
+        conn.recv()
+        conn.session.update(session={"type": "transcription", "audio": {
+            "input": {"turn_detection": None}}})
+        assert conn.recv().type == "session.updated"
+        append_all(conn, data, 4800)
+        conn.input_audio_buffer.commit()
+        for ev in conn:		# decoding has begun
+            evs.append(ev)
+            if ev.type.endswith("transcription.delta"):
+                break
+        d.proc.send_signal(signal.SIGTERM)
+        try:
+            for ev in conn:
+                evs.append(ev)
+        except ConnectionClosed as e:
+            closed = e
+    types = [e.type for e in evs]
+    assert "error" not in types, evs
+    done = [e for e in evs if e.type.endswith("transcription.completed")]
+    assert len(done) == 1 and "input_audio_buffer.committed" in types, types
+    ref = " ".join(reference(JFK, tiny_model))
+    assert done[0].transcript and ref.startswith(
+        " ".join(words(done[0].transcript))), (done[0].transcript, ref)
+    report(f"realtime SIGTERM: completed {done[0].usage.seconds:.2f} s of "
+           f"11 s: {done[0].transcript!r}")
+    assert closed is None or closed.rcvd.code == 1001, closed
+    assert d.proc.wait(timeout=60) == 0, d.log()
