@@ -50,6 +50,7 @@ struct rt_conn {
 	struct rt_item		*filling;	/* taking audio; NULL: none */
 	size_t			 waiting;	/* samples in items' pcm */
 	int			 taking;	/* SIGTERM: read while paused */
+	enum proto_error	 err;		/* why rt_audio failed */
 	/* audio in */
 	struct source_client	*src;		/* the client's format */
 	enum rt_format		 src_format;

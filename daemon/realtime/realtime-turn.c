@@ -81,10 +81,13 @@ rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 	if (session_count() >= core_config()->max_sessions) {
 		snprintf(msg, PROTO_MSG_MAX, "all %d sessions are in use",
 		    core_config()->max_sessions);
+		c->err = PROTO_E_BUSY;
 		return -1;
 	}
-	if (session_open(c->peer, &m, msg) == NULL)
+	if (session_open(c->peer, &m, msg) == NULL) {
+		c->err = PROTO_E_BAD_VALUE;	/* the language, say */
 		return -1;
+	}
 	c->peer->state = PEER_STREAMING;
 	it->open = 1;
 	return 0;
@@ -99,6 +102,7 @@ rt_session_audio(struct rt_conn *c, const float *pcm, size_t n, char *msg)
 		return 0;
 	session_audio(c->peer->session, (const uint8_t *)pcm,
 	    n * sizeof(*pcm), msg, &e);
+	c->err = e;
 	return e == PROTO_OK ? 0 : -1;
 }
 
@@ -122,6 +126,7 @@ rt_item_add(struct rt_conn *c, const float *pcm, size_t n, char *msg)
 		snprintf(msg, PROTO_MSG_MAX, "more than %d s of audio wait "
 		    "behind the item being transcribed: send it no faster "
 		    "than it is decoded", RT_WAIT_MAX_S);
+		c->err = PROTO_E_BUSY;
 		return -1;
 	}
 	if (it->n_pcm + n > it->cap_pcm) {
@@ -137,6 +142,7 @@ rt_item_add(struct rt_conn *c, const float *pcm, size_t n, char *msg)
 	return 0;
 oom:
 	snprintf(msg, PROTO_MSG_MAX, "out of memory");
+	c->err = PROTO_E_INTERNAL;
 	return -1;
 }
 
@@ -206,7 +212,7 @@ rt_next(struct rt_conn *c)
 	if (it->n_pcm > 0) {
 		if (rt_item_open(c, it, msg) != 0 ||
 		    rt_session_audio(c, it->pcm, it->n_pcm, msg) != 0)
-			return peer_fail(c->peer, PROTO_E_BUSY, "%s", msg);
+			return peer_fail(c->peer, c->err, "%s", msg);
 		c->waiting -= it->n_pcm;
 		free(it->pcm);
 		it->pcm = NULL;
@@ -255,6 +261,7 @@ rt_vad_chunk(struct rt_conn *c, char *msg)
 		c->silence = 0;
 		if (c->filling == NULL && rt_item_new(c) == NULL) {
 			snprintf(msg, PROTO_MSG_MAX, "out of memory");
+			c->err = PROTO_E_INTERNAL;
 			return -1;
 		}
 		rt_send_item(c, "input_audio_buffer.speech_started",
@@ -330,6 +337,7 @@ rt_audio(struct rt_conn *c, const uint8_t *b, size_t len, char *msg)
 		if (len > c->cap_g711) {
 			if ((s = realloc(c->g711, len * sizeof(*s))) == NULL) {
 				snprintf(msg, PROTO_MSG_MAX, "out of memory");
+				c->err = PROTO_E_INTERNAL;
 				return -1;
 			}
 			c->g711 = s;
@@ -373,6 +381,7 @@ rt_configure(struct rt_conn *c, const struct rt_config *cfg, char *msg)
 	return 0;
 oom:
 	snprintf(msg, PROTO_MSG_MAX, "out of memory");
+	c->err = PROTO_E_INTERNAL;
 	return -1;
 }
 

@@ -85,9 +85,10 @@ rt_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 			rt_send_session(c, 1);
 		break;
 	case RT_MSG_APPEND:
+		c->err = PROTO_E_INTERNAL;
 		if (rt_audio(c, m.audio, m.n_audio, msg) != 0 &&
 		    !(p->flags & (PEER_DEAD | PEER_CLOSING)))
-			peer_fail(p, PROTO_E_BUSY, "%s", msg);
+			peer_fail(p, c->err, "%s", msg);
 		break;
 	case RT_MSG_COMMIT:
 		if (rt_commit(c, msg) != 0)

@@ -341,3 +341,21 @@ def test_realtime_sigterm_finishes_the_item(sottod_bin, sotto_bin, tiny_model,
            f"11 s: {done[0].transcript!r}")
     assert closed is None or closed.rcvd.code == 1001, closed
     assert d.proc.wait(timeout=60) == 0, d.log()
+
+
+def test_realtime_language_the_model_lacks(rd):
+    """tiny.en transcribes English only: audio for an item in German is
+    refused with the reason, and the connection closed."""
+    with client(rd).realtime.connect(
+            extra_query={"intent": "transcription"}) as conn:
+        conn.recv()
+        conn.session.update(session={"type": "transcription", "audio": {
+            "input": {"transcription": {"model": "whisper-1",
+                                        "language": "de"},
+                      "turn_detection": None}}})
+        assert conn.recv().type == "session.updated"
+        conn.input_audio_buffer.append(
+            audio=base64.b64encode(b"\0" * 4800).decode())
+        ev = conn.recv()
+        assert ev.type == "error" and ev.error.code == "bad_value", ev
+        assert "English" in ev.error.message or "en" in ev.error.message, ev
