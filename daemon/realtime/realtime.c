@@ -292,6 +292,8 @@ rt_request(struct evhttp_request *req)
 	struct peer *p;
 	int gone;
 
+	if (ws_upgrade_check(req, accept) != 0)
+		return;
 	if (!rt_intent(req)) {
 		httpd_reply_param_error(req, 400, "invalid_request_error",
 		    "invalid_intent", "intent", "sottod serves transcription "
@@ -299,8 +301,6 @@ rt_request(struct evhttp_request *req)
 		    "transcription");
 		return;
 	}
-	if (ws_upgrade_check(req, accept) != 0)
-		return;
 	if ((c = rt_conn_new(req)) == NULL) {
 		httpd_reply_error(req, 503, "server_error", NULL,
 		    "out of memory");

@@ -268,13 +268,17 @@ def test_realtime_client_errors(rd):
 
 def test_realtime_refusals(rd):
     ws = rd.base.replace("http", "ws", 1)
-    with pytest.raises(openai.AuthenticationError if False else Exception):
+    # the SDK with a wrong key: its WebSocket handshake gets the 401
+    with pytest.raises(InvalidStatus) as e:
         with client(rd, key="wrong-token-0123456789").realtime.connect(
                 extra_query={"intent": "transcription"}) as conn:
             conn.recv()
-    with pytest.raises(InvalidStatus) as e:
-        connect(ws + "/v1/realtime?intent=transcription")
     assert e.value.response.status_code == 401
+    assert b"invalid_api_key" in e.value.response.body
+    for path in ("/v1/realtime?intent=transcription", "/v1/realtime"):
+        with pytest.raises(InvalidStatus) as e:
+            connect(ws + path)		# no token: refused before the rest
+        assert e.value.response.status_code == 401
     with pytest.raises(InvalidStatus) as e:
         connect(ws + "/v1/realtime?model=gpt-realtime",
                 additional_headers={"Authorization": f"Bearer {TOKEN}"})
