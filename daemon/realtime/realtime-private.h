@@ -83,8 +83,13 @@ int	rt_audio(struct rt_conn *, const uint8_t *, size_t, char *msg);
 int	rt_commit(struct rt_conn *, char *msg);
 void	rt_clear(struct rt_conn *);
 int	rt_configure(struct rt_conn *, const struct rt_config *, char *msg);
+void	rt_item_free(struct rt_conn *, struct rt_item *);
+void	rt_free_items(struct rt_conn *);
+/* The first item is done: the next one's session opens, if it can. */
+void	rt_next(struct rt_conn *);
+
+/* realtime-item.c: the first item's session's events */
 void	rt_session_event(struct rt_conn *, const char *json);
 void	rt_session_ended(struct rt_conn *);
-void	rt_free_items(struct rt_conn *);
 
 #endif

@@ -12,6 +12,7 @@
  *   tests/fuzz/fuzz-realtime.c drives it)
  * realtime-out.c: the server events' JSON
  * realtime-turn.c: audio in, turn detection, items and their sessions
+ * realtime-item.c: what an item's session says, as transcription events
  */
 #ifndef SOTTOD_REALTIME_H
 #define SOTTOD_REALTIME_H
