@@ -13,6 +13,7 @@ import base64
 import re
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import jiwer
@@ -231,6 +232,13 @@ def test_realtime_items_in_turn(rd):
     done = [e for e in evs if e.type.endswith("completed")]
     assert [d.item_id for d in done] == [c.item_id for c in committed]
     assert abs(done[0].usage.seconds - done[1].usage.seconds) < 0.05
+    # each item was a session of the door, as /metrics counts them
+    req = urllib.request.Request(rd.base + "/metrics", headers={
+        "Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        m = re.search(r'^sottod_sessions_opened_total\{door="realtime"\} '
+                      r'(\d+)$', r.read().decode(), re.M)
+    assert m and int(m.group(1)) >= 3, m	# the cleared one, and two
 
 
 # --- mistakes: error events, the connection stays ---------------------------------------
