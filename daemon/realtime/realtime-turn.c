@@ -314,8 +314,10 @@ rt_source(struct rt_conn *c, char *msg)
 	if (c->src != NULL && c->src_format == c->cfg.format)
 		return 0;
 	source_client_free(c->src);
-	c->src = source_client_new(PROTO_FORMAT_S16LE, c->cfg.format ==
-	    RT_FORMAT_PCM16 ? 24000 : 8000, 1, msg);
+	/* `sotto transcribe`'s resampler: 8 kHz telephone audio loses
+	   words through the fastest one, and one mono stream is cheap */
+	c->src = source_client_new_quality(PROTO_FORMAT_S16LE, c->cfg.format ==
+	    RT_FORMAT_PCM16 ? 24000 : 8000, 1, SOURCE_QUALITY_FILE, msg);
 	c->src_format = c->cfg.format;
 	return c->src != NULL ? 0 : -1;
 }

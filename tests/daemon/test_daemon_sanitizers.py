@@ -162,10 +162,10 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     assert "forward" in evs[-1].text.lower(), evs
     rt = openai.OpenAI(base_url=f"http://127.0.0.1:{hp}/v1", api_key="x",
                        websocket_base_url=f"ws://127.0.0.1:{hp}/v1")
-    ulaw = subprocess.run(["sox", str(go), "-r", "8000", "-e", "u-law",
+    ulaw = subprocess.run(["sox", "-D", str(go), "-r", "8000", "-e", "u-law",
                            "-t", "raw", "-"], capture_output=True,
                           check=True).stdout + b"\xff" * 16000
-    pcm24 = subprocess.run(["sox", str(go), "-r", "24000", "-b", "16", "-e",
+    pcm24 = subprocess.run(["sox", "-D", str(go), "-r", "24000", "-b", "16", "-e",
                             "signed", "-t", "raw", "-"], capture_output=True,
                            check=True).stdout
     with rt.realtime.connect(extra_query={"intent": "transcription"}) as conn:

@@ -84,7 +84,7 @@ def test_sdk_stream_deltas_before_the_end(sd, tiny_model, tmp_path):
     """A file of three windows (jfk.wav three times, 33 s): the first
     window's segments are sent while the others are decoded."""
     three = tmp_path / "jfk3.wav"
-    subprocess.run(["sox", str(JFK), str(JFK), str(JFK), str(three)],
+    subprocess.run(["sox", "-D", str(JFK), str(JFK), str(JFK), str(three)],
                    check=True, capture_output=True)
     evs = sdk_stream(sd, three)
     check(evs, transcribe_text(three, tiny_model), 33)
