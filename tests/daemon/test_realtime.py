@@ -341,9 +341,11 @@ def test_realtime_sigterm_finishes_the_item(sottod_bin, sotto_bin, tiny_model,
     assert "error" not in types, evs
     done = [e for e in evs if e.type.endswith("transcription.completed")]
     assert len(done) == 1 and "input_audio_buffer.committed" in types, types
-    ref = " ".join(reference(JFK, tiny_model))
-    assert done[0].transcript and ref.startswith(
-        " ".join(words(done[0].transcript))), (done[0].transcript, ref)
+    # the audio ends where the signal cut it: its last words may be heard
+    # otherwise than in the whole sentence ("ask what you want to do")
+    ref, got = reference(JFK, tiny_model), words(done[0].transcript)
+    assert len(got) >= 5 and got[:-3] == ref[:len(got) - 3], (got, ref)
+    assert 0 < done[0].usage.seconds <= 11.0, done[0].usage
     report(f"realtime SIGTERM: completed {done[0].usage.seconds:.2f} s of "
            f"11 s: {done[0].transcript!r}")
     assert closed is None or closed.rcvd.code == 1001, closed
