@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import re
+import signal
 import subprocess
 import time
 import urllib.request
@@ -19,7 +20,7 @@ from pathlib import Path
 import jiwer
 import openai
 import pytest
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from conftest import AUDIO_DIR, SOTTO, Daemon, report
@@ -311,11 +312,16 @@ def test_realtime_sigterm_finishes_the_item(sottod_bin, sotto_bin, tiny_model,
     """SIGTERM while an item is decoded: the audio sottod took is decoded
     to its end, the item committed (by sottod if the client's commit had
     not come) and completed, then the close says sottod is stopping."""
-    import signal
-    from websockets.exceptions import ConnectionClosed
-
     d = Daemon(tmp_path_factory.mktemp("sottod-rt-stop"), tiny_model,
                argv=["--http", "127.0.0.1:0"]).start()
+    try:
+        sigterm_mid_item(d, tiny_model)
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
+
+
+def sigterm_mid_item(d, tiny_model) -> None:
     d.base = f"http://127.0.0.1:{http_port(d)}"
     data = raw(JFK, "-r", "24000", "-b", "16", "-e", "signed")
     evs, closed = [], None
