@@ -144,8 +144,14 @@ def test_realtime_pcm24_commit(rd, tiny_model):
     text = check_item(evs, item)
     done = evs[-1]
     assert abs(done.usage.seconds - 11.0) < 0.1, done.usage
-    report(f"realtime pcm24 (openai SDK): {text!r}")
-    assert words(text) == ref, (text, ref)
+    # The item is a live session, and its audio came faster than real
+    # time: it is stepped in larger steps as it falls behind, how much
+    # larger depends on the machine's load, and Whisper may hear one word
+    # differently at another step (0 here in every run).
+    errors = word_errors(ref, words(text))
+    report(f"realtime pcm24 (openai SDK): {text!r}, {errors} words off "
+           "`sotto transcribe`")
+    assert errors <= 1, (text, ref)
 
 
 # --- the beta shape, the server's VAD ------------------------------------------------
@@ -224,7 +230,9 @@ def test_realtime_items_in_turn(rd):
     assert [c.previous_item_id for c in committed] == [
         None, committed[0].item_id], committed
     texts = [check_item(evs, c.item_id) for c in committed]
-    assert texts[0] and words(texts[0]) == words(texts[1]), texts
+    # Live sessions fed faster than real time (test_realtime_pcm24_commit)
+    assert texts[0] and word_errors(words(texts[0]), words(texts[1])) <= 1, \
+        texts
     done = [e for e in evs if e.type.endswith("completed")]
     assert [d.item_id for d in done] == [c.item_id for c in committed]
     assert abs(done[0].usage.seconds - done[1].usage.seconds) < 0.05
