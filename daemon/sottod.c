@@ -26,6 +26,7 @@
 #include "listen-addr.h"
 #include "log.h"
 #include "omp-env.h"
+#include "realtime.h"
 #include "systemd.h"
 #include "unix.h"
 #include "ws.h"
@@ -293,6 +294,7 @@ sottod_doors(const struct systemd_fds *fds)
 	    httpd_start(fds->http, err, sizeof(err)) != 0 ||
 	    http_start(err, sizeof(err)) != 0 ||
 	    ws_start(err, sizeof(err)) != 0 ||
+	    realtime_start(err, sizeof(err)) != 0 ||
 	    wyoming_start(sottod_cfg.wyoming_listen, fds->wyoming, err,
 	    sizeof(err)) != 0)
 		fatalx("%s", err);

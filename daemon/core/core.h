@@ -37,6 +37,11 @@ double	core_uptime(void);
 const struct sotto_model *core_model(void);
 const char *core_model_name(void);
 int	core_multilingual(void);
+/*
+ * The Silero VAD loaded ([engine] vad not off), for a door that cuts
+ * turns itself (the Realtime API's server_vad); NULL when none is.
+ */
+const struct sotto_vad *core_vad(void);
 
 /*
  * A front door, registered by its own start function. The core calls
@@ -85,7 +90,8 @@ struct core_stats {
 	uint64_t	 reloads;	/* SIGHUPs that applied a config */
 	uint64_t	 mic_xruns;	/* capture overruns */
 	double		 overload_s;	/* shared audio dropped, behind */
-	/* sessions opened by door ("socket", "ws", "wyoming", "mic") */
+	/* sessions opened by door ("socket", "ws", "wyoming", "realtime",
+	   "mic") */
 	struct {
 		const char	*door;
 		uint64_t	 n;

@@ -52,6 +52,8 @@ server_worker_cb(int fd, short ev, void *arg)
 	while ((r = worker_next_result()) != NULL) {
 		if (r->kind == WORKER_FILE)
 			worker_file_done(r->file);	/* its owner frees it */
+		else if (r->kind == WORKER_FILE_SEGMENTS)
+			worker_file_segments(r);
 		else
 			session_result(r);
 		worker_result_free(r);

@@ -119,6 +119,12 @@ vad_for(int live)
 	return NULL;
 }
 
+const struct sotto_vad *
+core_vad(void)
+{
+	return vad_model;
+}
+
 void
 vad_free(void)
 {

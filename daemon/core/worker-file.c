@@ -137,6 +137,44 @@ worker_file_rewind(void *user, char *err)
 	return SOTTO_EIO;
 }
 
+void
+worker_file_segments(const struct worker_result *r)
+{
+	struct worker_file *f = r->file;
+
+	f->params.segments(f, r->finals, r->n_finals, f->arg);
+}
+
+/*
+ * Compute thread: a window's segments, copied for the loop (its
+ * streamed reply); a copy that fails only leaves them out of the stream,
+ * the whole transcript at the end has them.
+ */
+static void
+worker_file_post(struct worker_file *f, const struct sotto_segment *segs,
+    int n)
+{
+	struct worker_result *r;
+	int i;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL ||
+	    (r->finals = calloc((size_t)n, sizeof(*r->finals))) == NULL) {
+		free(r);
+		return;
+	}
+	r->kind = WORKER_FILE_SEGMENTS;
+	r->file = f;
+	r->id = f->id;
+	for (i = 0; i < n; i++) {
+		if ((r->finals[i].text = strdup(segs[i].text)) == NULL)
+			break;
+		r->finals[i].start = segs[i].start;
+		r->finals[i].end = segs[i].end;
+	}
+	r->n_finals = i;
+	worker_post(r);
+}
+
 /* Between two windows: let the streams have the thread, or stop. */
 static int
 worker_file_progress(void *user, size_t done, size_t total,
@@ -144,8 +182,8 @@ worker_file_progress(void *user, size_t done, size_t total,
 {
 	struct worker_file *f = user;
 
-	(void)segs;
-	(void)n;
+	if (f->params.segments != NULL && n > 0)
+		worker_file_post(f, segs, n);
 	if (worker_stopping() || atomic_load(&f->cancel))
 		return 1;
 	if (done < total)	/* after the last window: the reply first */

@@ -61,6 +61,8 @@ double	worker_now(void);
 int	worker_queue_file(struct worker_file *);	/* loop */
 void	worker_file_run(struct worker_file *);
 void	worker_yield(void);
+/* Hand the loop a result now (a file's segments): it owns r from here. */
+void	worker_post(struct worker_result *);
 int	worker_stopping(void);
 
 /* worker-stream.c, compute thread */

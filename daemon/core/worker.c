@@ -441,6 +441,14 @@ worker_run_job(struct worker_job *j)
 		worker_done(r[i]);
 }
 
+void
+worker_post(struct worker_result *r)
+{
+	pthread_mutex_lock(&worker.lock);
+	worker_done(r);
+	pthread_mutex_unlock(&worker.lock);
+}
+
 /*
  * Between two windows of a FILE job: run the other jobs queued by now
  * (not other files, which wait their turn), at most as many as there
@@ -600,7 +608,7 @@ worker_stop(void)
 	pthread_join(worker.thread, NULL);
 	worker.running = 0;
 	while ((r = worker_next_result()) != NULL) {
-		if (r->file != NULL)
+		if (r->kind == WORKER_FILE)
 			worker_file_done(r->file);	/* its owner frees it */
 		worker_result_free(r);
 	}

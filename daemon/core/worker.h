@@ -24,6 +24,7 @@ enum worker_kind {
 	WORKER_FINISH,		/* one step of the rest, or the end */
 	WORKER_FREE,
 	WORKER_FILE,		/* a whole file: worker-file.c */
+	WORKER_FILE_SEGMENTS,	/* a file's segments, as decided */
 };
 
 struct worker_segment {
@@ -76,6 +77,15 @@ int	worker_alive(void);
 int	worker_queue_depth(void);
 
 /* worker-file.c: whole files transcribed on the compute thread */
+struct worker_file;
+/*
+ * A file's segments as each window decides them (they never change),
+ * on the loop, before done(): text and times; seg[n] is the callee's
+ * for the call only.
+ */
+typedef void worker_file_segments_fn(struct worker_file *,
+	    const struct worker_segment *seg, int n, void *arg);
+
 struct worker_file_params {
 	char		 language[PROTO_LANGUAGE_MAX];	/* "": detect */
 	enum sotto_task	 task;
@@ -83,6 +93,8 @@ struct worker_file_params {
 	float		 temperature;	/* the first; fallback by 0.2 to 1 */
 	const char	*prompt;	/* NULL or copied */
 	int		 word_timestamps;	/* segments get their words */
+	/* NULL, or told of the segments while the file is transcribed */
+	worker_file_segments_fn *segments;
 };
 
 enum worker_file_error {
@@ -135,5 +147,7 @@ int	worker_file_count(void);
 int	worker_file_list(struct worker_file **, int n);
 /* The loop (server.c): f is back from the compute thread; done(). */
 void	worker_file_done(struct worker_file *);
+/* The loop (server.c): segments of a file still running (r->file). */
+void	worker_file_segments(const struct worker_result *);
 
 #endif

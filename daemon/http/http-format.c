@@ -38,7 +38,7 @@ http_format_parse(const char *s, enum http_format *ret)
 }
 
 /* The transcript: the segments' text, without outer blanks. */
-static char *
+char *
 http_text(const struct sotto_result *res)
 {
 	size_t len = 0, a, b;

@@ -37,18 +37,13 @@
 #include "http.h"
 #include "httpd.h"
 #include "log.h"
+#include "http-form.h"
 #include "multipart.h"
 #include "session.h"
 #include "tailq.h"
 #include "worker.h"
 
-#define HTTP_FORM_PARTS		32
-#define HTTP_PROMPT_MAX		4096
 #define HTTP_TRIM_BYTES		(1024 * 1024)
-
-/* timestamp_granularities[] (verbose_json) */
-#define HTTP_GRAN_SEGMENT	0x1
-#define HTTP_GRAN_WORD		0x2
 
 /* One request being answered. */
 struct http_job {
@@ -61,20 +56,12 @@ struct http_job {
 	enum sotto_task		 task;
 	double			 t0;
 	int			 replied;
+	int			 stream;	/* stream=true */
+	int			 streaming;	/* its 200 went out */
 	TAILQ_ENTRY(http_job)	 entry;
 };
 static TAILQ_HEAD(, http_job) http_jobs = TAILQ_HEAD_INITIALIZER(http_jobs);
 static uint64_t http_next_job = 1;
-
-/* The form's fields, pointing into the body (not NUL-terminated). */
-struct http_form {
-	const char *param;		/* the field an error is about */
-	const struct multipart_part *file;
-	struct worker_file_params p;
-	enum http_format format;
-	int granularity;		/* HTTP_GRAN_* */
-	char prompt[HTTP_PROMPT_MAX + 1];
-};
 
 int
 http_busy(void)
@@ -208,200 +195,64 @@ http_job_watch(struct http_job *j)
 		http_job_unwatch(j);
 }
 
-/* A field's value as a string (at most len - 1 bytes); -1 when longer. */
-static int
-http_field(const struct multipart_part *p, char *buf, size_t len)
+/*
+ * A streamed reply's connection closed before the transcript was done
+ * (evhttp frees it and its request): the job is canceled, forgotten
+ * when it comes back.
+ */
+static void
+http_stream_closed(struct evhttp_connection *evcon, void *arg)
 {
-	if (p->len >= len || memchr(p->data, '\0', p->len) != NULL)
-		return -1;
-	memcpy(buf, p->data, p->len);
-	buf[p->len] = '\0';
-	return 0;
+	struct http_job *j = arg;
+
+	(void)evcon;
+	http_job_unwatch(j);
+	j->req = NULL;
+	if (j->file != NULL)
+		worker_file_cancel(j->file);
 }
 
-/*
- * A language the loaded model knows, or "auto" (as ""): an ISO 639-1
- * code, or a BCP 47 tag by its primary subtag ("en-US", "pt_BR": en,
- * pt; any case), as the Wyoming door takes it.
- */
-static int
-http_language(const char *v, char *out, char *msg, size_t msglen)
+/* stream=true: the 200 with the first segments, each a delta. */
+static void
+http_file_segments(struct worker_file *f, const struct worker_segment *seg,
+    int n, void *arg)
 {
-	char lang[PROTO_LANGUAGE_MAX];
-	const char *code;
-	size_t k;
-	int i, n;
+	struct http_job *j = arg;
+	struct evhttp_connection *evcon;
+	const char *t;
+	int i;
 
-	if (*v == '\0' || strcmp(v, "auto") == 0) {
-		*out = '\0';
-		return 0;
+	(void)f;
+	if (j->req == NULL)
+		return;
+	if (!j->streaming) {
+		j->streaming = 1;
+		if ((evcon = evhttp_request_get_connection(j->req)) != NULL)
+			evhttp_connection_set_closecb(evcon,
+			    http_stream_closed, j);
+		http_stream_start(j->req);
 	}
-	for (k = 0; v[k] != '\0' && v[k] != '-' && v[k] != '_' &&
-	    k + 1 < sizeof(lang); k++)
-		lang[k] = (char)tolower((unsigned char)v[k]);
-	lang[k] = '\0';
-	n = core_multilingual() ? sotto_language_count(core_model()) : 0;
-	for (i = 0; i < n; i++)
-		if ((code = sotto_language_code(core_model(), i)) != NULL &&
-		    strcmp(code, lang) == 0)
-			break;
-	if ((!core_multilingual() && strcmp(lang, "en") == 0) || i < n) {
-		memcpy(out, lang, k + 1);
-		return 0;
+	for (i = 0; i < n && j->req != NULL; i++) {
+		for (t = seg[i].text; j->streaming == 1 && isspace(
+		    (unsigned char)*t); t++)
+			;	/* the text starts without a blank */
+		if (*t == '\0')
+			continue;
+		j->streaming = 2;
+		http_stream_delta(j->req, t);
 	}
-	if (!core_multilingual())
-		snprintf(msg, msglen, "language: model %s is English-only: "
-		    "language must be en (or en-US, en-GB...), not '%.32s'",
-		    core_model_name(), v);
+}
+
+/* The streamed reply's end: the whole text, or an error event. */
+static void
+http_stream_end(struct http_job *j, const struct worker_file *f)
+{
+	if (f->error == WORKER_FILE_OK)
+		http_stream_done(j->req, f);
 	else
-		snprintf(msg, msglen, "language: unknown language '%.64s' (an "
-		    "ISO 639-1 code such as en or de, or a tag such as en-US)",
-		    v);
-	return -1;
-}
-
-static int
-http_temperature(const char *v, float *ret)
-{
-	char *end;
-	float t;
-
-	errno = 0;
-	t = strtof(v, &end);
-	if (*v == '\0' || *end != '\0' || errno != 0 || !isfinite(t) ||
-	    t < 0.0f || t > 1.0f)
-		return -1;
-	*ret = t;
-	return 0;
-}
-
-/* One form field into f; -1 with msg. */
-static int
-http_form_field(struct http_form *f, const struct multipart_part *p,
-    int *granularity, char *msg, size_t msglen)
-{
-	char v[64];
-
-	if (strcmp(p->name, "file") == 0) {
-		if (f->file != NULL) {
-			snprintf(msg, msglen, "more than one file");
-			return -1;
-		}
-		f->file = p;
-		return 0;
-	}
-	if (strcmp(p->name, "prompt") == 0) {
-		if (http_field(p, f->prompt, sizeof(f->prompt)) != 0) {
-			snprintf(msg, msglen, "prompt: at most %d bytes of "
-			    "text", HTTP_PROMPT_MAX);
-			return -1;
-		}
-		f->p.prompt = f->prompt;
-		return 0;
-	}
-	if (strcmp(p->name, "model") != 0 && strcmp(p->name, "language") &&
-	    strcmp(p->name, "temperature") && strcmp(p->name,
-	    "response_format") && strcmp(p->name, "timestamp_granularities[]")
-	    && strcmp(p->name, "stream"))
-		return 0;	/* unknown fields are ignored, as OpenAI's */
-	if (http_field(p, v, sizeof(v)) != 0) {
-		snprintf(msg, msglen, "%.64s: value too long", p->name);
-		return -1;
-	}
-	if (strcmp(p->name, "language") == 0)
-		return http_language(v, f->p.language, msg, msglen);
-	if (strcmp(p->name, "temperature") == 0) {
-		if (http_temperature(v, &f->p.temperature) == 0)
-			return 0;
-		snprintf(msg, msglen, "temperature: '%s' is not a number "
-		    "from 0 to 1", v);
-		return -1;
-	}
-	if (strcmp(p->name, "response_format") == 0) {
-		if (http_format_parse(v, &f->format) == 0)
-			return 0;
-		snprintf(msg, msglen, "response_format: '%s' is not json, "
-		    "text, srt, vtt or verbose_json", v);
-		return -1;
-	}
-	if (strcmp(p->name, "timestamp_granularities[]") == 0) {
-		if (strcmp(v, "segment") == 0) {
-			*granularity |= HTTP_GRAN_SEGMENT;
-			return 0;
-		}
-		if (strcmp(v, "word") == 0) {
-			*granularity |= HTTP_GRAN_WORD;
-			return 0;
-		}
-		snprintf(msg, msglen, "timestamp_granularities[]: '%s' is "
-		    "not segment or word", v);
-		return -1;
-	}
-	if (strcmp(p->name, "stream") == 0 && strcmp(v, "false") != 0) {
-		snprintf(msg, msglen, "stream: streamed transcription is not "
-		    "supported over HTTP (use the WebSocket or the socket)");
-		return -1;
-	}
-	return 0;	/* model: any name means the loaded model */
-}
-
-/*
- * The request's form into f; -1 with msg (a 400), and f->param the
- * field it is about (or NULL).
- */
-static int
-http_form(struct evhttp_request *req, enum sotto_task task,
-    struct http_form *f, struct multipart_part *parts, char *msg,
-    size_t msglen)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	char boundary[MULTIPART_BOUNDARY_MAX];
-	size_t len = evbuffer_get_length(in);
-	const uint8_t *body;
-	int n, i;
-
-	memset(f, 0, sizeof(*f));
-	f->p.task = task;
-	f->p.beam_size = core_config()->http_beam_size;
-	if (multipart_boundary(evhttp_find_header(
-	    evhttp_request_get_input_headers(req), "Content-Type"), boundary,
-	    msg, msglen) != 0)
-		return -1;
-	if ((body = evbuffer_pullup(in, -1)) == NULL && len > 0) {
-		snprintf(msg, msglen, "out of memory");
-		return -1;
-	}
-	if ((n = multipart_parse(body, len, boundary, parts, HTTP_FORM_PARTS,
-	    msg, msglen)) < 0)
-		return -1;
-	for (i = 0; i < n; i++)
-		if (http_form_field(f, &parts[i], &f->granularity, msg,
-		    msglen) != 0) {
-			f->param = parts[i].name;
-			return -1;
-		}
-	if (f->file == NULL) {
-		f->param = "file";
-		snprintf(msg, msglen, "no file: send the audio as the form "
-		    "field 'file'");
-		return -1;
-	}
-	if (f->granularity && f->format != HTTP_FORMAT_VERBOSE) {
-		f->param = "timestamp_granularities[]";
-		snprintf(msg, msglen, "timestamp_granularities[] needs "
-		    "response_format verbose_json");
-		return -1;
-	}
-	/* OpenAI's default: segments; words only when asked for */
-	if (f->granularity == 0)
-		f->granularity = HTTP_GRAN_SEGMENT;
-	f->p.word_timestamps = (f->granularity & HTTP_GRAN_WORD) != 0;
-	if (task == SOTTO_TASK_TRANSLATE && !core_multilingual()) {
-		snprintf(msg, msglen, "model %s is English-only: it cannot "
-		    "translate", core_model_name());
-		return -1;
-	}
-	return 0;
+		http_stream_error(j->req, "server_error", f->error ==
+		    WORKER_FILE_CANCELED ? "shutting_down" : f->error ==
+		    WORKER_FILE_BAD_INPUT ? "invalid_audio" : NULL, f->err);
 }
 
 /* Loop thread: the compute thread is done with the file. */
@@ -421,7 +272,17 @@ http_file_done(struct worker_file *f, void *arg)
 		worker_file_free(f);
 		return;
 	}
+	if (j->stream && f->error == WORKER_FILE_OK && !j->streaming) {
+		http_stream_start(j->req);	/* no segments: no delta */
+		j->streaming = 1;
+	}
 	http_job_replying(j);
+	if (j->streaming) {
+		http_stream_end(j, f);
+		http_job_over(j);
+		worker_file_free(f);
+		return;
+	}
 	switch (f->error) {
 	case WORKER_FILE_OK:
 		http_reply_transcript(j->req, j->format, j->task,
@@ -495,6 +356,9 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	j->granularity = form.granularity;
 	j->task = task;
 	j->t0 = core_now();
+	j->stream = form.stream;
+	if (j->stream)
+		form.p.segments = http_file_segments;
 	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
 	if ((wf = worker_file_new(http_next_job++, data, form.file->len,
 	    &form.p, http_file_done, j, msg)) == NULL) {

@@ -26,6 +26,8 @@ enum http_format {
 	HTTP_FORMAT_VERBOSE,
 };
 int	http_format_parse(const char *, enum http_format *);
+/* The whole text of a result, without outer blanks (NULL: no memory). */
+char	*http_text(const struct sotto_result *);
 /* verbose_json has segments, words (their own array) or both. */
 void	http_reply_transcript(struct evhttp_request *, enum http_format,
 	    enum sotto_task, int segments, int words,

@@ -100,29 +100,64 @@ ws_upgrade_host_ok(const char *host)
 	return 0;
 }
 
+/* Whether t[len] is the token, compared in constant time. */
+static int
+ws_upgrade_token_is(const char *t, size_t len, const char *token)
+{
+	size_t i, n = strlen(token);
+	unsigned char diff = len != n;
+
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)((i < len ? t[i] : 0) ^ token[i]);
+	return diff == 0;
+}
+
+/*
+ * The token as OpenAI's Realtime API takes it from a browser: one of the
+ * subprotocols offered is "openai-insecure-api-key.TOKEN".
+ */
+static int
+ws_upgrade_protocol_token(const char *v, const char *token)
+{
+	static const char prefix[] = "openai-insecure-api-key.";
+	size_t n;
+
+	while (v != NULL && *v != '\0') {
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		n = strcspn(v, ", \t");
+		if (n > sizeof(prefix) - 1 && strncmp(v, prefix,
+		    sizeof(prefix) - 1) == 0 && ws_upgrade_token_is(v +
+		    sizeof(prefix) - 1, n - (sizeof(prefix) - 1), token))
+			return 1;
+		v += n;
+	}
+	return 0;
+}
+
 /*
  * The listener's token: as for every route (Authorization: Bearer), or,
- * since a browser cannot put headers on a WebSocket, as ?token=. 0 when
- * a 401 has been sent.
+ * since a browser cannot put headers on a WebSocket, as ?token= or as
+ * the subprotocol openai-insecure-api-key.TOKEN. 0 when a 401 has been
+ * sent.
  */
 static int
 ws_upgrade_authorized(struct evhttp_request *req)
 {
 	const char *token = core_config()->http_token, *q, *t;
 	struct evkeyvalq params;
-	size_t i, n = strlen(token);
-	unsigned char diff;
 	int ok = 0;
 
+	if (token[0] != '\0' && ws_upgrade_protocol_token(evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Sec-WebSocket-Protocol"),
+	    token))
+		return 1;
 	q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-	if (n == 0 || q == NULL || evhttp_parse_query_str(q, &params) != 0)
+	if (token[0] == '\0' || q == NULL ||
+	    evhttp_parse_query_str(q, &params) != 0)
 		return httpd_authorized(req);
-	if ((t = evhttp_find_header(&params, "token")) != NULL) {
-		diff = strlen(t) != n;
-		for (i = 0; i < n && t[i] != '\0'; i++)
-			diff |= (unsigned char)(t[i] ^ token[i]);
-		ok = diff == 0 && i == n;
-	}
+	if ((t = evhttp_find_header(&params, "token")) != NULL)
+		ok = ws_upgrade_token_is(t, strlen(t), token);
 	evhttp_clear_headers(&params);
 	return ok || httpd_authorized(req);
 }
@@ -273,9 +308,13 @@ ws_upgrade_take(struct evhttp_request *req, const char *accept,
     const struct peer_ops *ops, void *front, int *ret_gone)
 {
 	struct peer *p;
-	int fd;
+	int fd, realtime;
 
 	*ret_gone = 0;
+	/* a browser offering subprotocols wants one chosen: OpenAI's */
+	realtime = ws_upgrade_has_token(evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Sec-WebSocket-Protocol"),
+	    "realtime");
 	if ((fd = ws_upgrade_fd(req)) == -1) {
 		log_warnx("http: %s: cannot take the connection (out of "
 		    "memory or descriptors)", evhttp_request_get_uri(req));
@@ -292,6 +331,7 @@ ws_upgrade_take(struct evhttp_request *req, const char *accept,
 	    "HTTP/1.1 101 Switching Protocols\r\n"
 	    "Upgrade: websocket\r\n"
 	    "Connection: Upgrade\r\n"
-	    "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
+	    "Sec-WebSocket-Accept: %s\r\n%s\r\n", accept, realtime ?
+	    "Sec-WebSocket-Protocol: realtime\r\n" : "");
 	return p;
 }

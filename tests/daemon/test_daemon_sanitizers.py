@@ -10,6 +10,7 @@ daemon as clients use it.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -150,6 +151,50 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
         while json.loads(ws.recv(300))["type"] != "end":
             pass
     done.append("HTTP transcription, WebSocket stream")
+
+    # stream=true, and the Realtime door: mu-law through the server VAD,
+    # a clear, a bad event, 24 kHz PCM committed by the client (2.8 s of
+    # speech each: the sanitized engine is slow).
+    go = AUDIO_DIR / "goforward.wav"
+    with open(go, "rb") as f:
+        evs = list(sdk.audio.transcriptions.create(
+            model="whisper-1", file=f, stream=True))
+    assert "forward" in evs[-1].text.lower(), evs
+    rt = openai.OpenAI(base_url=f"http://127.0.0.1:{hp}/v1", api_key="x",
+                       websocket_base_url=f"ws://127.0.0.1:{hp}/v1")
+    ulaw = subprocess.run(["sox", "-D", str(go), "-r", "8000", "-e", "u-law",
+                           "-t", "raw", "-"], capture_output=True,
+                          check=True).stdout + b"\xff" * 16000
+    pcm24 = subprocess.run(["sox", "-D", str(go), "-r", "24000", "-b", "16", "-e",
+                            "signed", "-t", "raw", "-"], capture_output=True,
+                           check=True).stdout
+    with rt.realtime.connect(extra_query={"intent": "transcription"}) as conn:
+        conn.recv()
+        conn.session.update(session={"type": "transcription", "audio": {
+            "input": {"format": {"type": "audio/pcmu"}, "turn_detection": {
+                "type": "server_vad", "silence_duration_ms": 1500}}}})
+        conn.send({"type": "input_audio_buffer.append", "audio": "@"})
+        for i in range(0, len(ulaw), 1600):
+            conn.input_audio_buffer.append(
+                audio=base64.b64encode(ulaw[i:i + 1600]).decode())
+        conn.session.update(session={"type": "transcription", "audio": {
+            "input": {"format": {"type": "audio/pcm", "rate": 24000},
+                      "turn_detection": None}}})
+        conn.input_audio_buffer.append(
+            audio=base64.b64encode(pcm24[:48000]).decode())
+        conn.input_audio_buffer.clear()
+        for i in range(0, len(pcm24), 4800):
+            conn.input_audio_buffer.append(
+                audio=base64.b64encode(pcm24[i:i + 4800]).decode())
+        conn.input_audio_buffer.commit()
+        texts = []
+        for ev in conn:
+            if ev.type.endswith("transcription.completed"):
+                texts.append(ev.transcript)
+                if len(texts) == 2:
+                    break
+    assert all("forward" in t.lower() for t in texts), texts
+    done.append("HTTP stream=true, Realtime (VAD, mu-law, PCM, clear)")
 
     # A Wyoming utterance.
     text = asyncio.run(wyoming_utterance(port_of(d, "wyoming"), jfk))
