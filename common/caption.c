@@ -6,7 +6,8 @@
  * joins the open unit, and the unit closes after a word that ends a
  * sentence, after a clause mark (, ; :) once its first line is full,
  * before a word that would pass two caption lines or 7 s, and when the
- * speaker pauses. Only committed words enter a unit, so what a unit
+ * speaker pauses (a gap between two finals' words, or a step that finds
+ * nothing said after the last word for a while). Only committed words enter a unit, so what a unit
  * shows as stable never changes and every final's text lands in exactly
  * one unit, in order: the closed units concatenated are the finals
  * concatenated.
@@ -225,7 +226,7 @@ caption_partial(struct caption *c, const char *tentative,
 	double after = tentative[0] != '\0' ? tentative_start : audio_time;
 	char *copy;
 
-	if (c->len > 0 && after - c->end >= CAPTION_PAUSE_SECONDS)
+	if (c->len > 0 && after - c->end >= CAPTION_QUIET_SECONDS)
 		caption_close(c);
 	c->tentative_start = tentative_start;
 	if (caption_unchanged(c, tentative) ||

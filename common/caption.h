@@ -19,8 +19,16 @@
 #define CAPTION_LINE_CHARS	42	/* a caption line (Netflix, BBC) */
 #define CAPTION_MAX_CHARS	(2 * CAPTION_LINE_CHARS)
 #define CAPTION_MAX_SECONDS	7.0
-/* Silence after the last committed word that ends the unit. */
+/* Silence between two committed words that ends the unit. */
 #define CAPTION_PAUSE_SECONDS	0.8
+/*
+ * Audio after the last committed word, with nothing tentative after it
+ * (or the tentative text only that far after it), that ends the unit: a
+ * stream commits a word only once it ends 1 s or more before the end of
+ * the decoded audio, so an empty hypothesis 1 s after the last word is
+ * often the decoder stopping short, not the speaker.
+ */
+#define CAPTION_QUIET_SECONDS	2.0
 
 /* A unit as an event shows it; text and tentative are borrowed. */
 struct caption_unit {
@@ -63,9 +71,9 @@ void	caption_final(struct caption *, int64_t final_id, double start,
 /*
  * After a step: the tentative text that follows the committed words
  * ("" none) and the audio decoded so far. With no tentative text and
- * CAPTION_PAUSE_SECONDS of audio after the last committed word, the
- * unit closes (the speaker paused); otherwise a changed unit is emitted
- * open.
+ * CAPTION_QUIET_SECONDS of audio after the last committed word (or the
+ * tentative text starting that late), the unit closes (the speaker
+ * paused); otherwise a changed unit is emitted open.
  */
 void	caption_partial(struct caption *, const char *tentative,
 	    double tentative_start, double audio_time);

@@ -175,17 +175,19 @@ test_pause_and_open(void **state)
 	assert_string_equal(s.u[1].text, " hello");
 	assert_string_equal(s.u[1].tentative, " there");
 	caption_final(&c, 1, 0.8, 1.2, " there");
-	caption_partial(&c, "", 1.2, 1.6);	/* 0.4 s: no pause yet */
+	caption_partial(&c, "", 1.2, 2.6);	/* 1.4 s: not yet quiet */
 	assert_int_equal(s.n, 3);
 	assert_false(s.u[2].closed);
-	caption_partial(&c, "", 1.2, 2.1);	/* 0.9 s of silence */
+	caption_partial(&c, "", 1.2, 2.6);
+	assert_int_equal(s.n, 3);		/* unchanged */
+	caption_partial(&c, "", 1.2, 3.3);	/* 2.1 s: quiet */
 	assert_int_equal(s.n, 4);
 	assert_true(s.u[3].closed);
 	assert_string_equal(s.u[3].text, " hello there");
 	assert_int_equal(s.u[3].id, 0);
-	/* a pause before a word also closes */
+	/* a pause of 0.8 s before a word also closes */
 	caption_final(&c, 2, 3.0, 3.5, " again");
-	caption_final(&c, 3, 5.0, 5.5, " later");
+	caption_final(&c, 3, 4.4, 5.5, " later");
 	assert_int_equal(s.n, 5);
 	assert_string_equal(s.u[4].text, " again");
 	assert_int_equal(s.u[4].id, 1);
