@@ -13,12 +13,19 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
 - latency (audio time when a word became final minus its estimated end),
   p50/p95, in the report section of the output;
 - streams stepped together (sotto_stream_step_many, sottod's batching)
-  report exactly what each stepped alone reports.
+  report exactly what each stepped alone reports;
+- caption units (common/caption.c, as sottod builds them): the closed
+  units of every file hold its finals' text once, in order; on the
+  long-form file the median unit has 8 words or more, most units end in
+  punctuation the model wrote, and the word error rate of the units'
+  text with punctuation and case (not normalised) is within 2 points of
+  `sotto transcribe`'s.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import struct
 import subprocess
@@ -91,6 +98,50 @@ def test_wer_vs_transcribe(runs, manifest):
     assert se / tn <= te / tn + WER_POINTS, \
         f"stream WER {se / tn:.4f} vs {te / tn:.4f}"
     assert not bad, "\n".join(bad)
+
+
+def units(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "unit"]
+
+
+SENTENCE_END = re.compile("[.?!\u2026][\"')\\]\u201d\u2019]*$")
+CLAUSE_END = re.compile("[,;:][\"')\\]\u201d\u2019]*$")
+
+
+def raw_counts(ref: str, hyp: str) -> tuple[int, int]:
+    """(errors, reference words) with words as written: punctuation and
+    case count."""
+    import jiwer
+
+    r = " ".join(ref.split())
+    o = jiwer.process_words(r, " ".join(hyp.split()) or "-")
+    return o.substitutions + o.deletions + o.insertions, len(r.split())
+
+
+def test_caption_units(runs, manifest):
+    for f, ev in runs["stream"].items():
+        us = units(ev)
+        assert "".join(u["text"] for u in us) == final_text(ev), f
+        assert [u["id"] for u in us] == list(range(len(us))), f
+    name = "LJ001-0001_to_LJ001-0017_longform.wav"
+    us = units(runs["stream"][name])
+    words = statistics.median(len(u["text"].split()) for u in us)
+    ends = [u["text"].strip() for u in us]
+    sentence = sum(bool(SENTENCE_END.search(t)) for t in ends) / len(us)
+    clause = sum(bool(CLAUSE_END.search(t)) for t in ends) / len(us)
+    ref = manifest[name]
+    e_s, n = raw_counts(ref, " ".join(ends))
+    e_t, _ = raw_counts(ref, runs["transcribe"][name])
+    report(f"long-form caption units (step {STEP_MS} ms): {len(us)}, median "
+           f"{words} words, {sentence:.0%} end a sentence, {clause:.0%} a "
+           f"clause; WER with punctuation and case {e_s / n:.4f} vs "
+           f"transcribe {e_t / n:.4f}")
+    assert words >= 8, ends
+    # LJ Speech's sentences run to 30 words: a unit of two caption lines
+    # ends one at best every other time, the others end at a comma
+    assert sentence + clause > 0.5, ends
+    assert e_s / n <= e_t / n + WER_POINTS, (" ".join(ends),
+                                             runs["transcribe"][name])
 
 
 def test_longform_nothing_lost_or_repeated(runs):
