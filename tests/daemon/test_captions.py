@@ -132,7 +132,8 @@ def test_live_srt_cue_by_cue(daemon, tmp_path):
         time.sleep(0.2)
         cues_while_open = len(SRT_CUE.findall(out.read_text()))
     p.stdin.close()
-    stdout, stderr = p.communicate(timeout=60)
+    p.wait(timeout=60)
+    stdout, stderr = p.stdout.read(), p.stderr.read()
     assert p.returncode == 0, stderr.decode()
     assert stdout == b"", stdout
     text = out.read_text()
