@@ -132,19 +132,17 @@ last_words(const struct sotto_stream *s, const int32_t *t, int n, int k)
 /*
  * Tokens at the start of h[n] that repeat the last words (up to
  * REPEAT_WORDS, the most that match) of the history: whole words of h,
- * the punctuation after them included. The seed prompt's words were
- * never said: not those.
+ * the punctuation after them included.
  */
 int
 stream_repeat(const struct sotto_stream *s, const int32_t *h, int n)
 {
-	const int32_t *said = s->history + s->n_seed;
-	int n_said = s->n_history - s->n_seed, k, i, j;
+	int k, i, j;
 
 	for (k = REPEAT_WORDS; k > 0; k--) {
-		if ((i = last_words(s, said, n_said, k)) < 0)
+		if ((i = last_words(s, s->history, s->n_history, k)) < 0)
 			continue;
-		j = letters_match(s, said + i, n_said - i, h, n);
+		j = letters_match(s, s->history + i, s->n_history - i, h, n);
 		if (j > 0 && (j == n || stream_word_start(s, h[j])))
 			return j;
 	}

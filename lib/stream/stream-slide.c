@@ -39,15 +39,10 @@ history_add(struct sotto_stream *s, const int32_t *t, int n)
 		memcpy(s->history, t + n - DECODE_MAX_PROMPT,
 		    DECODE_MAX_PROMPT * sizeof(int32_t));
 		s->n_history = DECODE_MAX_PROMPT;
-		s->n_seed = 0;
 		return;
 	}
 	keep = s->n_history + n > DECODE_MAX_PROMPT ?
 	    DECODE_MAX_PROMPT - n : s->n_history;
-	/* the seed goes first */
-	s->n_seed -= s->n_history - keep;
-	if (s->n_seed < 0)
-		s->n_seed = 0;
 	memmove(s->history, s->history + s->n_history - keep,
 	    keep * sizeof(int32_t));
 	memcpy(s->history + keep, t, n * sizeof(int32_t));

@@ -10,8 +10,7 @@
  * runs the encoder on the full 30 s, and decodes greedily (or with beams)
  * at temperature 0 with
  *   prompt: committed tokens that have left the window (<= 223, fewer
- *           when the prefix is long), as <|startofprev|> context; before
- *           them, in English, a seed sentence (seed_prompt());
+ *           when the prefix is long), as <|startofprev|> context;
  *   prefix: committed tokens still inside the window, forced after the
  *           SOT sequence.
  * stream-commit.c then commits the words two consecutive hypotheses
@@ -97,42 +96,6 @@ resolve_language(struct sotto_stream *s, char *err)
 	return 0;
 }
 
-/*
- * The prompt an English stream starts with: punctuated, capitalised
- * text for Whisper to take its style from. Whisper writes in the style
- * of the text before the window (the prompt); a stream's first windows
- * hold a second or two of speech, which tiny.en transcribes without
- * punctuation ("printing in"); those words are committed, forced as the
- * prefix, then become the prompt, and the style carries on: on the LJ
- * Speech long-form file the finals had lost nearly every comma and most
- * full stops by the end (word error rate with punctuation and case 15.1%
- * against 8.0% for sotto transcribe of the file, which starts with no
- * prompt but a 30 s window). It stays at the front of the history until
- * committed text pushes it out, and is never taken for words the speaker
- * repeats (stream_repeat). Other languages have no such seed.
- */
-#define STREAM_SEED_EN	" Well, yes. Then, after a while, we went home."
-
-static int
-seed_prompt(struct sotto_stream *s, char *err)
-{
-	int32_t *ids;
-	int n, rc;
-
-	if (s->p.task != SOTTO_TASK_TRANSCRIBE || (s->model->multilingual &&
-	    s->language != tok_language_index(s->model->tok, "en")))
-		return 0;
-	if ((rc = tok_encode(s->model->tok, STREAM_SEED_EN, &ids, &n,
-	    err)) != 0)
-		return rc;
-	if (n > DECODE_MAX_PROMPT)
-		n = DECODE_MAX_PROMPT;
-	memcpy(s->history, ids, n * sizeof(int32_t));
-	s->n_history = s->n_seed = n;
-	free(ids);
-	return 0;
-}
-
 static int
 check_params(const struct sotto_stream_params *p, char *err)
 {
@@ -171,8 +134,7 @@ sotto_stream_new(const struct sotto_model *m,
 	s->tb = tok_specials(m->tok)->timestamp_begin;
 	s->rng = 0x5eed5eed5eedULL;
 	s->text_end = -1.0;
-	if ((rc = resolve_language(s, err)) != 0 ||
-	    (rc = seed_prompt(s, err)) != 0) {
+	if ((rc = resolve_language(s, err)) != 0) {
 		free(s);
 		return rc;
 	}

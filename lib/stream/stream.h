@@ -61,7 +61,6 @@ struct sotto_stream {
 	/* committed tokens that scrolled out of the window: the prompt */
 	int32_t history[DECODE_MAX_PROMPT];
 	int n_history;
-	int n_seed;			/* of it, the seed prompt's (stream.c) */
 	/* committed tokens still inside the window (relative timestamps) */
 	int32_t prefix[STREAM_MAX_TOKENS];
 	int n_prefix;
