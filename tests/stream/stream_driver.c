@@ -21,7 +21,8 @@
  *	{"type":"unit","id":N,"start":S,"end":E,"text":T,"first_final":F,
  *	    "last_final":L}: a caption unit that closed (common/caption.c,
  *	    fed as sottod's sessions feed it: each final, then the partial
- *	    after each step; the last closes at the finish)
+ *	    after each step; the last closes at the finish), before the
+ *	    step's "step" line
  * audio_time is the seconds of audio pushed when the event was made.
  *
  * With -B every FILE is a stream of its own, fed in lockstep (a chunk
@@ -197,6 +198,7 @@ print_update(const struct sotto_stream_update *u, double ms, int fin,
 	json_object_object_add(o, "audio_time",
 	    json_object_new_double(u->audio_time));
 	print_event_of(o, stream);
+	feed_captions(u, fin, stream);
 	o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("step"));
 	json_object_object_add(o, "audio_time",
@@ -204,7 +206,6 @@ print_update(const struct sotto_stream_update *u, double ms, int fin,
 	json_object_object_add(o, "compute_ms", json_object_new_double(ms));
 	json_object_object_add(o, "finish", json_object_new_int(fin));
 	print_event_of(o, stream);
-	feed_captions(u, fin, stream);
 	fflush(stdout);
 }
 
