@@ -383,7 +383,7 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
     assert st["finals"] == finals[:len(st["finals"])], (st["finals"], finals)
     text = " ".join(st["finals"]).lower()
     assert "fellow americans" in text and "respectable" in text, text
-    report(f"browser, sottod's microphone: {len(st['finals'])} finals as "
+    report(f"browser, sottod's microphone: {len(st['finals'])} caption units as "
            f"`sotto listen` shows them, {st['partials']} partials")
 
 
