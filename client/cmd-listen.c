@@ -2,6 +2,7 @@
  * sotto listen: live captions of a shared source (the microphone) that
  * sottod captures; any number of listeners get the same events.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,9 +25,13 @@ static const char usage_text[] =
 "\n"
 "  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
 "                            " CONN_SOCKET_DEFAULT "]\n"
-"  -f, --format text|jsonl|srt|vtt   output [text]\n"
+"  -f, --format text|jsonl|srt|vtt   output [text]: a line, or a cue,\n"
+"                            per caption unit as it closes\n"
+"  -o, --output FILE         write the output to FILE [standard output];\n"
+"                            a live subtitle file with -f srt or vtt\n"
 "      --since ID            first replay the kept finals after ID\n"
-"                            (-1: all kept) [none: live only]\n"
+"                            (-1: all kept, and the caption units kept)\n"
+"                            [none: live only]\n"
 "  -h, --help                show this help\n"
 "\n"
 "Exit status: 0 the daemon ended the stream or Ctrl-C; 2 bad usage;\n"
@@ -35,6 +40,7 @@ static const char usage_text[] =
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
 	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
 	{ "since", required_argument, NULL, 'S' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -141,7 +147,8 @@ listen_loop(struct conn *c, struct stream_output *out)
 int
 cmd_listen(int argc, char **argv)
 {
-	const char *socket = NULL;
+	const char *socket = NULL, *output = NULL;
+	FILE *f;
 	enum stream_format fmt = STREAM_TEXT;
 	struct stream_output out;
 	struct sigaction sa;
@@ -151,11 +158,14 @@ cmd_listen(int argc, char **argv)
 	int ch, n, code;
 
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "s:f:h", long_options, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "s:f:o:h", long_options, NULL)) !=
 	    -1) {
 		switch (ch) {
 		case 's':
 			socket = optarg;
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'f':
 			if (stream_output_format(optarg, &fmt) != 0)
@@ -176,25 +186,38 @@ cmd_listen(int argc, char **argv)
 	}
 	if (optind != argc)
 		return listen_usage("unexpected argument");
+	if ((f = stream_output_open(output, "sotto listen")) == NULL)
+		return EXIT_INPUT;
 	if (conn_open(&c, conn_socket_path(socket), err, sizeof(err)) != 0) {
 		fprintf(stderr, "sotto listen: %s\n", err);
+		if (f != stdout)
+			fclose(f);
 		return EXIT_DAEMON;
 	}
 	if (since == PROTO_SINCE_NONE)
 		n = snprintf(json, sizeof(json), "{\"source\":\"mic\"}");
 	else
+		/* all the units kept only with all the finals: unit ids are
+		 * not final ids */
 		n = snprintf(json, sizeof(json), "{\"source\":\"mic\","
-		    "\"since\":%lld}", since);
+		    "\"since\":%lld%s}", since, since == -1 ?
+		    ",\"since_unit\":-1" : "");
 	conn_queue(&c, MSG_SUBSCRIBE, json, (size_t)n);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = listen_sigint;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	stream_output_init(&out, stdout, fmt);
+	stream_output_init(&out, f, fmt);
 	code = listen_loop(&c, &out);
 	stream_output_done(&out);
 	if (out.werr != 0) {
-		out_report(out.f, "sotto listen", "standard output", out.werr);
+		out_report(out.f, "sotto listen", f != stdout ? output :
+		    "standard output", out.werr);
+		code = EXIT_INPUT;
+	}
+	if (f != stdout && fclose(f) != 0 && code == 0) {
+		fprintf(stderr, "sotto listen: cannot write %s: %s\n", output,
+		    strerror(errno));
 		code = EXIT_INPUT;
 	}
 	conn_close(&c);

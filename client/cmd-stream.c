@@ -3,6 +3,7 @@
  * takes it) or raw audio from standard input to sottod, print the
  * transcript as it comes.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,8 +29,13 @@ static const char usage_text[] =
 "\n"
 "  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"
 "                            " CONN_SOCKET_DEFAULT "]\n"
-"  -f, --format text|jsonl|srt|vtt   output [text]; jsonl prints each\n"
-"                            event exactly as the daemon sent it\n"
+"  -f, --format text|jsonl|srt|vtt   output [text]: text is a line per\n"
+"                            caption unit (on a terminal the open unit is\n"
+"                            redrawn in place, its tentative words dim),\n"
+"                            srt and vtt a cue per unit, each written as\n"
+"                            the unit closes; jsonl prints each event\n"
+"                            exactly as the daemon sent it\n"
+"  -o, --output FILE         write the output to FILE [standard output]\n"
 "      --fast                send as fast as the daemon decodes, as audio\n"
 "                            that is not live (FILE or '-'): stepped at the\n"
 "                            daemon's step size whatever its load, so the\n"
@@ -60,7 +66,7 @@ static const char usage_text[] =
 "\n"
 "Ctrl-C ends the stream: the daemon sends the last finals, then sotto\n"
 "exits. Exit status: 0 done; 1 bad input, the daemon reported an\n"
-"error, or the transcript could not be written (standard output full\n"
+"error, or the transcript could not be written (the output full\n"
 "or closed); 2 bad usage; 4 cannot reach sottod or it closed the stream;\n"
 "5 sottod stopped (shutdown) before transcribing all the audio it\n"
 "received: the message on stderr says how many seconds are missing.\n";
@@ -71,6 +77,7 @@ enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
 	{ "format", required_argument, NULL, 'f' },
+	{ "output", required_argument, NULL, 'o' },
 	{ "fast", no_argument, NULL, OPT_FAST },
 	{ "realtime", no_argument, NULL, OPT_REALTIME },
 	{ "language", required_argument, NULL, 'l' },
@@ -86,6 +93,14 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Where the output goes, for messages. */
+static const char *
+out_name(const struct stream_opts *o)
+{
+	return o->output != NULL && strcmp(o->output, "-") != 0 ? o->output :
+	    "standard output";
+}
+
 static int
 stream_usage(const char *msg, const char *arg)
 {
@@ -99,6 +114,7 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case 's': o->socket = arg; return 0;
+	case 'o': o->output = arg; return 0;
 	case 'l': o->language = arg; return 0;
 	case OPT_TASK: o->task = arg; return 0;
 	case OPT_FAST: o->fast = 1; return 0;
@@ -142,7 +158,7 @@ stream_parse(struct stream_opts *o, int argc, char **argv)
 	o->chunk_ms = 100;
 	o->send_format = PROTO_FORMAT_F32LE;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:f:l:h", long_options,
+	while ((c = getopt_long(argc, argv, "s:f:o:l:h", long_options,
 	    NULL)) != -1) {
 		if (c == 'h') {
 			fputs(usage_text, stdout);
@@ -217,7 +233,7 @@ stream_events(struct stream_run *r, const struct stream_opts *o,
 		}
 		stream_output_event(&r->out, json, len);
 		if (r->out.werr != 0) {
-			out_report(r->out.f, "sotto stream", "standard output",
+			out_report(r->out.f, "sotto stream", out_name(o),
 			    r->out.werr);
 			*ret_code = EXIT_INPUT;
 			return 1;
@@ -291,6 +307,7 @@ cmd_stream(int argc, char **argv)
 	struct stream_run r;
 	struct sigaction sa;
 	char err[512];
+	FILE *f;
 	int code;
 
 	if (stream_parse(&o, argc, argv) != 0)
@@ -313,13 +330,22 @@ cmd_stream(int argc, char **argv)
 		conn_close(&r.c);
 		return stream_usage("bad --language or --task", NULL);
 	}
-	stream_output_init(&r.out, stdout, o.format);
+	if ((f = stream_output_open(o.output, "sotto stream")) == NULL) {
+		conn_close(&r.c);
+		free(r.src.pcm);
+		return EXIT_INPUT;
+	}
+	stream_output_init(&r.out, f, o.format);
 	r.t0 = stream_now();
 	code = stream_loop(&r, &o);
 	stream_output_done(&r.out);
 	if (r.out.werr != 0) {
-		out_report(r.out.f, "sotto stream", "standard output",
-		    r.out.werr);
+		out_report(r.out.f, "sotto stream", out_name(&o), r.out.werr);
+		code = EXIT_INPUT;
+	}
+	if (f != stdout && fclose(f) != 0 && code == 0) {
+		fprintf(stderr, "sotto stream: cannot write %s: %s\n",
+		    o.output, strerror(errno));
 		code = EXIT_INPUT;
 	}
 	conn_close(&r.c);

@@ -1,11 +1,15 @@
 /*
- * Printing daemon events: text (on a terminal the partial is redrawn in
- * place, dimmed, and finals scroll above it), jsonl (each event exactly
- * as received), SRT and WebVTT (one cue per final segment).
+ * Printing daemon events: text, jsonl (each event exactly as received),
+ * SRT and WebVTT. From a sottod that sends caption units (its hello says
+ * "units"), text is one line per closed unit (on a terminal the open
+ * unit is redrawn in place, its committed words plain and the tentative
+ * ones dimmed) and each closed unit is a cue; from an older one, each
+ * final is a line and each final segment a cue, the partial dimmed.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -37,8 +41,22 @@ stream_output_init(struct stream_output *o, FILE *f, enum stream_format fmt)
 	o->f = f;
 	o->format = fmt;
 	o->tty = isatty(fileno(f));
+	o->last_unit = -1;
 	if (fmt == STREAM_VTT)
 		fputs("WEBVTT\n\n", f);
+}
+
+FILE *
+stream_output_open(const char *path, const char *cmd)
+{
+	FILE *f;
+
+	if (path == NULL || strcmp(path, "-") == 0)
+		return stdout;
+	if ((f = fopen(path, "w")) == NULL)
+		fprintf(stderr, "%s: cannot write %s: %s\n", cmd, path,
+		    strerror(errno));
+	return f;
 }
 
 static const char *
@@ -105,6 +123,92 @@ stream_output_cue(struct stream_output *o, struct json_object *seg)
 	    "end"), sep);
 	fprintf(o->f, "\n%s\n\n", stream_output_trim(stream_output_str(seg,
 	    "text")));
+}
+
+/* Columns of the terminal, less one so that \r can redraw the line. */
+static int
+stream_output_width(const struct stream_output *o)
+{
+	struct winsize ws;
+
+	if (ioctl(fileno(o->f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1)
+		return ws.ws_col - 1;
+	return 79;
+}
+
+/* Characters (UTF-8 sequences) in s. */
+static int
+stream_output_chars(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* s after its first n characters. */
+static const char *
+stream_output_skip(const char *s, int n)
+{
+	while (*s != '\0' && n > 0) {
+		s++;
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			n--;
+	}
+	return s;
+}
+
+/*
+ * The open unit, redrawn in place: as much of its end as fits one line
+ * (a line that wrapped could not be redrawn), the newest words last.
+ */
+static void
+stream_output_open_unit(struct stream_output *o, const char *text,
+    const char *tentative)
+{
+	int over, nt;
+
+	stream_output_clear(o);
+	text = stream_output_trim(text);
+	if (*text == '\0')
+		tentative = stream_output_trim(tentative);
+	if (*text == '\0' && *tentative == '\0')
+		return;
+	nt = stream_output_chars(text);
+	over = nt + stream_output_chars(tentative) - stream_output_width(o);
+	if (over > 0) {
+		text = stream_output_skip(text, over);
+		tentative = stream_output_skip(tentative, over - nt);
+	}
+	fprintf(o->f, "%s\033[2m%s\033[0m", text, tentative);
+	o->partial_shown = 1;
+}
+
+/* A unit: closed, a line or a cue; open, redrawn on a terminal. */
+static void
+stream_output_unit(struct stream_output *o, struct json_object *ev)
+{
+	struct json_object *v;
+	int64_t id;
+
+	if (!json_object_get_boolean(json_object_object_get(ev, "closed"))) {
+		if (o->format == STREAM_TEXT && o->tty)
+			stream_output_open_unit(o, stream_output_str(ev,
+			    "text"), stream_output_str(ev, "tentative"));
+		return;
+	}
+	id = json_object_object_get_ex(ev, "id", &v) ?
+	    json_object_get_int64(v) : -1;
+	if (id <= o->last_unit)
+		return;		/* a resume sent it again */
+	o->last_unit = id;
+	stream_output_clear(o);
+	if (o->format == STREAM_TEXT)
+		fprintf(o->f, "%s\n", stream_output_trim(stream_output_str(ev,
+		    "text")));
+	else
+		stream_output_cue(o, ev);
 }
 
 static void
@@ -180,9 +284,13 @@ stream_output_other(struct stream_output *o, const char *type,
 		    stream_output_str(ev, "language"),
 		    stream_output_str(ev, "probability"));
 	} else if (strcmp(type, "opened") == 0 ||
-	    strcmp(type, "subscribed") == 0)
+	    strcmp(type, "subscribed") == 0) {
+		/* a new session (the old one was lost) counts units anew */
+		if (strcmp(o->session, stream_output_str(ev, "session")) != 0)
+			o->last_unit = -1;
 		snprintf(o->session, sizeof(o->session), "%s",
 		    stream_output_str(ev, "session"));
+	}
 }
 
 /* Every "start" and "end" number in v and below it, plus dt. */
@@ -266,7 +374,13 @@ stream_output_event(struct stream_output *o, const char *json, size_t len)
 		return;
 	}
 	type = stream_output_str(ev, "type");
-	if (o->format != STREAM_JSONL) {
+	if (strcmp(type, "hello") == 0)
+		o->units = json_object_get_boolean(json_object_object_get(ev,
+		    "units"));
+	if (o->format != STREAM_JSONL && o->units) {
+		if (strcmp(type, "unit") == 0)
+			stream_output_unit(o, ev);
+	} else if (o->format != STREAM_JSONL) {
 		if (strcmp(type, "final") == 0)
 			stream_output_final(o, ev);
 		else if (strcmp(type, "partial") == 0)

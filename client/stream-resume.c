@@ -100,9 +100,9 @@ sleep_ms(int ms)
 
 int
 stream_reconnect(struct conn *c, const char *path, const char *session,
-    int64_t since, int max_s, char *err, size_t errlen)
+    int64_t since, int64_t since_unit, int max_s, char *err, size_t errlen)
 {
-	char json[160];
+	char json[200];
 	int delay = RESUME_FIRST_MS, waited = 0, n;
 
 	conn_close(c);
@@ -117,8 +117,9 @@ stream_reconnect(struct conn *c, const char *path, const char *session,
 	}
 	if (session == NULL)
 		return 0;
-	n = snprintf(json, sizeof(json), "{\"session\":\"%s\",\"since\":%lld}",
-	    session, (long long)since);
+	n = snprintf(json, sizeof(json), "{\"session\":\"%s\",\"since\":%lld,"
+	    "\"since_unit\":%lld}", session, (long long)since,
+	    (long long)since_unit);
 	return conn_queue(c, MSG_OPEN, json, (size_t)n);
 }
 
@@ -253,7 +254,7 @@ stream_resume(struct stream_run *r, const struct stream_opts *o)
 		    "resuming session %s after final %lld\n", r->out.session,
 		    (long long)r->last_final);
 	if (stream_reconnect(&r->c, r->path, r->gone ? NULL : r->out.session,
-	    r->last_final, STREAM_RESUME_S, err, sizeof(err)) != 0) {
+	    r->last_final, r->out.last_unit, STREAM_RESUME_S, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sotto stream: %s; gave up after %d s: the "
 		    "transcript after final %lld (%.1f s of audio) is lost\n",
 		    err, STREAM_RESUME_S, (long long)r->last_final,

@@ -86,11 +86,12 @@ size_t	stream_sent_at(const struct stream_sent *, double t);
 /*
  * Close c, connect again (retrying with backoff, 0.1 s doubling to 2 s,
  * for at most max_s seconds) and queue HELLO and the OPEN that resumes
- * session after final since (session NULL: HELLO only). 0, or -1 with
- * err.
+ * session after final since and closed unit since_unit (session NULL:
+ * HELLO only). 0, or -1 with err.
  */
 int	stream_reconnect(struct conn *, const char *path, const char *session,
-	    int64_t since, int max_s, char *err, size_t errlen);
+	    int64_t since, int64_t since_unit, int max_s, char *err,
+	    size_t errlen);
 
 /* stream-output.c */
 enum stream_format {
@@ -105,6 +106,9 @@ struct stream_output {
 	enum stream_format format;
 	int		 tty;		/* text: redraw the partial in place */
 	int		 partial_shown;
+	int		 units;		/* sottod sends caption units: text,
+					   srt and vtt print those */
+	int64_t		 last_unit;	/* the last closed unit printed */
 	int		 cue;		/* srt/vtt cue number */
 	int		 ended, failed;
 	int		 werr;		/* errno of a failed write to f, or 0 */
@@ -120,6 +124,11 @@ struct stream_output {
 
 int	stream_output_format(const char *, enum stream_format *);
 void	stream_output_init(struct stream_output *, FILE *, enum stream_format);
+/*
+ * -o PATH: the file the output goes to (created or truncated), or NULL
+ * with the reason printed as cmd's; "-" is standard output.
+ */
+FILE	*stream_output_open(const char *path, const char *cmd);
 /*
  * Print one event (json, len bytes). Sets ->ended on "end" (and
  * ->undecoded_s, with a message on stderr, when the daemon says part of

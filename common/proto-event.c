@@ -130,6 +130,8 @@ proto_event_hello(const char *server, const char *model)
 	    json_object_new_int(SOTTO_PROTO_VERSION));
 	json_object_object_add(o, "server", proto_json_text(server));
 	json_object_object_add(o, "model", proto_json_text(model));
+	/* a client prints caption units only from a server that sends them */
+	json_object_object_add(o, "units", json_object_new_boolean(1));
 	return proto_event_done(o);
 }
 
@@ -169,6 +171,31 @@ proto_event_partial(const char *session, const char *text, double start,
 	json_object_object_add(o, "text", proto_json_text(text));
 	json_object_object_add(o, "start", proto_json_seconds(start));
 	json_object_object_add(o, "end", proto_json_seconds(end));
+	return proto_event_done(o);
+}
+
+/*
+ * A caption unit (common/caption.h), open or closed: committed text,
+ * tentative text, the finals it holds.
+ */
+char *
+proto_event_unit(const char *session, const struct proto_unit *u)
+{
+	struct json_object *o = proto_event_new("unit", session);
+
+	if (o == NULL)
+		return NULL;
+	json_object_object_add(o, "id", json_object_new_int64(u->id));
+	json_object_object_add(o, "start", proto_json_seconds(u->start));
+	json_object_object_add(o, "end", proto_json_seconds(u->end));
+	json_object_object_add(o, "text", proto_json_text(u->text));
+	json_object_object_add(o, "tentative", proto_json_text(u->tentative));
+	json_object_object_add(o, "closed", json_object_new_boolean(
+	    u->closed));
+	json_object_object_add(o, "first_final",
+	    json_object_new_int64(u->first_final));
+	json_object_object_add(o, "last_final",
+	    json_object_new_int64(u->last_final));
 	return proto_event_done(o);
 }
 

@@ -297,6 +297,9 @@ proto_open_fields(struct json_object *o, struct msg_open *m, char *msg)
 	if ((rc = proto_get_int(o, "since", -1, INT64_MAX, &m->since,
 	    msg)) < 0)
 		return rc;
+	if ((rc = proto_get_int(o, "since_unit", -1, INT64_MAX,
+	    &m->since_unit, msg)) < 0)
+		return rc;
 	if ((rc = proto_get_bool(o, "live", &m->live, msg)) < 0)
 		return rc;
 	if ((rc = proto_get_bool(o, "word_timestamps", &m->word_timestamps,
@@ -314,6 +317,7 @@ proto_parse_open(const uint8_t *p, size_t len, struct msg_open *m,
 
 	memset(m, 0, sizeof(*m));
 	m->since = -1;
+	m->since_unit = PROTO_SINCE_NONE;
 	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_open_fields(o, m, msg);
@@ -332,7 +336,7 @@ proto_parse_subscribe(const uint8_t *p, size_t len, struct msg_subscribe *m,
 	int rc;
 
 	memset(m, 0, sizeof(*m));
-	m->since = PROTO_SINCE_NONE;
+	m->since = m->since_unit = PROTO_SINCE_NONE;
 	if ((o = proto_json_object(p, len, PROTO_JSON_DEPTH, msg)) == NULL)
 		return PROTO_E_BAD_JSON;
 	rc = proto_get_str(o, "source", m->source, sizeof(m->source), msg);
@@ -341,6 +345,9 @@ proto_parse_subscribe(const uint8_t *p, size_t len, struct msg_subscribe *m,
 		    "\"source\"");
 	if (rc > 0)
 		rc = proto_get_int(o, "since", -1, INT64_MAX, &m->since, msg);
+	if (rc >= 0)
+		rc = proto_get_int(o, "since_unit", -1, INT64_MAX,
+		    &m->since_unit, msg);
 	json_object_put(o);
 	return rc < 0 ? (enum proto_error)-rc : PROTO_OK;
 }

@@ -87,6 +87,8 @@ struct msg_open {
 	enum proto_task	 task;
 	char		 session[PROTO_SESSION_MAX];	/* resume; "" = new */
 	int64_t		 since;			/* last final id seen; -1 */
+	int64_t		 since_unit;		/* last closed unit seen;
+						   absent: PROTO_SINCE_NONE */
 	int		 live;			/* audio comes as it is
 						   spoken; default 0 */
 	int		 word_timestamps;	/* finals carry words;
@@ -97,6 +99,8 @@ struct msg_subscribe {
 	char		 source[PROTO_NAME_MAX];
 	int64_t		 since;			/* replay finals after it, -1
 						   all kept; absent: none */
+	int64_t		 since_unit;		/* the same for closed caption
+						   units */
 };
 
 /*
@@ -194,6 +198,15 @@ char	*proto_event_partial(const char *session, const char *text,
 	    double start, double end);
 char	*proto_event_final(const char *session, int64_t id,
 	    const struct proto_segment *, int n);
+/* A caption unit (docs/protocol.md, "Caption units"). */
+struct proto_unit {
+	int64_t		 id;
+	double		 start, end;
+	const char	*text, *tentative;
+	int		 closed;
+	int64_t		 first_final, last_final;	/* -1: none */
+};
+char	*proto_event_unit(const char *session, const struct proto_unit *);
 char	*proto_event_error(enum proto_error, const char *message);
 /* The end of a stream: what was received and what was transcribed. */
 struct proto_end {

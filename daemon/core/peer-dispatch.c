@@ -50,7 +50,7 @@ peer_dispatch_resume(struct peer *p, const struct msg_open *m)
 	if (session_in_use(s))
 		return peer_fail(p, PROTO_E_BAD_ORDER, "session %s is in use "
 		    "by another connection", m->session);
-	session_attach(s, p, m->since);
+	session_attach(s, p, m->since, m->since_unit);
 }
 
 static void
@@ -94,7 +94,7 @@ peer_dispatch_subscribe(struct peer *p, const struct proto_frame *f)
 	if (session_mic() == NULL || session_done(session_mic()))
 		return peer_fail(p, PROTO_E_UNAVAILABLE, "the microphone is "
 		    "not enabled (set enabled = yes in [mic])");
-	session_subscribe(session_mic(), p, m.since);
+	session_subscribe(session_mic(), p, m.since, m.since_unit);
 }
 
 static void

@@ -7,6 +7,7 @@
 #ifndef SOTTOD_SESSION_PRIVATE_H
 #define SOTTOD_SESSION_PRIVATE_H
 
+#include "caption.h"
 #include "core-private.h"
 #include "peer.h"
 #include "session.h"
@@ -45,6 +46,9 @@ struct session {
 	int			 language_settled;
 	char			*hist[SESSION_HISTORY_MAX];
 	int64_t			 next_final;
+	struct caption		 caption;	/* its caption units */
+	char			*unit_hist[SESSION_HISTORY_MAX];  /* closed */
+	char			*unit_open;	/* the open unit's last event */
 	double			 overload_s, dropping_s;
 	struct event		*expire;
 	TAILQ_ENTRY(session)	 entry;
@@ -64,5 +68,6 @@ int	session_push(struct session *, const float *, size_t);
 /* session-result.c */
 void	session_kick(struct session *);
 char	*session_end_event(const struct session *);
+void	session_unit(void *session, const struct caption_unit *);
 
 #endif

@@ -87,6 +87,43 @@ final_words(const struct worker_segment *f)
 	return w;
 }
 
+/*
+ * The caption builder's output (caption.h): a closed unit goes to every
+ * peer as a final would (never dropped) and is kept for a resume; the
+ * open unit as a partial (the next one replaces it).
+ */
+void
+session_unit(void *arg, const struct caption_unit *u)
+{
+	struct session *s = arg;
+	struct proto_unit pu;
+	char *ev;
+
+	pu.id = u->id;
+	pu.start = u->start;
+	pu.end = u->end;
+	pu.text = u->text;
+	pu.tentative = u->tentative;
+	pu.closed = u->closed;
+	pu.first_final = u->first_final;
+	pu.last_final = u->last_final;
+	if ((ev = proto_event_unit(s->name, &pu)) == NULL) {
+		log_warnx("session %s: out of memory", s->name);
+		return;
+	}
+	if (u->closed) {
+		free(s->unit_hist[u->id % SESSION_HISTORY_MAX]);
+		s->unit_hist[u->id % SESSION_HISTORY_MAX] = ev;
+		free(s->unit_open);
+		s->unit_open = NULL;
+		session_broadcast(s, PEER_EVENT_FINAL, ev);
+		return;
+	}
+	free(s->unit_open);
+	s->unit_open = ev;
+	session_broadcast(s, PEER_EVENT_PARTIAL, ev);
+}
+
 static void
 session_finals(struct session *s, const struct worker_result *r)
 {
@@ -114,10 +151,14 @@ session_finals(struct session *s, const struct worker_result *r)
 		}
 		free(s->hist[s->next_final % SESSION_HISTORY_MAX]);
 		s->hist[s->next_final % SESSION_HISTORY_MAX] = ev;
-		s->next_final++;
 		if (segs[n - 1].end > s->final_end)
 			s->final_end = segs[n - 1].end;
 		session_broadcast(s, PEER_EVENT_FINAL, ev);
+		/* after the final: the units it closes come from it */
+		for (k = 0; k < n; k++)
+			caption_final(&s->caption, s->next_final,
+			    segs[k].start, segs[k].end, segs[k].text);
+		s->next_final++;
 	}
 }
 
@@ -158,6 +199,7 @@ session_done_now(struct session *s)
 
 	s->flags |= SESSION_DONE;
 	session_release_engine(s);
+	caption_flush(&s->caption);	/* its last unit, before "end" */
 	if (!(s->flags & SESSION_FINISHED)) {
 		s->undecoded_s = (double)s->received / SOTTO_SAMPLE_RATE -
 		    s->decoded_s;
@@ -250,8 +292,11 @@ session_result(struct worker_result *r)
 		session_done_now(s);
 		return;
 	}
-	if (r->stepped)
+	if (r->stepped) {
 		session_partial(s, r);
+		caption_partial(&s->caption, r->partial ? r->partial : "",
+		    r->partial_start, r->audio_time);
+	}
 	session_kick(s);
 	session_flow(s);
 }

@@ -213,8 +213,12 @@ session_free(struct session *s)
 	if (s->expire != NULL)
 		event_free(s->expire);
 	source_client_free(s->src);
-	for (i = 0; i < SESSION_HISTORY_MAX; i++)
+	for (i = 0; i < SESSION_HISTORY_MAX; i++) {
 		free(s->hist[i]);
+		free(s->unit_hist[i]);
+	}
+	free(s->unit_open);
+	caption_free(&s->caption);
 	free(s->last_partial);
 	free(s->language_ev);
 	log_debug("session %s freed", s->name);
@@ -292,6 +296,7 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 		return NULL;
 	}
 	p.vad = vad_for(live);
+	caption_init(&s->caption, session_unit, s);
 	TAILQ_INIT(&s->subs);
 	s->id = session_next_id++;
 	snprintf(s->name, sizeof(s->name), "%s", name);
@@ -402,6 +407,29 @@ session_shared_new(const char *name, int rate, int channels,
 	return s;
 }
 
+/*
+ * Send p the kept closed units after since_unit, then the open unit as
+ * it stands (PROTO_SINCE_NONE: no units, as for a client that does not
+ * ask for them).
+ */
+static void
+session_replay_units(struct session *s, struct peer *p, int64_t since_unit)
+{
+	int64_t id = s->caption.next_id - SESSION_HISTORY_MAX;
+
+	if (since_unit == PROTO_SINCE_NONE)
+		return;
+	if (id <= since_unit)
+		id = since_unit + 1;
+	if (id < 0)
+		id = 0;
+	for (; id < s->caption.next_id; id++)
+		peer_send(p, PEER_EVENT_REPLAY,
+		    s->unit_hist[id % SESSION_HISTORY_MAX]);
+	if (s->unit_open != NULL)
+		peer_send(p, PEER_EVENT_PARTIAL, s->unit_open);
+}
+
 /* Send p the kept finals after since. */
 static void
 session_replay(struct session *s, struct peer *p, int64_t since)
@@ -419,7 +447,8 @@ session_replay(struct session *s, struct peer *p, int64_t since)
 
 /* Resume: p takes over s (which has no owner) from final since on. */
 void
-session_attach(struct session *s, struct peer *p, int64_t since)
+session_attach(struct session *s, struct peer *p, int64_t since,
+    int64_t since_unit)
 {
 	char *ev;
 
@@ -437,6 +466,7 @@ session_attach(struct session *s, struct peer *p, int64_t since)
 	if (s->language_ev != NULL)
 		peer_send(p, PEER_EVENT_CONTROL, s->language_ev);
 	session_replay(s, p, since);
+	session_replay_units(s, p, since_unit);
 	if (s->flags & SESSION_DONE) {
 		ev = session_end_event(s);
 		peer_send(p, PEER_EVENT_CONTROL, ev);
@@ -448,7 +478,8 @@ session_attach(struct session *s, struct peer *p, int64_t since)
 }
 
 void
-session_subscribe(struct session *s, struct peer *p, int64_t since)
+session_subscribe(struct session *s, struct peer *p, int64_t since,
+    int64_t since_unit)
 {
 	char *ev;
 
@@ -462,6 +493,7 @@ session_subscribe(struct session *s, struct peer *p, int64_t since)
 		peer_send(p, PEER_EVENT_CONTROL, s->language_ev);
 	if (since != PROTO_SINCE_NONE)
 		session_replay(s, p, since);
+	session_replay_units(s, p, since_unit);
 }
 
 /* p goes away (closed or failed); an owned session waits for a resume. */

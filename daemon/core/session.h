@@ -35,8 +35,14 @@ void	session_detach(struct session *, struct peer *);
 
 /* Resume and subscribe (the sottod protocol's OPEN and SUBSCRIBE). */
 struct session *session_find(const char *name);
-void	session_attach(struct session *, struct peer *, int64_t since);
-void	session_subscribe(struct session *, struct peer *, int64_t since);
+/*
+ * since: the last final the client has; since_unit: its last closed
+ * caption unit (PROTO_SINCE_NONE: it wants no units replayed).
+ */
+void	session_attach(struct session *, struct peer *, int64_t since,
+	    int64_t since_unit);
+void	session_subscribe(struct session *, struct peer *, int64_t since,
+	    int64_t since_unit);
 const char *session_name(const struct session *);
 int	session_done(const struct session *);
 int	session_in_use(const struct session *);

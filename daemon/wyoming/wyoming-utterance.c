@@ -8,7 +8,9 @@
  * count is decoded and resampled here by a source_client with the
  * resampler `sotto transcribe` uses, and a format that changes between
  * chunks starts a new decoder. Each final of the session goes out at
- * once as a transcript-chunk (wyoming.c). The same samples are kept, up
+ * once as a transcript-chunk (wyoming.c) when it closes a caption unit:
+ * a chunk is a unit (docs/protocol.md, "Caption units"), a sentence or a
+ * caption line, as every door shows them. The same samples are kept, up
  * to max_utterance_seconds. At audio-stop the session is dropped (words
  * still tentative then are not finished as chunks: that would cost
  * another decode before the answer) and the samples are transcribed
@@ -65,6 +67,7 @@ wy_reset(struct wy_conn *c)
 	c->text = NULL;
 	free(c->chunks);
 	c->chunks = NULL;
+	c->chunked = 0;
 	c->flags = 0;
 	c->language[0] = '\0';
 }
@@ -82,6 +85,17 @@ wy_keep_chunk(struct peer *p, struct wy_conn *c, const char *text)
 	}
 	memcpy(t + have, text, strlen(text) + 1);
 	c->chunks = t;
+}
+
+void
+wy_send_rest(struct peer *p, struct wy_conn *c)
+{
+	size_t have = c->chunks != NULL ? strlen(c->chunks) : 0;
+
+	if (c->chunked >= have)
+		return;
+	wy_send_text(p, "transcript-chunk", "text", c->chunks + c->chunked);
+	c->chunked = have;
 }
 
 /* Keep n samples of the utterance and feed them to its session. */
@@ -319,6 +333,11 @@ wy_stop(struct peer *p, struct wy_conn *c)
 		return;
 	if (p->session != NULL)
 		session_detach(p->session, p);
+	/*
+	 * The open unit's committed words: the chunks hold every final, so
+	 * the transcript of a drain that runs out is still their text.
+	 */
+	wy_send_rest(p, c);
 	p->state = PEER_ENDING;
 	c->flags |= WY_STOPPED;
 	peer_timer(p);

@@ -311,8 +311,28 @@ wy_final_text(struct json_object *o)
 }
 
 /*
+ * A closed caption unit is a transcript-chunk: the finals it holds (kept
+ * by wy_keep_chunk), counted as sent.
+ */
+static void
+wy_unit_chunk(struct peer *p, struct wy_conn *c, struct json_object *o)
+{
+	size_t have = c->chunks != NULL ? strlen(c->chunks) : 0;
+	const char *text = json_object_get_string(json_object_object_get(o,
+	    "text"));
+
+	if (text == NULL || *text == '\0' || c->chunked >= have)
+		return;
+	wy_send_raw(p, wy_write("transcript-chunk",
+	    (const char *[]){ "text", text }, 1));
+	c->chunked += strlen(text);
+	if (c->chunked > have)
+		c->chunked = have;
+}
+
+/*
  * A session event (the sottod protocol's JSON, from peer.c): a final is
- * a transcript-chunk, an error an error; "end" is noted.
+ * kept, a closed caption unit is a transcript-chunk, an error an error.
  */
 static void
 wy_session_event(struct peer *p, const char *json)
@@ -327,13 +347,13 @@ wy_session_event(struct peer *p, const char *json)
 	    (type = json_object_get_string(v)) == NULL)
 		type = "";
 	if (strcmp(type, "final") == 0) {
-		if ((text = wy_final_text(o)) != NULL) {
+		if ((text = wy_final_text(o)) != NULL)
 			wy_keep_chunk(p, p->front, text);
-			wy_send_raw(p, wy_write("transcript-chunk",
-			    (const char *[]){ "text", text }, 1));
-		}
 		free(text);
-	} else if (strcmp(type, "error") == 0) {
+	} else if (strcmp(type, "unit") == 0 &&
+	    json_object_get_boolean(json_object_object_get(o, "closed")))
+		wy_unit_chunk(p, p->front, o);
+	else if (strcmp(type, "error") == 0) {
 		kv[0] = "text";
 		kv[1] = json_object_object_get_ex(o, "message", &v) ?
 		    json_object_get_string(v) : "error";

@@ -29,8 +29,9 @@ struct wy_conn {
 	size_t			 n_audio, cap_audio;
 	float			*scratch;	/* samples of other widths */
 	size_t			 cap_scratch;
-	char			*chunks;	/* the live finals' text, as
-						   sent in transcript-chunk */
+	char			*chunks;	/* the live finals' text */
+	size_t			 chunked;	/* of it, the bytes sent in
+						   transcript-chunks */
 	char			*text;		/* the transcript */
 	char			 text_language[PROTO_LANGUAGE_MAX];
 	char			*line;		/* header of the event read */
@@ -68,6 +69,8 @@ void	wy_finish(struct peer *);
 /* Forget the utterance. */
 void	wy_reset(struct wy_conn *);
 /* Keep a final's text, as sent in a transcript-chunk. */
+/* The finals' text not yet sent (audio-stop), as one last chunk. */
+void	wy_send_rest(struct peer *, struct wy_conn *);
 void	wy_keep_chunk(struct peer *, struct wy_conn *, const char *text);
 
 #endif

@@ -374,14 +374,15 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
     assert time.monotonic() - t0 < 20, d.log()
     assert not errors, errors
     assert saw_partial and st["partials"] > 0, st
-    finals = [" ".join(s["text"].strip() for s in e["segments"])
-              for e in map(json.loads, out.splitlines())
-              if e["type"] == "final"]
-    finals = [f for f in finals if f]
+    # the page shows the caption units `sotto listen` gets, each closed
+    # unit a caption
+    units = [e["text"].strip() for e in map(json.loads, out.splitlines())
+             if e["type"] == "unit" and e["closed"]]
+    finals = [u for u in units if u]
     assert st["finals"] == finals[:len(st["finals"])], (st["finals"], finals)
     text = " ".join(st["finals"]).lower()
     assert "fellow americans" in text and "respectable" in text, text
-    report(f"browser, sottod's microphone: {len(st['finals'])} finals as "
+    report(f"browser, sottod's microphone: {len(st['finals'])} caption units as "
            f"`sotto listen` shows them, {st['partials']} partials")
 
 

@@ -226,7 +226,8 @@ def test_ws_stream_jfk(wd):
 
 def test_ws_same_events_as_socket(wd, sotto_bin):
     """The WebSocket carries the socket protocol's events: the same finals
-    for the same audio as `sotto stream --fast`, field for field."""
+    and caption units for the same audio as `sotto stream --fast`, field
+    for field."""
     import subprocess
     name = "sense_and_sensibility_01_austen_64kb-0870.wav"
     cp = subprocess.run([str(sotto_bin), "stream", "-s", wd.socket, "-f",
@@ -238,9 +239,13 @@ def test_ws_same_events_as_socket(wd, sotto_bin):
 
     def finals(evs):
         return [(e["id"], e["segments"]) for e in evs if e["type"] == "final"]
+    def units(evs):
+        return [{k: v for k, v in e.items() if k != "session"} for e in evs
+                if e["type"] == "unit" and e["closed"]]
     assert finals(web) == finals(sock)
+    assert units(web) == units(sock) and units(web)
     assert {e["type"] for e in web} <= {"hello", "opened", "partial",
-                                         "final", "end"}
+                                         "final", "unit", "end"}
 
 
 def test_ws_follow_needs_mic(wd):

@@ -5,7 +5,8 @@ the real tiny.en model.
 The transcript of an utterance must be exactly `sotto transcribe`'s for the
 same file and model (both with their default beam of 5), whatever its rate,
 sample width and channel count. Streaming: transcript-start, then
-transcript-chunks while the audio is still being sent, then transcript and
+transcript-chunks (closed caption units) while the audio is still being
+sent, then transcript and
 transcript-stop. Hostile input gets an error event and a closed connection,
 and the daemon goes on serving everyone else.
 """
@@ -242,28 +243,38 @@ def test_odd_formats_equal_transcribe(wy, tiny_model, tmp_path):
         assert transcript(got[n]) == ref[n], n
 
 
-def test_streamed_chunks_while_speaking(wy, tiny_model):
-    f = "jfk.wav"
-    ref = transcribe([AUDIO_DIR / f], tiny_model)[f]
-    pcm, rate, width, ch = read_wav(AUDIO_DIR / f)
+def test_streamed_chunks_while_speaking(wy, tiny_model, tmp_path):
+    """Two recordings as one utterance, at twice real time: the first
+    one's sentence is a transcript-chunk (a closed caption unit) before
+    audio-stop; the chunks, joined, are the transcript but for the words
+    still tentative at audio-stop."""
+    names = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav"]
+    pcm = b"".join(read_wav(AUDIO_DIR / n)[0] for n in names)
+    both = tmp_path / "both.wav"
+    with wave.open(str(both), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(pcm)
+    ref = transcribe([both], tiny_model)[both.name]
     # Sent at twice real time, as a live source a little ahead.
-    r = asyncio.run(utterance(wy.port, pcm, rate, width, ch, pace=2.0))
+    r = asyncio.run(utterance(wy.port, pcm, 16000, 2, 1, pace=2.0))
     check_order(r)
     chunks = [(t, TranscriptChunk.from_event(e).text) for t, e in r["events"]
               if TranscriptChunk.is_type(e.type)]
     assert chunks, kinds(r)
     early = [t for t, _ in chunks if t < r["t_stop"]]
     assert early, f"no chunk before audio-stop ({r['t_stop']:.1f} s): {chunks}"
+    # a chunk is a unit: jfk.wav's sentence closes one
+    assert any(x.rstrip().endswith("country.") for _, x in chunks), chunks
     assert transcript(r) == ref
-    # The chunks are the finals made while the audio came: the transcript
-    # but for the words still tentative at audio-stop.
     said = werlib.normalise("".join(t for _, t in chunks)).split()
     head = " ".join(werlib.normalise(ref).split()[:len(said)])
     errors, n = werlib.counts(head, " ".join(said))
     assert n >= 5 and errors <= 0.1 * n, (said, ref)
-    report(f"wyoming streamed jfk.wav at 2x: first chunk {chunks[0][0]:.1f} s, "
-           f"{len(early)}/{len(chunks)} chunks before audio-stop "
-           f"({r['t_stop']:.1f} s), {len(said)} of "
+    report(f"wyoming streamed jfk.wav + 0870 at 2x: first chunk "
+           f"{chunks[0][0]:.1f} s, {len(early)}/{len(chunks)} chunks before "
+           f"audio-stop ({r['t_stop']:.1f} s), {len(said)} of "
            f"{len(werlib.normalise(ref).split())} words, {errors} errors "
            f"against the transcript's")
 

@@ -18,6 +18,11 @@
  *	    "words":[{"word":W,"start":S,"end":E,"probability":P}] (-w)}
  *	{"type":"partial","text":T,"start":S,"end":E,"audio_time":A}
  *	{"type":"step","audio_time":A,"compute_ms":M,"finish":0|1}
+ *	{"type":"unit","id":N,"start":S,"end":E,"text":T,"first_final":F,
+ *	    "last_final":L}: a caption unit that closed (common/caption.c,
+ *	    fed as sottod's sessions feed it: each final, then the partial
+ *	    after each step; the last closes at the finish), before the
+ *	    step's "step" line
  * audio_time is the seconds of audio pushed when the event was made.
  *
  * With -B every FILE is a stream of its own, fed in lockstep (a chunk
@@ -28,6 +33,7 @@
  * event's compute_ms is the time of its whole round.
  */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +43,7 @@
 #include <json-c/json.h>
 
 #include "audio.h"
+#include "caption.h"
 #include "sotto.h"
 
 enum { MANY_NO, MANY_BATCH, MANY_SERIAL };	/* opts.many: -B, -S */
@@ -73,6 +80,67 @@ print_event_of(json_object *o, int stream)
 		json_object_object_add(o, "stream",
 		    json_object_new_int(stream));
 	print_event(o);
+}
+
+/* Each stream's caption units; index 0 for a lone stream. */
+static struct caption *captions;
+static int n_captions;
+
+static void
+print_unit(void *arg, const struct caption_unit *u)
+{
+	int stream = (int)(intptr_t)arg;
+	json_object *o;
+
+	if (!u->closed)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("unit"));
+	json_object_object_add(o, "id", json_object_new_int64(u->id));
+	json_object_object_add(o, "start", json_object_new_double(u->start));
+	json_object_object_add(o, "end", json_object_new_double(u->end));
+	json_object_object_add(o, "text", json_object_new_string(u->text));
+	json_object_object_add(o, "first_final",
+	    json_object_new_int64(u->first_final));
+	json_object_object_add(o, "last_final",
+	    json_object_new_int64(u->last_final));
+	print_event_of(o, stream);
+}
+
+static struct caption *
+caption_of(int stream)
+{
+	int i = stream < 0 ? 0 : stream, k;
+	struct caption *p;
+
+	if (i >= n_captions) {
+		if ((p = realloc(captions, (i + 1) * sizeof(*p))) == NULL) {
+			fprintf(stderr, "stream-driver: out of memory\n");
+			exit(1);
+		}
+		captions = p;
+		for (k = n_captions; k <= i; k++)
+			caption_init(&captions[k], print_unit,
+			    (void *)(intptr_t)(k == 0 && stream < 0 ? -1 : k));
+		n_captions = i + 1;
+	}
+	return &captions[i];
+}
+
+/* The units of a step's finals and partial, as sottod makes them. */
+static void
+feed_captions(const struct sotto_stream_update *u, int fin, int stream)
+{
+	struct caption *c = caption_of(stream);
+	int i;
+
+	for (i = 0; i < u->n_finals; i++)
+		caption_final(c, (int64_t)(u->first_id + i), u->finals[i].start,
+		    u->finals[i].end, u->finals[i].text);
+	if (fin)
+		caption_flush(c);
+	else
+		caption_partial(c, u->partial, u->partial_start, u->audio_time);
 }
 
 static json_object *
@@ -130,6 +198,7 @@ print_update(const struct sotto_stream_update *u, double ms, int fin,
 	json_object_object_add(o, "audio_time",
 	    json_object_new_double(u->audio_time));
 	print_event_of(o, stream);
+	feed_captions(u, fin, stream);
 	o = json_object_new_object();
 	json_object_object_add(o, "type", json_object_new_string("step"));
 	json_object_object_add(o, "audio_time",

@@ -13,12 +13,19 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
 - latency (audio time when a word became final minus its estimated end),
   p50/p95, in the report section of the output;
 - streams stepped together (sotto_stream_step_many, sottod's batching)
-  report exactly what each stepped alone reports.
+  report exactly what each stepped alone reports;
+- caption units (common/caption.c, as sottod builds them): the closed
+  units of every file hold its finals' text once, in order; on the
+  long-form file the median unit has 8 words or more; most units should
+  end in punctuation the model wrote, and the word error rate of the
+  units' text with punctuation and case (not normalised) should be
+  within 2 points of `sotto transcribe`'s: not yet (xfail, issue 26).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import struct
 import subprocess
@@ -91,6 +98,69 @@ def test_wer_vs_transcribe(runs, manifest):
     assert se / tn <= te / tn + WER_POINTS, \
         f"stream WER {se / tn:.4f} vs {te / tn:.4f}"
     assert not bad, "\n".join(bad)
+
+
+def units(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "unit"]
+
+
+SENTENCE_END = re.compile("[.?!\u2026][\"')\\]\u201d\u2019]*$")
+CLAUSE_END = re.compile("[,;:][\"')\\]\u201d\u2019]*$")
+
+
+def raw_counts(ref: str, hyp: str) -> tuple[int, int]:
+    """(errors, reference words) with words as written: punctuation and
+    case count."""
+    import jiwer
+
+    r = " ".join(ref.split())
+    o = jiwer.process_words(r, " ".join(hyp.split()) or "-")
+    return o.substitutions + o.deletions + o.insertions, len(r.split())
+
+
+LONG_FORM = "LJ001-0001_to_LJ001-0017_longform.wav"
+
+
+def long_form_units(runs, manifest) -> dict:
+    """The long-form file's closed units and their figures, reported."""
+    us = units(runs["stream"][LONG_FORM])
+    ends = [u["text"].strip() for u in us]
+    f = {"ends": ends,
+         "words": statistics.median(len(u["text"].split()) for u in us),
+         "sentence": sum(bool(SENTENCE_END.search(t)) for t in ends) / len(us),
+         "clause": sum(bool(CLAUSE_END.search(t)) for t in ends) / len(us)}
+    ref = manifest[LONG_FORM]
+    e_s, n = raw_counts(ref, " ".join(ends))
+    e_t, _ = raw_counts(ref, runs["transcribe"][LONG_FORM])
+    f["wer"], f["wer_transcribe"] = e_s / n, e_t / n
+    report(f"long-form caption units (step {STEP_MS} ms): {len(us)}, median "
+           f"{f['words']} words, {f['sentence']:.0%} end a sentence, "
+           f"{f['clause']:.0%} a clause; WER with punctuation and case "
+           f"{f['wer']:.4f} vs transcribe {f['wer_transcribe']:.4f}")
+    return f
+
+
+def test_caption_units(runs, manifest):
+    for f, ev in runs["stream"].items():
+        us = units(ev)
+        assert "".join(u["text"] for u in us) == final_text(ev), f
+        assert [u["id"] for u in us] == list(range(len(us))), f
+    f = long_form_units(runs, manifest)
+    assert f["words"] >= 8, f["ends"]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 26: the finals lose most of the punctuation Whisper gives a "
+    "whole file (a stream's first windows are short and unpunctuated, and "
+    "the committed words carry that style on as prefix and prompt); a "
+    "punctuated seed prompt fixed it but changed the engine's behaviour "
+    "elsewhere (tests of this file), so it is not in"))
+def test_caption_units_punctuation(runs, manifest):
+    f = long_form_units(runs, manifest)
+    # LJ Speech's sentences run to 30 words: a unit of two caption lines
+    # ends one at best every other time, the others end at a comma
+    assert f["sentence"] + f["clause"] > 0.5, f["ends"]
+    assert f["wer"] <= f["wer_transcribe"] + WER_POINTS, f["ends"]
 
 
 def test_longform_nothing_lost_or_repeated(runs):

@@ -449,6 +449,51 @@ test_names(void **state)
 	assert_false(proto_session_valid("0123456789012345678901234567890123"));
 }
 
+/* Caption units: since_unit in OPEN and SUBSCRIBE, the unit event. */
+static void
+test_units(void **state)
+{
+	struct msg_open o;
+	struct msg_subscribe sub;
+	struct proto_unit u = { 3, 1.5, 4.25, " Hello there.", "", 1, 7, 9 };
+	struct json_object *j;
+	char msg[PROTO_MSG_MAX], *ev;
+
+	(void)state;
+	assert_int_equal(proto_parse_open(S("{}"), &o, msg), PROTO_OK);
+	assert_int_equal(o.since_unit, PROTO_SINCE_NONE);
+	assert_int_equal(proto_parse_open(S("{\"since_unit\":4}"), &o, msg),
+	    PROTO_OK);
+	assert_int_equal(o.since_unit, 4);
+	assert_int_equal(proto_parse_open(S("{\"since_unit\":-2}"), &o,
+	    msg), PROTO_E_BAD_VALUE);
+	assert_int_equal(proto_parse_open(S("{\"since_unit\":\"1\"}"), &o,
+	    msg), PROTO_E_BAD_JSON);
+	assert_int_equal(proto_parse_subscribe(S("{\"source\":\"mic\","
+	    "\"since_unit\":-1}"), &sub, msg), PROTO_OK);
+	assert_int_equal(sub.since_unit, -1);
+	assert_int_equal(sub.since, PROTO_SINCE_NONE);
+	ev = proto_event_unit("abc", &u);
+	assert_non_null(ev);
+	j = json_tokener_parse(ev);
+	assert_non_null(j);
+	assert_string_equal(json_object_get_string(json_object_object_get(j,
+	    "type")), "unit");
+	assert_int_equal(json_object_get_int64(json_object_object_get(j,
+	    "id")), 3);
+	assert_string_equal(json_object_get_string(json_object_object_get(j,
+	    "text")), " Hello there.");
+	assert_true(json_object_get_boolean(json_object_object_get(j,
+	    "closed")));
+	assert_int_equal(json_object_get_int64(json_object_object_get(j,
+	    "last_final")), 9);
+	json_object_put(j);
+	free(ev);
+	ev = proto_event_hello("sottod/x", "tiny.en");
+	assert_non_null(strstr(ev, "\"units\":true"));
+	free(ev);
+}
+
 int
 main(void)
 {
@@ -464,6 +509,7 @@ main(void)
 		cmocka_unit_test(test_subscribe_and_empty),
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_units),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
