@@ -423,8 +423,8 @@ def _norm(w: str) -> str:
 
 def test_final_times_hold_their_words(tmp_path):
     """A final runs from its first word to its last, as `sotto transcribe
-    --word-timestamps` places those words, within 0.3 s, and ends after it
-    starts: 1 s of silence, jfk, 40 s of silence, jfk. (Taken from
+    --word-timestamps` places those words, within 0.3 s (or inside the
+    word), and ends after it starts: 1 s of silence, jfk, 40 s of silence, jfk. (Taken from
     Whisper's segment timestamps and estimated inside them, the first cue
     was 0.00-0.46 for a word at 1.02-1.70, one was 4.43-4.43, and after
     the long silence 'And so' began a second early.)"""
@@ -458,15 +458,22 @@ def test_final_times_hold_their_words(tmp_path):
     for a, b, n in sm.get_matching_blocks():
         for k in range(n):
             where[a + k] = ref[b + k]
+    def near(t: float, w: dict, edge: str) -> bool:
+        # Within 0.3 s of the word's edge, or inside the word: after a
+        # pause the two alignments may give the pause to the word or not
+        # (fp32 here: transcribe's "ask" 54.28-55.86 after "Americans,",
+        # the stream's final starting at 55.0), and both hold the word.
+        return abs(t - w[edge]) <= 0.3 or w["start"] <= t <= w["end"]
+
     checked = 0
     for i, f in enumerate(fs):
         idx = [k for k, (fi, _) in enumerate(got) if fi == i]
         if idx[0] in where:
-            assert abs(f["start"] - where[idx[0]]["start"]) <= 0.3, \
+            assert near(f["start"], where[idx[0]], "start"), \
                 (f, where[idx[0]])
             checked += 1
         if idx[-1] in where:
-            assert abs(f["end"] - where[idx[-1]]["end"]) <= 0.3, \
+            assert near(f["end"], where[idx[-1]], "end"), \
                 (f, where[idx[-1]])
             checked += 1
     assert checked >= len(fs), (checked, len(fs))
