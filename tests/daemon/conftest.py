@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -155,6 +156,17 @@ class Daemon:
             return self.log_path.read_text()[-6000:]
         except OSError:
             return ""
+
+    def listen_port(self, door: str = "http", timeout: float = 60) -> int:
+        """The TCP port a door ("http", "wyoming") listens on, as its log
+        line names it (the tests ask for port 0)."""
+        pat = re.compile(rf"{door}: listening on [^ ]*:(\d+)")
+        deadline = time.monotonic() + timeout
+        while not (m := pat.search(self.log())) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert m, f"no {door} listening line in the log:\n{self.log()}"
+        return int(m.group(1))
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

@@ -13,7 +13,6 @@ import asyncio
 import base64
 import json
 import os
-import re
 import signal
 import subprocess
 import time
@@ -52,12 +51,6 @@ def events_until_end(c: RawClient) -> list[dict]:
         if ev["type"] in ("end", "error"):
             break
     return evs
-
-
-def port_of(d: Daemon, what: str) -> int:
-    m = re.search(rf"{what}: listening on 127\.0\.0\.1:(\d+)", d.log())
-    assert m, f"no {what} listening line in the log:\n{d.log()}"
-    return int(m.group(1))
 
 
 async def wyoming_utterance(port: int, pcm: bytes) -> str:
@@ -133,7 +126,7 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     done.append("bad frames")
 
     # The HTTP API and the WebSocket.
-    hp = port_of(d, "http")
+    hp = d.listen_port("http")
     sdk = openai.OpenAI(base_url=f"http://127.0.0.1:{hp}/v1", api_key="x",
                         timeout=300, max_retries=0)
     with open(wav, "rb") as f:
@@ -197,7 +190,7 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     done.append("HTTP stream=true, Realtime (VAD, mu-law, PCM, clear)")
 
     # A Wyoming utterance.
-    text = asyncio.run(wyoming_utterance(port_of(d, "wyoming"), jfk))
+    text = asyncio.run(wyoming_utterance(d.listen_port("wyoming"), jfk))
     assert "fellow" in text.lower(), text
     done.append("a Wyoming utterance")
 

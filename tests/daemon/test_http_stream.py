@@ -9,7 +9,6 @@ end of a file longer than one window.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import time
 from pathlib import Path
@@ -22,21 +21,11 @@ from conftest import AUDIO_DIR, SOTTO, Daemon, report
 JFK = AUDIO_DIR / "jfk.wav"
 
 
-def http_port(d) -> int:
-    deadline = time.monotonic() + 60
-    m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
-    while not m and time.monotonic() < deadline:
-        time.sleep(0.1)
-        m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
-    assert m, f"no http listening line in the log:\n{d.log()}"
-    return int(m.group(1))
-
-
 @pytest.fixture(scope="module")
 def sd(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("sottod-sse"), tiny_model,
                argv=["--http", "127.0.0.1:0"]).start()
-    d.base = f"http://127.0.0.1:{http_port(d)}"
+    d.base = f"http://127.0.0.1:{d.listen_port()}"
     yield d
     rc = d.stop()
     assert rc == 0, f"sottod exited {rc}:\n{d.log()}"

@@ -30,22 +30,12 @@ GO = AUDIO_DIR / "goforward.wav"
 TOKEN = "sotto-test-token-0123456789"
 
 
-def http_port(d) -> int:
-    deadline = time.monotonic() + 60
-    m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
-    while not m and time.monotonic() < deadline:
-        time.sleep(0.1)
-        m = re.search(r"http: listening on [^ ]*:(\d+)", d.log())
-    assert m, f"no http listening line in the log:\n{d.log()}"
-    return int(m.group(1))
-
-
 @pytest.fixture(scope="module")
 def rd(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("sottod-rt"), tiny_model,
                conf=f"[http]\ntoken = {TOKEN}\n",
                argv=["--http", "127.0.0.1:0"]).start()
-    d.base = f"http://127.0.0.1:{http_port(d)}"
+    d.base = f"http://127.0.0.1:{d.listen_port()}"
     yield d
     rc = d.stop()
     assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
@@ -330,7 +320,7 @@ def test_realtime_sigterm_finishes_the_item(sottod_bin, sotto_bin, tiny_model,
 
 
 def sigterm_mid_item(d, tiny_model) -> None:
-    d.base = f"http://127.0.0.1:{http_port(d)}"
+    d.base = f"http://127.0.0.1:{d.listen_port()}"
     data = raw(JFK, "-r", "24000", "-b", "16", "-e", "signed")
     evs, closed = [], None
     with client(d, key="unused").realtime.connect(
