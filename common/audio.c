@@ -1,7 +1,8 @@
 /*
  * Audio file input, decoded as it is read.
  *
- * libsndfile decodes the file in chunks of AUDIO_CHUNK_FRAMES frames;
+ * libsndfile decodes the file (or FFmpeg, when libsndfile cannot:
+ * audio-private.h) in chunks of AUDIO_CHUNK_FRAMES frames;
  * each chunk goes through sotto_pcm_mix() (mono, NaN and infinities as 0,
  * clipped to [-1, 1], as sottod's input) and, unless the file is already
  * at 16 kHz (then it is given unchanged, so s16 input gives exactly
@@ -39,9 +40,7 @@
 #include <unistd.h>
 
 #include <samplerate.h>
-#include <sndfile.h>
-
-#include "audio.h"
+#include "audio-private.h"
 #include "sotto.h"
 
 #define AUDIO_CHUNK_FRAMES	4096
@@ -49,24 +48,27 @@
 #define AUDIO_SLACK_SAMPLES	256
 #define AUDIO_PROBLEM_MAX	256
 
-/* One input file being decoded; see audio.h. Owns everything but path. */
+/*
+ * One input file being decoded; see audio.h. Owns everything but path,
+ * raw and mem: fd, the decoder, the converter and the buffers.
+ */
 struct audio_file {
 	const char	*path;
-	int		 fd;		/* libsndfile reads it; we close it */
+	int		 fd;		/* the decoder reads it; we close it */
 	off_t		 start;		/* where the audio begins in fd */
 	const struct audio_raw *raw;	/* raw PCM's layout, or NULL */
-	const uint8_t	*mem;		/* or a file in memory (not ours) */
-	sf_count_t	 mem_len, mem_pos;
+	const unsigned char *mem;	/* or a file in memory (not ours) */
+	size_t		 mem_len;
 	int		 seekable;	/* a regular file: reopened to rewind */
 	int		 keep;		/* not seekable: keep the first pass */
-	SNDFILE		*sf;
+	void		*dec;		/* libsndfile's or FFmpeg's (ops) */
+	const struct audio_dec_ops *ops;
 	int		 channels;
 	int		 rate;
-	int		 format;	/* SF_FORMAT_* of the container */
-	sf_count_t	 frames;	/* the header's; SF_COUNT_MAX unknown */
-	sf_count_t	 decoded;	/* frames read in this pass */
+	int64_t		 frames;	/* the header's, AUDIO_FRAMES_UNKNOWN */
+	int64_t		 decoded;	/* frames read in this pass */
 	int		 pass;		/* 1, then 2 after a rewind */
-	int		 in_end;	/* no more frames from libsndfile */
+	int		 in_end;	/* no more frames from the decoder */
 	int		 done;		/* every sample of the pass given */
 	SRC_STATE	*src;		/* NULL at 16 kHz */
 	SRC_DATA	 d;
@@ -111,20 +113,19 @@ audio_seconds(const struct audio_file *f)
 static void
 audio_read_mono(struct audio_file *f, size_t *ret_got)
 {
-	sf_count_t got;
+	char why[128];
+	long got;
 
 	*ret_got = 0;
 	if (f->in_end)
 		return;
-	got = sf_readf_float(f->sf, f->chunk, AUDIO_CHUNK_FRAMES);
-	if (got < 0)
+	got = f->ops->read(f->dec, f->chunk, AUDIO_CHUNK_FRAMES, why,
+	    sizeof(why));
+	if (got < 0) {
 		got = 0;
-	if (got < AUDIO_CHUNK_FRAMES && sf_error(f->sf) != SF_ERR_NO_ERROR) {
-		f->in_end = 1;
 		if (f->problem[0] == '\0')
 			snprintf(f->problem, sizeof(f->problem), "read error "
-			    "after %.2f s (%s)", audio_seconds(f) +
-			    (double)got / f->rate, sf_strerror(f->sf));
+			    "after %.2f s (%s)", audio_seconds(f), why);
 	}
 	if (got == 0)
 		f->in_end = 1;
@@ -173,25 +174,22 @@ audio_convert(struct audio_file *f, char *err, size_t errlen)
 }
 
 /*
- * At the end of the first pass: did the file end before its end? Ogg
- * (Vorbis, Opus) says so only in libsndfile's log; other formats give a
- * length in the header (MP3's is exact with a Xing header, estimated
- * without, hence the 0.1 s of slack).
+ * At the end of the first pass: did the file end before its end? The
+ * decoder may know (an Ogg stream without its last page, damaged
+ * packets); else the header gives a length (MP3's is exact with a Xing
+ * header, estimated without, hence the 0.1 s of slack).
  */
 static void
 audio_check_end(struct audio_file *f)
 {
-	char log[2048];
+	char why[AUDIO_PROBLEM_MAX];
 
 	if (f->problem[0] != '\0')
 		return;
-	if ((f->format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG) {
-		sf_command(f->sf, SFC_GET_LOG_INFO, log, sizeof(log));
-		if (strstr(log, "ended unexpectedly") != NULL)
-			snprintf(f->problem, sizeof(f->problem), "the Ogg "
-			    "stream ends after %.2f s without its last page",
-			    audio_seconds(f));
-	} else if (f->frames > 0 && f->frames < SF_COUNT_MAX &&
+	if (f->ops->problem(f->dec, audio_seconds(f), why, sizeof(why)) !=
+	    NULL)
+		snprintf(f->problem, sizeof(f->problem), "%s", why);
+	else if (f->frames > 0 && f->frames != AUDIO_FRAMES_UNKNOWN &&
 	    f->decoded + f->rate / 10 < f->frames)
 		snprintf(f->problem, sizeof(f->problem), "it ends after %.2f "
 		    "s of the %.2f s its header gives", audio_seconds(f),
@@ -261,101 +259,56 @@ audio_file_read(struct audio_file *f, float *buf, size_t max, char *err,
 	return (long)given;
 }
 
-/* libsndfile's virtual I/O over a file in memory (audio_mem_open). */
-static sf_count_t
-audio_mem_length(void *user)
+/* f's bytes, for a decoder to read from their start. */
+static struct audio_src
+audio_src_of(const struct audio_file *f)
 {
-	return ((struct audio_file *)user)->mem_len;
+	struct audio_src src = { f->path, f->fd, f->start, f->seekable,
+	    f->mem, f->mem_len, f->raw };
+
+	return src;
 }
 
-static sf_count_t
-audio_mem_seek(sf_count_t offset, int whence, void *user)
-{
-	struct audio_file *f = user;
-	sf_count_t at = whence == SEEK_SET ? 0 : whence == SEEK_CUR ?
-	    f->mem_pos : f->mem_len;
-
-	if (offset < -at || offset > f->mem_len - at)
-		return -1;
-	f->mem_pos = at + offset;
-	return f->mem_pos;
-}
-
-static sf_count_t
-audio_mem_read(void *ptr, sf_count_t count, void *user)
-{
-	struct audio_file *f = user;
-	sf_count_t n = f->mem_len - f->mem_pos;
-
-	if (count < n)
-		n = count < 0 ? 0 : count;
-	memcpy(ptr, f->mem + f->mem_pos, (size_t)n);
-	f->mem_pos += n;
-	return n;
-}
-
-static sf_count_t
-audio_mem_write(const void *ptr, sf_count_t count, void *user)
-{
-	return 0;
-}
-
-static sf_count_t
-audio_mem_tell(void *user)
-{
-	return ((struct audio_file *)user)->mem_pos;
-}
-
-static SNDFILE *
-audio_sf_open_mem(struct audio_file *f, SF_INFO *info)
-{
-	static SF_VIRTUAL_IO vio = {
-		audio_mem_length, audio_mem_seek, audio_mem_read,
-		audio_mem_write, audio_mem_tell,
-	};
-
-	f->mem_pos = 0;
-	return sf_open_virtual(&vio, SFM_READ, info, f);
-}
-
-/* libsndfile on f->fd (or f->mem), from the start; checks the format. */
+/*
+ * libsndfile, or FFmpeg where libsndfile cannot read the file, on f from
+ * its start; checks the format. FFmpeg needs to read the file from its
+ * start: not a pipe, whose first bytes libsndfile has taken, and not raw
+ * PCM, which has no header to find.
+ */
 static int
-audio_sf_open(struct audio_file *f, char *err, size_t errlen)
+audio_dec_open(struct audio_file *f, char *err, size_t errlen)
 {
-	SF_INFO info;
+	struct audio_src src = audio_src_of(f);
+	struct audio_info info;
+	char sf_why[128], ff_why[128];
 
-	memset(&info, 0, sizeof(info));
-	if (f->raw != NULL) {
-		info.format = SF_FORMAT_RAW | SF_ENDIAN_LITTLE |
-		    (f->raw->float32 ? SF_FORMAT_FLOAT : SF_FORMAT_PCM_16);
-		info.samplerate = f->raw->rate;
-		info.channels = f->raw->channels;
-	}
-	/* libsndfile takes the descriptor's position as the file's start */
-	if (f->mem == NULL && f->seekable && lseek(f->fd, f->start,
-	    SEEK_SET) == -1)
-		return audio_error(err, errlen, "%s: %s", f->path,
-		    strerror(errno));
-	f->sf = f->mem != NULL ? audio_sf_open_mem(f, &info) :
-	    sf_open_fd(f->fd, SFM_READ, &info, SF_FALSE);
-	if (f->sf == NULL)
+	if (audio_sf_open(&src, &f->dec, &info, sf_why, sizeof(sf_why)) == 0)
+		f->ops = &audio_sf_ops;
+	else if (f->raw != NULL)
+		return audio_error(err, errlen, "%s: %s", f->path, sf_why);
+	else if (!f->seekable)
 		return audio_error(err, errlen, "%s: not an audio file "
-		    "libsndfile can read: %s", f->path, sf_strerror(NULL));
+		    "libsndfile reads from a pipe (%s); a pipe may hold wav, "
+		    "ogg or mp3: give other formats as a file", f->path,
+		    sf_why);
+	else if (audio_ff_open(&src, &f->dec, &info, ff_why,
+	    sizeof(ff_why)) == 0)
+		f->ops = &audio_ff_ops;
+	else
+		return audio_error(err, errlen, "%s: not an audio file sotto "
+		    "reads (%s); formats: " AUDIO_FORMATS, f->path, ff_why);
 	if (f->pass > 1 && (info.channels != f->channels ||
-	    info.samplerate != f->rate))
+	    info.rate != f->rate))
 		return audio_error(err, errlen, "%s: changed while it was "
 		    "read", f->path);
-	if (info.channels <= 0 || info.samplerate <= 0 ||
-	    !src_is_valid_ratio((double)AUDIO_RATE / info.samplerate))
+	if (info.channels <= 0 || info.rate <= 0 ||
+	    !src_is_valid_ratio((double)AUDIO_RATE / info.rate))
 		return audio_error(err, errlen,
 		    "%s: unsupported audio: %d channels at %d Hz", f->path,
-		    info.channels, info.samplerate);
+		    info.channels, info.rate);
 	f->channels = info.channels;
-	f->rate = info.samplerate;
-	f->format = info.format;
-	/* raw PCM from a pipe has no length; libsndfile makes one up */
-	f->frames = f->raw != NULL && !f->seekable ? SF_COUNT_MAX :
-	    info.frames;
+	f->rate = info.rate;
+	f->frames = info.frames;
 	return 0;
 }
 
@@ -400,7 +353,7 @@ audio_fd_open(struct audio_file *f, char *err, size_t errlen)
 	if (f->seekable && st.st_size <= f->start)
 		return audio_error(err, errlen, "%s: empty file (0 bytes), not "
 		    "an audio file", f->path);
-	return audio_sf_open(f, err, errlen) == 0 &&
+	return audio_dec_open(f, err, errlen) == 0 &&
 	    audio_alloc(f, err, errlen) == 0 ? 0 : -1;
 }
 
@@ -467,9 +420,9 @@ audio_mem_open(const void *data, size_t len, const char *name,
 	f->pass = 1;
 	f->fd = -1;
 	f->mem = data;
-	f->mem_len = (sf_count_t)len;
+	f->mem_len = len;
 	f->seekable = 1;
-	if (audio_sf_open(f, err, errlen) != 0 ||
+	if (audio_dec_open(f, err, errlen) != 0 ||
 	    audio_alloc(f, err, errlen) != 0) {
 		audio_file_close(f);
 		return -1;
@@ -488,9 +441,9 @@ audio_file_rewind(struct audio_file *f, char *err, size_t errlen)
 	if (!f->seekable)
 		return audio_error(err, errlen, "%s: cannot be read twice",
 		    f->path);
-	sf_close(f->sf);
-	f->sf = NULL;
-	if (audio_sf_open(f, err, errlen) != 0)
+	f->ops->close(f->dec);
+	f->dec = NULL;
+	if (audio_dec_open(f, err, errlen) != 0)
 		return -1;
 	if (f->src != NULL)
 		src_reset(f->src);
@@ -519,8 +472,8 @@ audio_file_close(struct audio_file *f)
 {
 	if (f == NULL)
 		return;
-	if (f->sf != NULL)
-		sf_close(f->sf);
+	if (f->dec != NULL)
+		f->ops->close(f->dec);
 	if (f->fd >= 0)
 		close(f->fd);
 	if (f->src != NULL)
