@@ -173,13 +173,16 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 	struct sotto_result *res = NULL;
 	struct progress prog = { name, 0 };
 	char err[SOTTO_ERR_MAX];
+	/* the path, the library's reason and the formats that work */
+	char open_err[PATH_MAX + 256];
 	size_t n = 0;
 	int rc;
 
 	rc = is_stdin ? audio_stdin_open(o->raw_set ? &o->raw : NULL, &fr.f,
-	    err, sizeof(err)) : audio_file_open(path, &fr.f, err, sizeof(err));
+	    open_err, sizeof(open_err)) : audio_file_open(path, &fr.f,
+	    open_err, sizeof(open_err));
 	if (rc != 0) {
-		fprintf(stderr, "sotto transcribe: %s\n", err);
+		fprintf(stderr, "sotto transcribe: %s\n", open_err);
 		return -1;
 	}
 	if (!o->quiet && isatty(STDERR_FILENO)) {
