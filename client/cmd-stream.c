@@ -23,8 +23,9 @@ static volatile sig_atomic_t stream_interrupted;
 static const char usage_text[] =
 "usage: sotto stream [OPTIONS] FILE|-\n"
 "\n"
-"Stream audio to sottod and print the live transcript. FILE is anything\n"
-"libsndfile reads, sent paced as if live unless --fast; '-' reads raw\n"
+"Stream audio to sottod and print the live transcript. FILE is any file\n"
+"sotto transcribe reads (wav, flac, ogg, opus, mp3, m4a, mp4, webm, mkv,\n"
+"mpeg), sent paced as if live unless --fast; '-' reads raw\n"
 "PCM from standard input (e.g. arecord -t raw -f S16_LE -r 16000 -c 1).\n"
 "\n"
 "  -s, --socket PATH         sottod's socket [$SOTTO_SOCKET, else\n"

@@ -1,6 +1,7 @@
 /*
- * Audio file input for the sotto CLI: any file libsndfile reads, as
- * 16 kHz mono float.
+ * Audio file input for the sotto CLI and sottod's uploads: any file
+ * libsndfile reads, and what it cannot read through FFmpeg's libraries
+ * (audio-private.h), as 16 kHz mono float.
  */
 #ifndef SOTTO_AUDIO_H
 #define SOTTO_AUDIO_H
@@ -18,10 +19,11 @@
 struct audio_file;
 
 /*
- * Open path (wav, flac, ogg/vorbis, opus, mp3 where libsndfile supports
- * it). Returns 0 with *ret (free with audio_file_close()), or -1 with a
- * message naming the file in err (errlen bytes, may be NULL) when it is
- * missing, unreadable or not audio.
+ * Open path (wav, flac, ogg/vorbis, opus, mp3 with libsndfile; m4a, mp4,
+ * webm, mkv, mpeg and the rest with FFmpeg). Returns 0 with *ret (free
+ * with audio_file_close()), or -1 with a message naming the file in err
+ * (errlen bytes, may be NULL) when it is missing, unreadable or not
+ * audio (then the message lists the formats that work).
  */
 int	audio_file_open(const char *path, struct audio_file **ret, char *err,
 	    size_t errlen);
@@ -34,10 +36,11 @@ struct audio_raw {
 
 /*
  * audio_file_open() of standard input ("standard input" in messages):
- * any format libsndfile reads from a pipe (WAV, Ogg, MP3: not FLAC), or,
- * with raw (kept, not copied), raw PCM of that layout. Redirected from a
- * regular file it is read twice from where it stood, as a file; a pipe is
- * held in memory. A terminal is refused.
+ * any format libsndfile reads from a pipe (WAV, Ogg, MP3: not FLAC, nor
+ * FFmpeg's formats, whose start libsndfile has taken), or, with raw
+ * (kept, not copied), raw PCM of that layout. Redirected from a regular
+ * file it is read twice from where it stood, as a file, in any format; a
+ * pipe is held in memory. A terminal is refused.
  */
 int	audio_stdin_open(const struct audio_raw *raw, struct audio_file **ret,
 	    char *err, size_t errlen);
@@ -45,8 +48,9 @@ int	audio_stdin_open(const struct audio_raw *raw, struct audio_file **ret,
 /*
  * audio_file_open() of a file held in memory: data (len bytes, not
  * copied; it must outlive the audio_file) is decoded with libsndfile's
- * virtual I/O, read twice as a regular file is. name (kept, not copied)
- * stands for the file in messages.
+ * virtual I/O, or FFmpeg's AVIOContext over the same memory (no
+ * temporary file), read twice as a regular file is. name (kept, not
+ * copied) stands for the file in messages.
  */
 int	audio_mem_open(const void *data, size_t len, const char *name,
 	    struct audio_file **ret, char *err, size_t errlen);
@@ -74,8 +78,7 @@ size_t	audio_file_nonfinite(const struct audio_file *);
 void	audio_file_close(struct audio_file *);
 
 /*
- * Read path (wav, flac, ogg/vorbis, opus, mp3 where libsndfile supports
- * it), mix it to mono and resample it to 16 kHz, samples in [-1, 1].
+ * Read path (any format audio_file_open() reads), mix it to mono and resample it to 16 kHz, samples in [-1, 1].
  * Returns 0 with *ret (malloc'd, never NULL, caller frees) holding
  * *ret_n samples, which may be 0 for an empty recording.  Returns -1
  * with a message naming the file in err (errlen bytes, may be NULL) when

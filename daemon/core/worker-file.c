@@ -1,9 +1,9 @@
 /*
  * Whole audio files on the compute thread (see worker.c's design note):
  * the loop hands over an encoded file (the HTTP API's upload) with
- * worker_file_new(); the compute thread decodes it with libsndfile from
- * memory (common/audio.c, as `sotto transcribe` reads a file: the same
- * samples) and runs sotto_transcribe_reader() on a state of its own with
+ * worker_file_new(); the compute thread decodes it from memory with
+ * libsndfile, or FFmpeg when libsndfile cannot read it (common/audio.c,
+ * as `sotto transcribe` reads a file: the same samples) and runs sotto_transcribe_reader() on a state of its own with
  * `sotto transcribe`'s options; the loop gets the job back with its
  * result in the done() callback.
  *

@@ -127,10 +127,10 @@ struct worker_file {
 
 /*
  * Queue the transcription of data[len], an audio file in any format
- * libsndfile reads (the job owns data from the call on, even when this
- * fails), on the current model. done(f, arg) runs on the loop when it
- * is over: f->error, f->err, f->res; the callee frees f with
- * worker_file_free. NULL with msg when out of memory.
+ * common/audio.c reads (libsndfile, else FFmpeg; the job owns data from
+ * the call on, even when this fails), on the current model. done(f, arg)
+ * runs on the loop when it is over: f->error, f->err, f->res; the callee
+ * frees f with worker_file_free. NULL with msg when out of memory.
  */
 struct worker_file *worker_file_new(uint64_t id, void *data, size_t len,
 	    const struct worker_file_params *, worker_file_done_fn *done,

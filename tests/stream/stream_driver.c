@@ -6,7 +6,7 @@
  *	    [-t threads] [-v VAD.gguf] [-r] [-w] MODEL.gguf FILE|-
  *	stream-driver -B [options] MODEL.gguf FILE...
  *
- * FILE is anything libsndfile reads (resampled to 16 kHz mono), or "-"
+ * FILE is any file common/audio.c reads (resampled to 16 kHz mono), or "-"
  * for raw s16le 16 kHz mono on standard input. Audio goes in chunk_ms
  * pieces (default 100); whenever sotto_stream_due() says so the driver
  * steps, and at the end it finishes. With -j SEED it steps after an
