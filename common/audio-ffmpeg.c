@@ -64,7 +64,8 @@ struct audio_ff {
 	AVIOContext	*io;
 	AVFormatContext	*fmt;
 	AVCodecContext	*dec;
-	SwrContext	*swr;
+	SwrContext	*swr;		/* made for the first frame's format */
+	int		 sample_fmt;	/* of every frame: the first one's */
 	AVPacket	*pkt;
 	AVFrame		*frame;
 	int		 stream;
@@ -243,23 +244,31 @@ audio_ff_decoder(struct audio_ff *ff)
 }
 
 /*
- * libswresample from the decoder's sample format to interleaved float,
- * with the same channels (each kept as it is: audio.c mixes) and rate.
+ * libswresample from the first frame's sample format (some decoders
+ * know it only then) to interleaved float, with the same channels (each
+ * kept as it is: audio.c mixes them) and rate.
  */
 static int
-audio_ff_converter(struct audio_ff *ff)
+audio_ff_converter(struct audio_ff *ff, int sample_fmt)
 {
 	AVChannelLayout layout;
 	int e;
 
 	av_channel_layout_default(&layout, ff->channels);
 	e = swr_alloc_set_opts2(&ff->swr, &layout, AV_SAMPLE_FMT_FLT,
-	    ff->rate, &layout, ff->dec->sample_fmt, ff->rate, 0, NULL);
+	    ff->rate, &layout, sample_fmt, ff->rate, 0, NULL);
 	av_channel_layout_uninit(&layout);
 	if (e < 0)
 		return e;
 	if ((e = swr_init(ff->swr)) < 0)
 		return e;
+	ff->sample_fmt = sample_fmt;
+	return 0;
+}
+
+static int
+audio_ff_buffers(struct audio_ff *ff)
+{
 	ff->pkt = av_packet_alloc();
 	ff->frame = av_frame_alloc();
 	return ff->pkt != NULL && ff->frame != NULL ? 0 : AVERROR(ENOMEM);
@@ -314,7 +323,7 @@ audio_ff_open(const struct audio_src *src, void **ret,
 	}
 	ff->src = *src;
 	if ((e = audio_ff_io_new(ff)) < 0 || (e = audio_ff_demuxer(ff)) < 0 ||
-	    (e = audio_ff_decoder(ff)) < 0 || (e = audio_ff_converter(ff)) < 0) {
+	    (e = audio_ff_decoder(ff)) < 0 || (e = audio_ff_buffers(ff)) < 0) {
 		if (e == AVERROR_STREAM_NOT_FOUND)
 			snprintf(err, errlen, "FFmpeg: no audio stream");
 		else
@@ -381,7 +390,8 @@ audio_ff_next_frame(struct audio_ff *ff)
 		e = avcodec_receive_frame(ff->dec, ff->frame);
 		if (e == 0 && (ff->frame->sample_rate != ff->rate ||
 		    ff->frame->ch_layout.nb_channels != ff->channels ||
-		    ff->frame->format != ff->dec->sample_fmt)) {
+		    (ff->swr != NULL &&
+		    ff->frame->format != ff->sample_fmt))) {
 			av_frame_unref(ff->frame);
 			return AVERROR_INPUT_CHANGED;
 		}
@@ -408,6 +418,8 @@ audio_ff_convert(struct audio_ff *ff, float *out, int max)
 	int n = fr->nb_samples - ff->frame_pos, c, got;
 	uint8_t *o = (uint8_t *)out;
 
+	if (ff->swr == NULL && (got = audio_ff_converter(ff, fr->format)) < 0)
+		return got;
 	n = n < max ? n : max;
 	/* the samples from frame_pos on, planar or interleaved */
 	if (av_sample_fmt_is_planar(fr->format))
