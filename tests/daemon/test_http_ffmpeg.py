@@ -1,9 +1,10 @@
 """Uploads and streams of files libsndfile cannot read, which FFmpeg's
 libraries decode in sottod from memory (common/audio-ffmpeg.c): an m4a
 (AAC) and a webm (Opus) posted to /v1/audio/transcriptions give the words
-of the WAV they were made from; an upload of bytes that are no audio gets 400 with a
-message naming the formats; `sotto stream` of the webm gives the WAV's
-words. The files are made by the ffmpeg program (tests/encoded.py).
+of the WAV they were made from; an upload of bytes that are no audio gets
+400 with a message naming the formats, and a webm cut short 400 saying
+it is damaged; `sotto stream` of the webm gives the WAV's words. The
+files are made by the ffmpeg program (tests/encoded.py).
 """
 
 from __future__ import annotations
@@ -80,6 +81,18 @@ def test_upload_garbage(hd, tmp_path):
     # the daemon is still there for the next one
     status, _ = upload(hd, JFK)
     assert status == 200
+
+
+def test_upload_cut_webm(hd, files, tmp_path):
+    """A webm cut in the middle is damaged: 400 saying where it ends."""
+    webm = files["webm"].read_bytes()
+    cut = tmp_path / "cut.webm"
+    cut.write_bytes(webm[:len(webm) // 2])
+    status, body = upload(hd, cut)
+    assert status == 400, body
+    e = body["error"]
+    assert e["code"] == "invalid_audio" and "damaged" in e["message"], e
+    assert "ends after" in e["message"], e
 
 
 def test_stream_webm(hd, files, want):
