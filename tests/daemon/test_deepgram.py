@@ -14,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from deepgram import DeepgramClient
 from deepgram.core.api_error import ApiError
@@ -210,22 +211,26 @@ def test_deepgram_mulaw_8k(dg, tiny_model):
         abs(len(got) - len(ref)) <= 1, (got, ref)
 
 
-def test_deepgram_finalize(dg):
+def test_deepgram_finalize_stereo(dg):
     """Finalize flushes: the finals of the audio so far come with
     from_finalize true; the connection goes on, and later audio is heard
-    at its own time."""
-    data = raw(JFK, "-r", "16000", "-b", "16", "-e", "signed")
+    at its own time. The audio is stereo, speech on the left and silence
+    on the right: downmixed, it is transcribed all the same."""
+    mono = np.frombuffer(raw(JFK, "-r", "16000", "-b", "16", "-e", "signed"),
+                         dtype="<i2")
+    data = np.stack([mono, np.zeros_like(mono)], axis=1).tobytes()
+    per_s = 64000
     with client(dg).listen.v1.connect(model="nova-3", encoding="linear16",
-                                      sample_rate=16000) as conn:
+                                      sample_rate=16000, channels=2) as conn:
         reader = Reader(conn)
-        stream(conn, reader, data[:32000 * 4], 32000, speed=4.0)
+        stream(conn, reader, data[:per_s * 4], per_s, speed=4.0)
         conn.send_finalize()
         deadline = time.monotonic() + 60
         while not any(getattr(m, "from_finalize", False)
                       for _, m in reader.msgs):
             assert time.monotonic() < deadline, reader.msgs
             time.sleep(0.1)
-        stream(conn, reader, data[32000 * 4:32000 * 8], 32000, speed=4.0)
+        stream(conn, reader, data[per_s * 4:per_s * 8], per_s, speed=4.0)
         conn.send_close_stream()
         msgs = reader.join()
     results = [m for m in msgs if m.type == "Results"]
