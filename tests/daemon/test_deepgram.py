@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -19,6 +20,7 @@ import pytest
 from deepgram import DeepgramClient
 from deepgram.core.api_error import ApiError
 from deepgram.environment import DeepgramClientEnvironment
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from conftest import AUDIO_DIR, SOTTO, Daemon, report
@@ -330,3 +332,38 @@ def test_deepgram_bad_message(dg):
         assert json.loads(c.recv(timeout=30))["type"] == "Error"
         c.send(json.dumps({"type": "CloseStream"}))
         assert json.loads(c.recv(timeout=30))["type"] == "Metadata"
+
+
+def test_deepgram_sigterm(sottod_bin, tiny_model, tmp_path_factory):
+    """SIGTERM mid-stream: the audio sottod took is decoded to its end,
+    its finals and Metadata sent, then the close says sottod is stopping
+    (1001) and sottod exits 0."""
+    d = Daemon(tmp_path_factory.mktemp("sottod-dg-stop"), tiny_model,
+               argv=["--http", "127.0.0.1:0"]).start()
+    try:
+        data = raw(JFK, "-r", "16000", "-b", "16", "-e", "signed")[:32000 * 5]
+        msgs, closed = [], None
+        with connect(f"ws://127.0.0.1:{d.listen_port()}/v1/listen"
+                     "?interim_results=true") as c:
+            for i in range(0, len(data), 3200):
+                c.send(data[i:i + 3200])
+            while True:		# decoding has begun
+                msgs.append(json.loads(c.recv(timeout=60)))
+                if msgs[-1]["type"] == "Results":
+                    break
+            d.proc.send_signal(signal.SIGTERM)
+            try:
+                while True:
+                    msgs.append(json.loads(c.recv(timeout=60)))
+            except ConnectionClosed as e:
+                closed = e
+        assert closed is not None and closed.rcvd.code == 1001, closed
+        assert msgs[-1]["type"] == "Metadata", msgs
+        finals = [m for m in msgs if m["type"] == "Results" and m["is_final"]]
+        got = words(" ".join(m["channel"]["alternatives"][0]["transcript"]
+                             for m in finals))
+        assert got[:4] == ["and", "so", "my", "fellow"], got
+        assert d.proc.wait(timeout=60) == 0, d.log()
+    finally:
+        if d.alive():
+            d.stop(signal.SIGKILL)
