@@ -146,7 +146,7 @@ dg_audio(struct dg_conn *c, const uint8_t *b, size_t len, char *msg)
 	const float *pcm;
 	size_t n;
 
-	if (c->ending == DG_END_CLOSE || len == 0)
+	if (c->ending == DG_END_CLOSE || c->close_after || len == 0)
 		return 0;	/* after CloseStream: nothing more is heard */
 	sha256_update(&c->sha, len, b);
 	c->bytes += len;
@@ -201,7 +201,7 @@ dg_finalize(struct dg_conn *c, enum dg_ending how)
 		return;
 	if (c->ending == DG_END_FINALIZE) {	/* its end will close */
 		if (how == DG_END_CLOSE)
-			c->ending = DG_END_CLOSE;
+			c->close_after = 1;
 		return;
 	}
 	if (how == DG_END_CLOSE)
@@ -252,15 +252,17 @@ dg_session_over(struct dg_conn *c)
 		dg_closed(c);
 		return;
 	}
-	if (how == DG_END_CLOSE && c->n_wait == 0) {
+	if (how == DG_END_CLOSE) {	/* no audio waits: it was dropped */
 		c->ending = DG_END_CLOSE;
 		dg_closed(c);
 		return;
 	}
 	if (c->n_wait > 0)
 		dg_resume(c);
-	if (how == DG_END_CLOSE && !(p->flags & (PEER_DEAD | PEER_CLOSING)))
+	if (c->close_after && !(p->flags & (PEER_DEAD | PEER_CLOSING))) {
+		c->close_after = 0;
 		dg_finalize(c, DG_END_CLOSE);
+	}
 }
 
 void

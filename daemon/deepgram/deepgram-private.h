@@ -46,6 +46,7 @@ struct dg_conn {
 	float			*wait;		/* while a session ends */
 	size_t			 n_wait, cap_wait;
 	enum dg_ending		 ending;
+	int			 close_after;	/* CloseStream in a Finalize */
 	int			 finalized;	/* Results sent in a Finalize */
 	/* results */
 	double			 final_end;	/* the last final's end, s */

@@ -185,7 +185,9 @@ dg_param(const char *k, const char *v, struct dg_params *p, char *msg)
 	if (strcmp(k, "language") == 0)
 		return dg_language(v, p, msg);
 	if (strcmp(k, "model") == 0)
-		snprintf(p->model, sizeof(p->model), "%s", v);
+		/* only echoed: a longer name is cut, not refused */
+		snprintf(p->model, sizeof(p->model), "%.*s",
+		    (int)sizeof(p->model) - 1, v);
 	else if (strcmp(k, "sample_rate") == 0)
 		rc = dg_int(v, PROTO_RATE_MIN, PROTO_RATE_MAX, &p->sample_rate);
 	else if (strcmp(k, "channels") == 0)
