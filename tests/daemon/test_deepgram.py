@@ -32,8 +32,7 @@ TOKEN = "sotto-test-token-0123456789"
 @pytest.fixture(scope="module")
 def dg(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     d = Daemon(tmp_path_factory.mktemp("sottod-dg"), tiny_model,
-               conf=f"[server]\nidle_timeout_seconds = 3\n"
-                    f"[http]\ntoken = {TOKEN}\n",
+               conf=f"[http]\ntoken = {TOKEN}\n",
                argv=["--http", "127.0.0.1:0"]).start()
     d.base = f"127.0.0.1:{d.listen_port()}"
     yield d
@@ -164,7 +163,7 @@ def test_deepgram_linear16_interim_and_finals(dg, tiny_model):
         msgs = reader.join()
     took = time.monotonic() - t0
     types = [m.type for m in msgs]
-    assert types[-1] == "Metadata", types
+    assert types[-1] == "Metadata", (msgs[-1], dg.log()[-4000:])
     md = msgs[-1]
     assert md.duration == pytest.approx(11.0, abs=0.05), md
     assert md.channels == 1 and len(md.sha256) == 64 and md.request_id
@@ -208,6 +207,7 @@ def test_deepgram_mulaw_8k(dg, tiny_model):
     finals = check_finals(msgs, 11.0)
     got, ref = final_words(finals), reference(JFK, tiny_model)
     report(f"deepgram mulaw 8 kHz: {' '.join(got)!r}")
+    assert msgs[-1].type == "Metadata", (msgs[-1], dg.log()[-4000:])
     # as G.711 in test_realtime.py: "American" for "Americans" may happen
     assert sum(a != b for a, b in zip(got, ref)) <= 1 and \
         abs(len(got) - len(ref)) <= 1, (got, ref)
@@ -230,7 +230,8 @@ def test_deepgram_finalize_stereo(dg):
         deadline = time.monotonic() + 60
         while not any(getattr(m, "from_finalize", False)
                       for _, m in reader.msgs):
-            assert time.monotonic() < deadline, reader.msgs
+            assert time.monotonic() < deadline, (reader.msgs,
+                                                 dg.log()[-4000:])
             time.sleep(0.1)
         stream(conn, reader, data[per_s * 4:per_s * 8], per_s, speed=4.0)
         conn.send_close_stream()
@@ -298,9 +299,22 @@ def test_deepgram_bad_parameter_sdk(dg):
     assert status(e.value) == 400
 
 
-def test_deepgram_keepalive(dg):
+@pytest.fixture(scope="module")
+def dg_idle(sottod_bin, tiny_model, tmp_path_factory):
+    """A sottod whose idle timeout is 3 s (no token)."""
+    d = Daemon(tmp_path_factory.mktemp("sottod-dg-idle"), tiny_model,
+               conf="[server]\nidle_timeout_seconds = 3\n",
+               argv=["--http", "127.0.0.1:0"]).start()
+    d.base = f"127.0.0.1:{d.listen_port()}"
+    yield d
+    rc = d.stop()
+    assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
+
+
+def test_deepgram_keepalive(dg_idle):
     """idle_timeout_seconds is 3 here: KeepAlive every second holds an idle
     connection for 5 s; without it, it is closed with an Error."""
+    dg = dg_idle
     with client(dg).listen.v1.connect(model="nova-3") as conn:
         for _ in range(5):
             conn.send_keep_alive()
