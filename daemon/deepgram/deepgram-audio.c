@@ -217,6 +217,7 @@ dg_finalize(struct dg_conn *c, enum dg_ending how)
 	}
 	c->ending = how;
 	p->state = PEER_ENDING;
+	peer_timer(p);		/* waiting for the results is not idle */
 	session_end(p->session);
 }
 
