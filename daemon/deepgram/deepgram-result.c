@@ -152,7 +152,7 @@ static void
 dg_final_words(struct dg_conn *c, struct json_object *o, struct dg_alt *a)
 {
 	struct json_object *segs, *seg, *ws, *w;
-	double off = (double)c->base / SOTTO_SAMPLE_RATE;
+	double off = (double)c->base / SOTTO_SAMPLE_RATE, s, e;
 	size_t i, j;
 	const char *t;
 
@@ -169,9 +169,13 @@ dg_final_words(struct dg_conn *c, struct json_object *o, struct dg_alt *a)
 		for (j = 0; j < json_object_array_length(ws); j++) {
 			w = json_object_array_get_idx(ws, j);
 			t = dg_str(w, "word");
-			dg_alt_add(a, c->prm.punctuate, t, strlen(t),
-			    off + dg_num(w, "start"), off + dg_num(w, "end"),
-			    dg_num(w, "probability"));
+			/* each final is aligned on its own: its first word
+			   may start a little before the last one's end */
+			s = off + dg_num(w, "start");
+			s = s > c->final_end ? s : c->final_end;
+			e = off + dg_num(w, "end");
+			dg_alt_add(a, c->prm.punctuate, t, strlen(t), s,
+			    e > s ? e : s, dg_num(w, "probability"));
 		}
 	}
 }
