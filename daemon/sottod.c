@@ -21,6 +21,7 @@
 
 #include "core.h"
 #include "daemon.h"
+#include "deepgram.h"
 #include "http.h"
 #include "httpd.h"
 #include "listen-addr.h"
@@ -295,6 +296,7 @@ sottod_doors(const struct systemd_fds *fds)
 	    http_start(err, sizeof(err)) != 0 ||
 	    ws_start(err, sizeof(err)) != 0 ||
 	    realtime_start(err, sizeof(err)) != 0 ||
+	    deepgram_start(err, sizeof(err)) != 0 ||
 	    wyoming_start(sottod_cfg.wyoming_listen, fds->wyoming, err,
 	    sizeof(err)) != 0)
 		fatalx("%s", err);

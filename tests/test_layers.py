@@ -32,9 +32,10 @@ ALLOWED = {
     "daemon/ws": DAEMON_BELOW_DOORS,
     "daemon/wyoming": DAEMON_BELOW_DOORS,
     "daemon/realtime": DAEMON_BELOW_DOORS,
+    "daemon/deepgram": DAEMON_BELOW_DOORS,
     # the program: the one file that names every door
     "daemon": ["daemon/unix", "daemon/http", "daemon/ws", "daemon/wyoming",
-               "daemon/realtime"]
+               "daemon/realtime", "daemon/deepgram"]
     + DAEMON_BELOW_DOORS,
 }
 # lib/'s own layers: each folder sees the ones listed (and sotto.h).

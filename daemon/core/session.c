@@ -354,6 +354,14 @@ english:
 	return -1;
 }
 
+int
+session_check_language(const char *language, char *msg)
+{
+	struct sotto_stream_params sp;
+
+	return session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg);
+}
+
 /*
  * A new client session for p, or NULL with msg (and the error is then
  * PROTO_E_BUSY when over max_sessions, else PROTO_E_BAD_VALUE).

@@ -25,6 +25,12 @@ struct session;
  */
 struct session *session_open(struct peer *, const struct msg_open *,
 	    char *msg);
+/*
+ * Whether the loaded model transcribes language ("": the config's,
+ * "auto"), as session_open would take it: 0, or -1 with msg. For doors
+ * that can refuse a bad language before they accept a connection.
+ */
+int	session_check_language(const char *language, char *msg);
 /* Audio of the format OPEN named; *ret_error is PROTO_OK or why not. */
 void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
 	    enum proto_error *ret_error);

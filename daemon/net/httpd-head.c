@@ -126,15 +126,22 @@ httpd_head_is(const char *key, size_t n, const char *name)
 int
 httpd_head_bearer(const char *v, size_t len, const char *token)
 {
-	size_t n = strlen(token), i;
+	return httpd_head_scheme(v, len, "Bearer", token);
+}
+
+int
+httpd_head_scheme(const char *v, size_t len, const char *scheme,
+    const char *token)
+{
+	size_t n = strlen(token), k = strlen(scheme), i;
 	unsigned char diff;
 
 	v = httpd_head_trim(v, &len);
-	if (n == 0 || len < 7 || strncasecmp(v, "Bearer", 6) != 0 ||
-	    !httpd_head_blank(v[6]))
+	if (n == 0 || len < k + 1 || strncasecmp(v, scheme, k) != 0 ||
+	    !httpd_head_blank(v[k]))
 		return 0;
-	v += 7;
-	len -= 7;
+	v += k + 1;
+	len -= k + 1;
 	v = httpd_head_trim(v, &len);
 	diff = len != n;
 	for (i = 0; i < n; i++)

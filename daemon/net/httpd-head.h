@@ -58,5 +58,8 @@ int	httpd_head_check(const char *buf, size_t len,
  * time. An empty token is never carried.
  */
 int	httpd_head_bearer(const char *value, size_t len, const char *token);
+/* The same with another scheme ("Token TOKEN", as Deepgram's clients). */
+int	httpd_head_scheme(const char *value, size_t len, const char *scheme,
+	    const char *token);
 
 #endif

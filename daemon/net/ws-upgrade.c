@@ -1,6 +1,6 @@
 /*
  * A WebSocket upgrade on the HTTP listener, for the doors that speak
- * over one (daemon/ws; later others).
+ * over one (daemon/ws, daemon/realtime, daemon/deepgram).
  *
  * The upgrade: evhttp parses the request and calls the door's route,
  * which checks it here (GET, Upgrade: websocket, version 13, a good key,
@@ -29,6 +29,7 @@
 
 #include "core.h"
 #include "httpd.h"
+#include "httpd-head.h"
 #include "log.h"
 #include "peer.h"
 #include "ws-conn.h"
@@ -136,21 +137,49 @@ ws_upgrade_protocol_token(const char *v, const char *token)
 }
 
 /*
- * The listener's token: as for every route (Authorization: Bearer), or,
- * since a browser cannot put headers on a WebSocket, as ?token= or as
- * the subprotocol openai-insecure-api-key.TOKEN. 0 when a 401 has been
- * sent.
+ * The token as Deepgram takes it from a browser: the subprotocols
+ * offered are "token" (or "bearer") and the TOKEN itself.
+ */
+static int
+ws_upgrade_protocol_pair(const char *v, const char *token)
+{
+	const char *s = v;
+	size_t n;
+
+	if (!ws_upgrade_has_token(v, "token") && !ws_upgrade_has_token(v,
+	    "bearer"))
+		return 0;
+	while (s != NULL && *s != '\0') {
+		while (*s == ' ' || *s == '\t' || *s == ',')
+			s++;
+		n = strcspn(s, ", \t");
+		if (n > 0 && ws_upgrade_token_is(s, n, token))
+			return 1;
+		s += n;
+	}
+	return 0;
+}
+
+/*
+ * The listener's token: as for every route (Authorization: Bearer), as
+ * Deepgram's clients send it (Authorization: Token), or, since a browser
+ * cannot put headers on a WebSocket, as ?token= or as a subprotocol
+ * (openai-insecure-api-key.TOKEN, or "token" and TOKEN). 0 when a 401
+ * has been sent.
  */
 static int
 ws_upgrade_authorized(struct evhttp_request *req)
 {
+	struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const char *token = core_config()->http_token, *q, *t;
+	const char *proto = evhttp_find_header(h, "Sec-WebSocket-Protocol");
+	const char *auth = evhttp_find_header(h, "Authorization");
 	struct evkeyvalq params;
 	int ok = 0;
 
-	if (token[0] != '\0' && ws_upgrade_protocol_token(evhttp_find_header(
-	    evhttp_request_get_input_headers(req), "Sec-WebSocket-Protocol"),
-	    token))
+	if (token[0] != '\0' && (ws_upgrade_protocol_token(proto, token) ||
+	    ws_upgrade_protocol_pair(proto, token) || (auth != NULL &&
+	    httpd_head_scheme(auth, strlen(auth), "Token", token))))
 		return 1;
 	q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	if (token[0] == '\0' || q == NULL ||
@@ -307,14 +336,21 @@ struct peer *
 ws_upgrade_take(struct evhttp_request *req, const char *accept,
     const struct peer_ops *ops, void *front, int *ret_gone)
 {
+	static const char *const chosen[] = { "realtime", "token", "bearer" };
+	const char *offered = evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Sec-WebSocket-Protocol");
+	const char *proto = NULL;
 	struct peer *p;
-	int fd, realtime;
+	size_t i;
+	int fd;
 
 	*ret_gone = 0;
-	/* a browser offering subprotocols wants one chosen: OpenAI's */
-	realtime = ws_upgrade_has_token(evhttp_find_header(
-	    evhttp_request_get_input_headers(req), "Sec-WebSocket-Protocol"),
-	    "realtime");
+	/* a browser offering subprotocols wants one chosen: OpenAI's, or
+	   the scheme of Deepgram's pair (never the token itself) */
+	for (i = 0; proto == NULL && i < sizeof(chosen) / sizeof(chosen[0]);
+	    i++)
+		if (ws_upgrade_has_token(offered, chosen[i]))
+			proto = chosen[i];
 	if ((fd = ws_upgrade_fd(req)) == -1) {
 		log_warnx("http: %s: cannot take the connection (out of "
 		    "memory or descriptors)", evhttp_request_get_uri(req));
@@ -331,7 +367,8 @@ ws_upgrade_take(struct evhttp_request *req, const char *accept,
 	    "HTTP/1.1 101 Switching Protocols\r\n"
 	    "Upgrade: websocket\r\n"
 	    "Connection: Upgrade\r\n"
-	    "Sec-WebSocket-Accept: %s\r\n%s\r\n", accept, realtime ?
-	    "Sec-WebSocket-Protocol: realtime\r\n" : "");
+	    "Sec-WebSocket-Accept: %s\r\n%s%s%s\r\n", accept,
+	    proto != NULL ? "Sec-WebSocket-Protocol: " : "",
+	    proto != NULL ? proto : "", proto != NULL ? "\r\n" : "");
 	return p;
 }

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "realtime-private.h"
+#include "source-g711.h"
 
 /* Audio waiting behind a decoding item: bounded, as a lagging stream. */
 #define RT_WAIT_MAX_S	120
@@ -341,7 +342,8 @@ rt_audio(struct rt_conn *c, const uint8_t *b, size_t len, char *msg)
 			c->g711 = s;
 			c->cap_g711 = len;
 		}
-		rt_g711_decode(c->cfg.format, b, len, c->g711);
+		g711_decode(c->cfg.format == RT_FORMAT_PCMA ? G711_ALAW :
+		    G711_ULAW, b, len, c->g711);
 		b = (const uint8_t *)c->g711;
 		len *= sizeof(*s);
 	}

@@ -80,7 +80,4 @@ int	rt_msg_parse(const uint8_t *, size_t, const struct rt_config *cur,
  */
 long	rt_base64_decode(const char *, size_t len, uint8_t *out);
 
-/* G.711 bytes as s16le samples (out: 2 * n bytes). */
-void	rt_g711_decode(enum rt_format, const uint8_t *, size_t n, int16_t *out);
-
 #endif

@@ -77,6 +77,8 @@ trim(struct stream_vad *v, uint64_t from)
 
 	while (k < v->n && v->speech[k].end <= from)
 		k++;
+	if (k == 0)	/* also before any speech: speech is NULL then */
+		return;
 	memmove(v->speech, v->speech + k, (v->n - k) * sizeof(*v->speech));
 	v->n -= k;
 }

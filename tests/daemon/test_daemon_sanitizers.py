@@ -189,6 +189,31 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     assert all("forward" in t.lower() for t in texts), texts
     done.append("HTTP stream=true, Realtime (VAD, mu-law, PCM, clear)")
 
+    # The Deepgram door: mu-law, interim results and the events, a bad
+    # text message; 2 s of speech, Finalize, then silence in a second
+    # session (one decoding step: about 7 s here), CloseStream.
+    url = (f"ws://127.0.0.1:{hp}/v1/listen?encoding=mulaw&sample_rate=8000"
+           "&interim_results=true&vad_events=true&utterance_end_ms=1000")
+    t0 = time.monotonic()
+    with ws_connect(url, open_timeout=30) as ws:
+        ws.send(json.dumps({"type": "Configure"}))
+        assert json.loads(ws.recv(30))["type"] == "Error"
+        for i in range(0, 8000 * 2, 800):
+            ws.send(ulaw[i:i + 800])
+        ws.send(json.dumps({"type": "Finalize"}))
+        ws.send(b"\xff" * 4000)
+        ws.send(json.dumps({"type": "CloseStream"}))
+        msgs = []
+        while not msgs or msgs[-1]["type"] != "Metadata":
+            msgs.append(json.loads(ws.recv(300)))
+    finals = " ".join(m["channel"]["alternatives"][0]["transcript"]
+                      for m in msgs if m["type"] == "Results" and
+                      m["is_final"])
+    assert "forward" in finals.lower() and any(
+        m.get("from_finalize") for m in msgs), msgs
+    done.append(f"Deepgram (mu-law, Finalize, CloseStream: "
+                f"{time.monotonic() - t0:.1f} s)")
+
     # A Wyoming utterance.
     text = asyncio.run(wyoming_utterance(d.listen_port("wyoming"), jfk))
     assert "fellow" in text.lower(), text

@@ -1,6 +1,7 @@
 /*
  * libFuzzer target for the Realtime door's client events and audio bytes
- * (daemon/realtime/realtime-msg.c, realtime-codec.c): the input is parsed
+ * (daemon/realtime/realtime-msg.c, realtime-codec.c, and the G.711 it
+ * takes, daemon/sources/source-g711.c): the input is parsed
  * as a client event over the default settings and over a beta session
  * using G.711 with the VAD off; a parsed update must keep its settings in
  * range, a parsed append must hold no more bytes than its base64 can.
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "realtime.h"
+#include "source-g711.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
@@ -116,11 +118,11 @@ fuzz_g711(const uint8_t *data, size_t size)
 
 	if (size == 0 || (pcm = malloc(size * sizeof(*pcm))) == NULL)
 		return;
-	rt_g711_decode(RT_FORMAT_PCMU, data, size, pcm);
+	g711_decode(G711_ULAW, data, size, pcm);
 	for (i = 0; i < size; i++)
 		if (pcm[i] > 32124 || pcm[i] < -32124)
 			abort();
-	rt_g711_decode(RT_FORMAT_PCMA, data, size, pcm);
+	g711_decode(G711_ALAW, data, size, pcm);
 	for (i = 0; i < size; i++)
 		if (pcm[i] > 32256 || pcm[i] < -32256)
 			abort();

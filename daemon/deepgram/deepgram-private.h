@@ -1,0 +1,81 @@
+/*
+ * The Deepgram door's own parts: one connection's state and the calls
+ * between its files. Seen by daemon/deepgram/ only.
+ */
+#ifndef SOTTOD_DEEPGRAM_PRIVATE_H
+#define SOTTOD_DEEPGRAM_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+#include <nettle/sha2.h>
+
+#include "core.h"
+#include "deepgram.h"
+#include "peer.h"
+#include "session.h"
+#include "source-client.h"
+#include "ws-conn.h"
+
+#define DG_ID_MAX	40
+
+/* Why the session is ending. */
+enum dg_ending {
+	DG_END_NONE,
+	DG_END_FINALIZE,	/* Finalize: a new session takes what follows */
+	DG_END_CLOSE,		/* CloseStream: Metadata, then the close */
+};
+
+struct dg_conn {
+	struct peer		*peer;
+	struct ws_conn		*conn;
+	struct dg_params	 prm;
+	char			 request_id[DG_ID_MAX];
+	char			 created[32];	/* ISO 8601, UTC */
+	int			 taking;	/* SIGTERM: read while paused */
+	enum proto_error	 err;		/* why dg_audio failed */
+	/* audio in */
+	struct source_client	*src;
+	int16_t			*g711;		/* G.711 as PCM */
+	size_t			 cap_g711;
+	struct sha256_ctx	 sha;		/* of the bytes received */
+	uint64_t		 bytes;
+	uint64_t		 fed;		/* 16 kHz samples to sessions */
+	uint64_t		 base;		/* fed before this session */
+	float			*wait;		/* while a session ends */
+	size_t			 n_wait, cap_wait;
+	enum dg_ending		 ending;
+	int			 close_after;	/* CloseStream in a Finalize */
+	int			 finalized;	/* Results sent in a Finalize */
+	/* results */
+	double			 final_end;	/* the last final's end, s */
+	double			 last_word_end;
+	int			 utterance;	/* words since UtteranceEnd */
+	int			 speaking;	/* SpeechStarted sent */
+	int			 tentative;	/* the last interim had words */
+	char			*interim;	/* its transcript */
+};
+
+/* deepgram-out.c: server messages */
+struct json_object *dg_seconds(double);
+void	dg_send(struct dg_conn *, struct json_object *);
+struct json_object *dg_results(struct dg_conn *, double start, double end,
+	    struct json_object *alternative);
+void	dg_send_metadata(struct dg_conn *);
+void	dg_send_error(struct dg_conn *, const char *variant, const char *msg);
+void	dg_send_event(struct dg_conn *, const char *type, const char *key,
+	    double t);
+
+/* deepgram-audio.c: audio, the session, Finalize and CloseStream */
+int	dg_audio(struct dg_conn *, const uint8_t *, size_t, char *msg);
+void	dg_finalize(struct dg_conn *, enum dg_ending);
+void	dg_session_over(struct dg_conn *);
+void	dg_conn_free_audio(struct dg_conn *);
+
+/* deepgram-result.c: the session's events */
+void	dg_session_event(struct dg_conn *, const char *json);
+void	dg_utterance_check(struct dg_conn *, double now);
+void	dg_finalize_done(struct dg_conn *);
+
+#endif

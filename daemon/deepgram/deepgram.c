@@ -1,0 +1,354 @@
+/*
+ * Deepgram's live transcription API: a WebSocket at /v1/listen on the
+ * HTTP listener, for the clients (deepgram-sdk, voice agents) that
+ * speak it.
+ *
+ * The upgrade is checked as the other WebSockets' (net/ws-upgrade.c:
+ * Origin, Host, the token as Authorization: Token or Bearer, ?token=, or
+ * the browser's subprotocol pair "token", TOKEN), then the query string
+ * (deepgram-query.c): a bad value is a 400 before the upgrade, as
+ * Deepgram answers it, and so is a language the model lacks. The
+ * connection is then a peer with dg_ops, so every limit of peer.c and
+ * session.c applies (idle timeout, which KeepAlive resets; back-pressure;
+ * slow readers; max_sessions). A client's bad text message is an Error
+ * message and the connection stays; an error of the session or the
+ * daemon (busy, shutdown) closes it after the Error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sys/ioctl.h>
+#include <sys/random.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+
+#include "deepgram-private.h"
+#include "httpd.h"
+#include "log.h"
+#include "ws-upgrade.h"
+
+static size_t
+dg_io_read(void *arg, uint8_t *buf, size_t len)
+{
+	struct dg_conn *c = arg;
+	struct peer *p = c->peer;
+	int n;
+
+	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) ||
+	    ((p->flags & PEER_PAUSED) && !c->taking))
+		return 0;
+	n = evbuffer_remove(bufferevent_get_input(p->bev), buf, len);
+	return n > 0 ? (size_t)n : 0;
+}
+
+static int
+dg_io_write(void *arg, const uint8_t *buf, size_t len)
+{
+	struct dg_conn *c = arg;
+
+	if (c->peer->flags & PEER_DEAD)
+		return 0;
+	return evbuffer_add(bufferevent_get_output(c->peer->bev), buf, len);
+}
+
+/* Binary: audio. Text: KeepAlive, Finalize or CloseStream. */
+static void
+dg_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
+{
+	struct dg_conn *c = arg;
+	struct peer *p = c->peer;
+	enum dg_msg_type t;
+	char msg[PROTO_MSG_MAX];
+
+	if (p->flags & (PEER_DEAD | PEER_CLOSING))
+		return;
+	peer_timer(p);		/* the idle clock starts again (KeepAlive) */
+	if (binary) {
+		c->err = PROTO_E_INTERNAL;
+		if (dg_audio(c, buf, len, msg) != 0 &&
+		    !(p->flags & (PEER_DEAD | PEER_CLOSING)))
+			peer_fail(p, c->err, "%s", msg);
+		return;
+	}
+	if (dg_msg_parse(buf, len, &t, msg) != 0) {
+		dg_send_error(c, "SchemaError", msg);
+		return;
+	}
+	if (t == DG_MSG_FINALIZE)
+		dg_finalize(c, DG_END_FINALIZE);
+	else if (t == DG_MSG_CLOSE_STREAM)
+		dg_finalize(c, DG_END_CLOSE);
+}
+
+/* The client broke the WebSocket protocol: the error, then the close. */
+static void
+dg_io_failed(void *arg, enum proto_error e, const char *msg)
+{
+	struct dg_conn *c = arg;
+
+	peer_fail(c->peer, e, "%s", msg);
+}
+
+static size_t
+dg_io_unsent(void *arg)
+{
+	struct dg_conn *c = arg;
+
+	if (c->peer->flags & PEER_DEAD)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(c->peer->bev));
+}
+
+static const struct ws_conn_io dg_io = {
+	.read = dg_io_read,
+	.write = dg_io_write,
+	.message = dg_io_message,
+	.failed = dg_io_failed,
+	.unsent = dg_io_unsent,
+};
+
+static void
+dg_read(struct peer *p)
+{
+	struct dg_conn *c = p->front;
+
+	if (p->flags & (PEER_DEAD | PEER_PAUSED))
+		return;
+	ws_conn_set_max_unsent(c->conn, core_config()->max_client_buffer_bytes);
+	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+		peer_close_after_flush(p);
+}
+
+/* The proto_error an error event names (internal if none). */
+static enum proto_error
+dg_error_code(const char *json)
+{
+	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
+	size_t n;
+	int i;
+
+	json += sizeof(prefix) - 1;
+	for (i = PROTO_E_BAD_FRAME; i < 64; i++) {
+		n = strlen(proto_error_name((enum proto_error)i));
+		if (strncmp(json, proto_error_name((enum proto_error)i), n) ==
+		    0 && json[n] == '"')
+			return (enum proto_error)i;
+	}
+	return PROTO_E_INTERNAL;
+}
+
+/*
+ * ops->write: a session event, or an error of peer.c's; an error is the
+ * last thing sent, with the close frame that says the same.
+ */
+static void
+dg_write(struct peer *p, const char *json)
+{
+	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
+	struct dg_conn *c = p->front;
+	enum proto_error e;
+
+	dg_session_event(c, json);
+	if (strncmp(json, prefix, sizeof(prefix) - 1) != 0)
+		return;
+	e = dg_error_code(json);
+	ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
+}
+
+/*
+ * SIGTERM: take in what the client wrote before the signal (all its
+ * socket holds now, even while reading is paused), as the other doors
+ * do; peer.c then stops reading it for good.
+ */
+static void
+dg_drain(struct peer *p)
+{
+	struct dg_conn *c = p->front;
+	struct evbuffer *in = bufferevent_get_input(p->bev);
+	evutil_socket_t fd = bufferevent_getfd(p->bev);
+	int n = 0, got;
+
+	if (ioctl(fd, FIONREAD, &n) == 0 && n > 0) {
+		/* A bufferevent keeps its input's end frozen to all but itself. */
+		evbuffer_unfreeze(in, 0);
+		while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
+			n -= got;
+		evbuffer_freeze(in, 0);
+	}
+	c->taking = 1;
+	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+		peer_close_after_flush(p);
+	c->taking = 0;
+}
+
+static void
+dg_ended(struct peer *p)
+{
+	dg_session_over(p->front);
+}
+
+static void
+dg_closing(struct peer *p)
+{
+	struct dg_conn *c = p->front;
+
+	ws_conn_close(c->conn, core_draining() ? WS_CLOSE_GOING_AWAY :
+	    WS_CLOSE_NORMAL, core_draining() ? "sottod is stopping" : "");
+}
+
+static void
+dg_conn_free(struct dg_conn *c)
+{
+	dg_conn_free_audio(c);
+	ws_conn_free(c->conn);
+	free(c);
+}
+
+static void
+dg_free(struct peer *p)
+{
+	if (p->front == NULL)
+		return;
+	dg_conn_free(p->front);
+	p->front = NULL;
+}
+
+static const struct peer_ops dg_ops = {
+	.name = "deepgram",
+	.read = dg_read,
+	.write = dg_write,
+	.ended = dg_ended,
+	.free = dg_free,
+	.closing = dg_closing,
+	.drain = dg_drain,
+	.linger = 1,
+};
+
+/* A request id as Deepgram's: a random (version 4) UUID. */
+static void
+dg_request_id(char out[DG_ID_MAX])
+{
+	uint8_t b[16] = { 0 };
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		log_warnx("deepgram: getrandom failed: request id not random");
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+	snprintf(out, DG_ID_MAX, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2], b[3], b[4], b[5],
+	    b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+static struct dg_conn *
+dg_conn_new(const struct dg_params *prm)
+{
+	struct dg_conn *c;
+	struct tm tm;
+	time_t now = time(NULL);
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	c->prm = *prm;
+	dg_request_id(c->request_id);
+	gmtime_r(&now, &tm);
+	strftime(c->created, sizeof(c->created), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	sha256_init(&c->sha);
+	if ((c->conn = ws_conn_new(&dg_io, c,
+	    core_config()->max_frame_bytes)) == NULL) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Refuse the upgrade as Deepgram does: {err_code, err_msg, request_id}. */
+static void
+dg_refuse(struct evhttp_request *req, int status, const char *code,
+    const char *msg)
+{
+	struct json_object *o = json_object_new_object();
+	char id[DG_ID_MAX];
+
+	dg_request_id(id);
+	log_info("http: %s refused: %s", evhttp_request_get_uri(req), msg);
+	json_object_object_add(o, "err_code", json_object_new_string(code));
+	json_object_object_add(o, "err_msg", json_object_new_string(msg));
+	json_object_object_add(o, "request_id", json_object_new_string(id));
+	httpd_reply_object(req, status, o);
+}
+
+/* The query and the language, before the upgrade: 0, or a 400 sent. */
+static int
+dg_check(struct evhttp_request *req, struct dg_params *prm)
+{
+	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *param;
+	char msg[PROTO_MSG_MAX + 16], why[PROTO_MSG_MAX];
+
+	if (dg_query_parse(q, prm, &param, msg) != 0) {
+		dg_refuse(req, 400, "Bad Request", msg);
+		return -1;
+	}
+	if (session_check_language(prm->language, why) != 0) {
+		snprintf(msg, sizeof(msg), "language: %s", why);
+		dg_refuse(req, 400, "Bad Request", msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* GET /v1/listen?...: the upgrade, then audio and results. */
+static void
+dg_request(struct evhttp_request *req)
+{
+	char accept[WS_ACCEPT_KEY_BYTES];
+	struct dg_params prm;
+	struct dg_conn *c;
+	struct peer *p;
+	int gone;
+
+	if (ws_upgrade_check(req, accept) != 0 || dg_check(req, &prm) != 0)
+		return;
+	if (session_count() >= core_config()->max_sessions) {
+		dg_refuse(req, 429, "TOO_MANY_REQUESTS", "all sessions of "
+		    "sottod are in use (max_sessions): try again later");
+		return;
+	}
+	if ((c = dg_conn_new(&prm)) == NULL) {
+		dg_refuse(req, 503, "INTERNAL_SERVER_ERROR", "out of memory");
+		return;
+	}
+	if ((p = ws_upgrade_take(req, accept, &dg_ops, c, &gone)) == NULL) {
+		dg_conn_free(c);
+		return;
+	}
+	c->peer = p;
+	p->flags |= PEER_NO_RESUME;
+	p->state = PEER_READY;
+	peer_timer(p);
+	log_debug("peer %llu: Deepgram live transcription, request %s",
+	    (unsigned long long)p->id, c->request_id);
+}
+
+static const struct httpd_route dg_routes[] = {
+	{ "/v1/listen", EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+	    EVHTTP_REQ_PATCH | EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT, 1, 0,
+	    dg_request },
+};
+
+int
+deepgram_start(char *err, size_t errlen)
+{
+	if (!httpd_on())
+		return 0;
+	if (httpd_routes(dg_routes, 1) != 0) {
+		snprintf(err, errlen, "deepgram: cannot add /v1/listen");
+		return -1;
+	}
+	return 0;
+}
