@@ -1,6 +1,7 @@
 """sottod end to end: real daemon, real tiny.en, real speech, real clients.
 
-Streams of every file of ../shared/audio against `sotto transcribe`; latency
+Streams of every short file of ../shared/audio against `sotto transcribe`
+(the long-form recording's streamed words are tests/stream's); latency
 of live-paced streams; eight concurrent streams with a killed client and a
 reader that never reads; malformed input of every kind; resume after a lost
 connection; SIGTERM while streaming; socket activation; the microphone
@@ -27,7 +28,9 @@ from conftest import (AUDIO_DIR, MSG_AUDIO, MSG_END, MSG_EVENT, MSG_HELLO,
 PACED = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav"]
 # Issue 3 asks for streamed finals within 2 points of `sotto transcribe`.
 # Measured at the daemon's 1 s step (tests/stream/stream-driver gives the
-# same finals): 2.52% vs 1.38% over the 15 files, 1.1 points.
+# same finals) over the 14 short files, AVX-512 and forced AVX2 alike:
+# 3.65% vs 2.19% of 137 words, 1.5 points (two errors: 0890's "cold
+# hearted" as "coldhearted").
 WER_SLACK = 0.02
 WER_RESULT: dict = {}
 
@@ -67,8 +70,25 @@ def latencies(s: Stream) -> tuple[list[float], list[float]]:
 
 # --- transcripts ---------------------------------------------------------------------
 
+def short_files(manifest: dict[str, str]) -> list[str]:
+    """The files under one 30 s window. The long-form recording streamed
+    --fast took 60-100 s here; its streamed words are checked by
+    tests/stream/test_stream.py::test_wer_vs_transcribe on the same engine
+    (the daemon's finals equal stream-driver's); long streams through sottod
+    are test_lifecycle's (four 40 s streams beside a file) and bench/soaks."""
+    import wave
+
+    out = []
+    for f in manifest:
+        with wave.open(str(AUDIO_DIR / f)) as w:
+            if w.getnframes() < 30 * w.getframerate():
+                out.append(f)
+    return out
+
+
 def test_stream_wer_and_latency(daemon, manifest, tiny_model):
-    files = list(manifest)
+    files = short_files(manifest)
+    assert len(files) >= 10, files
     ref = transcribe([AUDIO_DIR / f for f in files], tiny_model)
 
     # Live-paced first, alone, so their latency is the daemon's own.
