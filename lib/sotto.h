@@ -318,7 +318,20 @@ struct sotto_stream_params {
 	 * audio as sotto_transcribe_params.word_timestamps does; default 0.
 	 */
 	int word_timestamps;
+	/*
+	 * Vocabulary for the whole stream (names, terms; NULL or "" for
+	 * none), as faster-whisper's hotwords: its tokens lead the
+	 * <|startofprev|> context of every window, ahead of the committed
+	 * text before the window (which gives up room for them). Unlike
+	 * faster-whisper it stays when the committed words in the window
+	 * are forced as the prefix, since a stream has such a prefix
+	 * nearly always. Tokenized by sotto_stream_new() (the string is
+	 * not kept); at most SOTTO_STREAM_PROMPT_MAX tokens, the rest cut.
+	 */
+	const char *prompt;
 };
+
+#define SOTTO_STREAM_PROMPT_MAX	111	/* half the decoder's context */
 
 SOTTO_API void	sotto_stream_params_init(struct sotto_stream_params *);
 

@@ -5,32 +5,81 @@
  * of a window at the end of the stream (see decode_final and
  * stream_decode_last).
  */
+#include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "stream.h"
+#include "tokenizer.h"
 
 #define STREAM_SHORT_MS		2000		/* a last decode stopped short */
 #define STREAM_GAVE_UP_MS	5000		/* far short: the text gave up */
 
 #define MS(x)			((size_t)(x) * (SOTTO_SAMPLE_RATE / 1000))
 
+int
+stream_vocab_init(struct sotto_stream *s, const char *text, char *err)
+{
+	int32_t *ids;
+	char *spaced;
+	size_t len;
+	int n, rc;
+
+	s->n_vocab = 0;
+	if (text == NULL)
+		return 0;
+	while (isspace((unsigned char)*text))
+		text++;
+	for (len = strlen(text); len > 0 &&
+	    isspace((unsigned char)text[len - 1]); len--)
+		;
+	if (len == 0)
+		return 0;
+	/* a leading space, as the words of a transcript have */
+	if ((spaced = malloc(len + 2)) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	spaced[0] = ' ';
+	memcpy(spaced + 1, text, len);
+	spaced[len + 1] = '\0';
+	rc = tok_encode(s->model->tok, spaced, &ids, &n, err);
+	free(spaced);
+	if (rc != 0)
+		return rc;
+	s->n_vocab = n < SOTTO_STREAM_PROMPT_MAX ? n : SOTTO_STREAM_PROMPT_MAX;
+	memcpy(s->vocab, ids, (size_t)s->n_vocab * sizeof(*ids));
+	free(ids);
+	return 0;
+}
+
 /*
- * The options to decode the encoded window, the text before it as the
- * prompt; with forced, the committed tokens in the window are forced as
- * the prefix (and the prompt shortened to leave them room).
+ * The options to decode the encoded window, the vocabulary and the text
+ * before the window as the prompt; with forced, the committed tokens in
+ * the window are forced as the prefix (and the prompt shortened to leave
+ * them room, the text before the window first).
  */
 void
 stream_decode_setup(struct sotto_stream *s, int forced, struct decode_opts *o)
 {
-	int keep = forced ? DECODE_MAX_PROMPT - s->n_prefix : s->n_history;
+	int room = forced ? DECODE_MAX_PROMPT - s->n_prefix : DECODE_MAX_PROMPT;
+	int n_vocab = s->n_vocab < room ? s->n_vocab : room;
+	int keep;
 
-	if (keep > s->n_history)
-		keep = s->n_history;
+	if (n_vocab < 0)
+		n_vocab = 0;
+	keep = room - n_vocab < s->n_history ? room - n_vocab : s->n_history;
 	if (keep < 0)
 		keep = 0;
 	memset(o, 0, sizeof(*o));
 	o->prompt = s->history + s->n_history - keep;
 	o->n_prompt = keep;
+	if (n_vocab > 0) {
+		memcpy(s->prompt, s->vocab, (size_t)n_vocab * sizeof(int32_t));
+		memcpy(s->prompt + n_vocab, o->prompt,
+		    (size_t)keep * sizeof(int32_t));
+		o->prompt = s->prompt;
+		o->n_prompt = n_vocab + keep;
+	}
 	if (forced) {
 		o->prefix = s->prefix;
 		o->n_prefix = s->n_prefix;

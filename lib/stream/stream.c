@@ -131,10 +131,12 @@ sotto_stream_new(const struct sotto_model *m,
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	s->model = m;
 	s->p = *params;
+	s->p.prompt = NULL;	/* borrowed only here */
 	s->tb = tok_specials(m->tok)->timestamp_begin;
 	s->rng = 0x5eed5eed5eedULL;
 	s->text_end = -1.0;
-	if ((rc = resolve_language(s, err)) != 0) {
+	if ((rc = resolve_language(s, err)) != 0 ||
+	    (rc = stream_vocab_init(s, params->prompt, err)) != 0) {
 		free(s);
 		return rc;
 	}

@@ -61,6 +61,10 @@ struct sotto_stream {
 	/* committed tokens that scrolled out of the window: the prompt */
 	int32_t history[DECODE_MAX_PROMPT];
 	int n_history;
+	/* the vocabulary (params.prompt), ahead of history in the prompt */
+	int32_t vocab[SOTTO_STREAM_PROMPT_MAX];
+	int n_vocab;
+	int32_t prompt[DECODE_MAX_PROMPT];	/* scratch: vocab + history */
 	/* committed tokens still inside the window (relative timestamps) */
 	int32_t prefix[STREAM_MAX_TOKENS];
 	int n_prefix;
@@ -92,6 +96,9 @@ stream_is_ts(const struct sotto_stream *s, int32_t t)
 {
 	return t >= s->tb;
 }
+
+/* stream-decode.c: tokenize params.prompt into vocab */
+int	stream_vocab_init(struct sotto_stream *, const char *text, char *err);
 
 /* stream.c: log-mel and encoder of the window's first n samples */
 int	stream_encode(struct sotto_stream *, size_t n, char *err);

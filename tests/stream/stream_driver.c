@@ -13,7 +13,8 @@
  * uneven 1-8 steps of audio each time (as sottod steps an overloaded
  * live stream), drawn from SEED. With -r it sleeps to pace the
  * audio as live; with -v the stream has that Silero VAD; with -w finals
- * have words (word timestamps). Lines:
+ * have words (word timestamps); -p TEXT is the stream's vocabulary
+ * (sotto_stream_params.prompt). Lines:
  *	{"type":"final","id":N,"start":S,"end":E,"text":T,"audio_time":A,
  *	    "words":[{"word":W,"start":S,"end":E,"probability":P}] (-w)}
  *	{"type":"partial","text":T,"start":S,"end":E,"audio_time":A}
@@ -353,7 +354,7 @@ parse(int argc, char **argv, struct opts *o)
 	o->jitter = 0;
 	o->vad_path = NULL;
 	o->vad = NULL;
-	while ((c = getopt(argc, argv, "s:c:l:b:t:v:j:rwBS")) != -1) {
+	while ((c = getopt(argc, argv, "s:c:l:b:t:v:j:p:rwBS")) != -1) {
 		switch (c) {
 		case 's': o->sp.step_ms = atoi(optarg); break;
 		case 'c': o->chunk_ms = atoi(optarg); break;
@@ -363,6 +364,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'r': o->realtime = 1; break;
 		case 'j': o->jitter = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'w': o->sp.word_timestamps = 1; break;
+		case 'p': o->sp.prompt = optarg; break;
 		case 'B': o->many = MANY_BATCH; break;
 		case 'S': o->many = MANY_SERIAL; break;
 		case 'v': o->vad_path = optarg; break;
@@ -441,7 +443,8 @@ main(int argc, char **argv)
 
 	if ((i = parse(argc, argv, &o)) < 0) {
 		fprintf(stderr, "usage: stream-driver [-s step_ms] [-c chunk_ms]"
-		    " [-l lang] [-b beams] [-t threads] [-v vad] [-r] MODEL "
+		    " [-l lang] [-b beams] [-t threads] [-v vad] [-p vocabulary] [-r] "
+		    "[-w] MODEL "
 		    "FILE|-\n"
 		    "       stream-driver -B|-S [options] MODEL FILE...\n");
 		return 2;
