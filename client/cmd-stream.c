@@ -55,6 +55,10 @@ static const char usage_text[] =
 "      --chunk-ms N          audio per frame [100]\n"
 "      --word-timestamps     finals carry words with their times (jsonl:\n"
 "                            \"words\" in each final segment)\n"
+"      --prompt TEXT         vocabulary: names and terms to spell as given\n"
+"                            (\"Gutenberg, Dashwood\"), kept before every\n"
+"                            window's text as faster-whisper's hotwords\n"
+"                            (at most 1023 bytes; its first 111 tokens)\n"
 "      --resume              when the connection to sottod is lost, connect\n"
 "                            again (retrying for up to 30 s) and resume the\n"
 "                            session: the finals not yet received, then\n"
@@ -73,7 +77,7 @@ static const char usage_text[] =
 "received: the message on stderr says how many seconds are missing.\n";
 
 enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
-	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS, OPT_RESUME };
+	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS, OPT_RESUME, OPT_PROMPT };
 
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
@@ -90,6 +94,7 @@ static const struct option long_options[] = {
 	{ "chunk-ms", required_argument, NULL, OPT_CHUNK },
 	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
 	{ "resume", no_argument, NULL, OPT_RESUME },
+	{ "prompt", required_argument, NULL, OPT_PROMPT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -122,6 +127,11 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 	case OPT_REALTIME: o->fast = 0; return 0;
 	case OPT_WORDS: o->words = 1; return 0;
 	case OPT_RESUME: o->resume = 1; return 0;
+	case OPT_PROMPT:
+		if (strlen(arg) >= PROTO_PROMPT_MAX)
+			return stream_usage("--prompt: at most 1023 bytes", NULL);
+		o->prompt = arg;
+		return 0;
 	case OPT_OPUS: o->send_format = PROTO_FORMAT_OPUS; return 0;
 	case 'f':
 		return stream_output_format(arg, &o->format) ? stream_usage(
@@ -184,26 +194,42 @@ stream_sigint(int sig)
 int
 stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 {
-	char json[512], lang[64] = "", task[64] = "";
 	enum proto_format fmt = is_stdin ? o->raw_format : o->send_format;
-	int rate = is_stdin ? o->rate : 16000;
-	int ch = is_stdin ? o->channels : 1;
-	int n;
+	struct json_object *m;
+	const char *json;
+	size_t len;
+	int rc = -1;
 
-	if (o->language != NULL)
-		snprintf(lang, sizeof(lang), ",\"language\":\"%.16s\"",
-		    o->language);
-	if (o->task != NULL)
-		snprintf(task, sizeof(task), ",\"task\":\"%.16s\"", o->task);
-	if (strpbrk(lang + 1, "\\") || strpbrk(task + 1, "\\"))
+	if ((m = json_object_new_object()) == NULL)
 		return -1;
+	json_object_object_add(m, "format",
+	    json_object_new_string(proto_format_name(fmt)));
+	json_object_object_add(m, "rate",
+	    json_object_new_int(is_stdin ? o->rate : 16000));
+	json_object_object_add(m, "channels",
+	    json_object_new_int(is_stdin ? o->channels : 1));
+	if (o->language != NULL)
+		json_object_object_add(m, "language",
+		    json_object_new_string(o->language));
+	if (o->task != NULL)
+		json_object_object_add(m, "task",
+		    json_object_new_string(o->task));
 	/* live unless --fast: the daemon may then step it in larger steps
 	 * to keep up when it has more streams than it can step in time */
-	n = snprintf(json, sizeof(json), "{\"format\":\"%s\",\"rate\":%d,"
-	    "\"channels\":%d%s%s%s%s}", proto_format_name(fmt), rate, ch, lang,
-	    task, o->fast ? "" : ",\"live\":true", o->words ?
-	    ",\"word_timestamps\":true" : "");
-	return conn_queue(c, MSG_OPEN, json, (size_t)n);
+	if (!o->fast)
+		json_object_object_add(m, "live", json_object_new_boolean(1));
+	if (o->words)
+		json_object_object_add(m, "word_timestamps",
+		    json_object_new_boolean(1));
+	if (o->prompt != NULL)
+		json_object_object_add(m, "prompt",
+		    json_object_new_string(o->prompt));
+	json = json_object_to_json_string_length(m, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	if (json != NULL)
+		rc = conn_queue(c, MSG_OPEN, json, len);
+	json_object_put(m);
+	return rc;
 }
 
 /*
@@ -328,8 +354,10 @@ cmd_stream(int argc, char **argv)
 	sa.sa_handler = stream_sigint;
 	sigaction(SIGINT, &sa, NULL);
 	if (stream_open_frame(&r.c, &o, r.is_stdin) != 0) {
+		fprintf(stderr, "sotto stream: out of memory\n");
 		conn_close(&r.c);
-		return stream_usage("bad --language or --task", NULL);
+		free(r.src.pcm);
+		return EXIT_INPUT;
 	}
 	if ((f = stream_output_open(o.output, "sotto stream")) == NULL) {
 		conn_close(&r.c);

@@ -24,6 +24,7 @@ struct json_object;
 struct stream_opts {
 	const char *socket, *file, *language, *task;
 	const char *output;		/* -o: NULL standard output */
+	const char *prompt;		/* --prompt: NULL none */
 	enum stream_format format;
 	enum proto_format raw_format, send_format;
 	int fast, rate, channels, chunk_ms, quiet, words, resume;

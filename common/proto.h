@@ -19,6 +19,7 @@
 #define PROTO_SESSION_MAX		32	/* session id, with its NUL */
 #define PROTO_LANGUAGE_MAX		16
 #define PROTO_NAME_MAX			64
+#define PROTO_PROMPT_MAX		1024	/* vocabulary, with its NUL */
 #define PROTO_RATE_MIN			1000
 #define PROTO_RATE_MAX			384000
 #define PROTO_CHANNELS_MAX		32
@@ -93,6 +94,8 @@ struct msg_open {
 						   spoken; default 0 */
 	int		 word_timestamps;	/* finals carry words;
 						   default 0 */
+	char		 prompt[PROTO_PROMPT_MAX];	/* vocabulary (names,
+						   terms); "" none */
 };
 
 struct msg_subscribe {

@@ -377,6 +377,7 @@ session_open(struct peer *p, const struct msg_open *m, char *msg)
 	if (session_params(m->language, m->task, &sp, msg) != 0)
 		return NULL;
 	sp.word_timestamps = m->word_timestamps;
+	sp.prompt = m->prompt;
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		r ^= (uint64_t)(core_now() * 1e9) ^ session_next_id << 48;
 	snprintf(name, sizeof(name), "%016llx", (unsigned long long)r);

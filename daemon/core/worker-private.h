@@ -22,6 +22,7 @@ struct worker_stream {
 	size_t		 n_pending, cap_pending;
 	struct sotto_stream_params params;
 	char		 language[PROTO_LANGUAGE_MAX];
+	char		*prompt;	/* owned copy of params.prompt */
 	int		 live;		/* catch up when behind */
 	int		 follow;	/* moves to a reloaded model */
 	struct model_ref *model;	/* the model it runs on */

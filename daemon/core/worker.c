@@ -113,8 +113,16 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 		free(ws);
 		return NULL;
 	}
-	pthread_mutex_init(&ws->lock, NULL);
 	ws->params = *p;
+	/* the stream is made on the compute thread, and again after a reload */
+	if (p->prompt != NULL && p->prompt[0] != '\0' &&
+	    (ws->prompt = strdup(p->prompt)) == NULL) {
+		models_drop(ws->model);
+		free(ws);
+		return NULL;
+	}
+	ws->params.prompt = ws->prompt;
+	pthread_mutex_init(&ws->lock, NULL);
 	if (p->language != NULL) {
 		snprintf(ws->language, sizeof(ws->language), "%s",
 		    p->language);
@@ -197,6 +205,7 @@ worker_stream_free(struct worker_stream *ws)
 	models_drop(ws->model);
 	pthread_mutex_destroy(&ws->lock);
 	free(ws->pending);
+	free(ws->prompt);
 	free(ws);
 	pthread_mutex_lock(&worker.lock);
 	idle = --worker.n_streams == 0 && TAILQ_EMPTY(&worker.jobs);

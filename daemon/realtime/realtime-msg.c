@@ -158,7 +158,10 @@ rt_turn(struct json_object *s, struct rt_config *c, char *msg)
 	return 0;
 }
 
-/* The transcription object: its model (echoed) and language. */
+/*
+ * The transcription object: its model (echoed), language and prompt (the
+ * stream's vocabulary, as the socket's OPEN prompt).
+ */
 static int
 rt_transcription(struct json_object *t, struct rt_config *c, char *msg)
 {
@@ -175,6 +178,14 @@ rt_transcription(struct json_object *t, struct rt_config *c, char *msg)
 			return -1;
 		}
 		snprintf(c->language, sizeof(c->language), "%s", v);
+	}
+	if ((v = rt_str(t, "prompt")) != NULL) {
+		if (strlen(v) >= sizeof(c->prompt)) {
+			snprintf(msg, RT_MSG_MAX, "transcription.prompt is "
+			    "longer than %zu bytes", sizeof(c->prompt) - 1);
+			return -1;
+		}
+		snprintf(c->prompt, sizeof(c->prompt), "%s", v);
 	}
 	return 0;
 }

@@ -71,7 +71,7 @@ rt_transcription_object(const struct rt_config *cfg)
 	json_object_object_add(t, "model", json_object_new_string(cfg->model));
 	json_object_object_add(t, "language", cfg->language[0] != '\0' ?
 	    json_object_new_string(cfg->language) : NULL);
-	json_object_object_add(t, "prompt", json_object_new_string(""));
+	json_object_object_add(t, "prompt", json_object_new_string(cfg->prompt));
 	return t;
 }
 

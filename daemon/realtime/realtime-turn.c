@@ -61,7 +61,10 @@ rt_free_items(struct rt_conn *c)
 		rt_item_free(c, TAILQ_FIRST(&c->items));
 }
 
-/* The item's session: OPEN f32le 16 kHz, live, in the set language. */
+/*
+ * The item's session: OPEN f32le 16 kHz, live, in the set language, with
+ * the set prompt.
+ */
 static int
 rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 {
@@ -72,6 +75,7 @@ rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 	m.rate = SOTTO_SAMPLE_RATE;
 	m.channels = 1;
 	snprintf(m.language, sizeof(m.language), "%s", c->cfg.language);
+	snprintf(m.prompt, sizeof(m.prompt), "%s", c->cfg.prompt);
 	m.task = PROTO_TASK_TRANSCRIBE;
 	m.since = -1;
 	m.live = 1;

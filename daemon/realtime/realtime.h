@@ -22,6 +22,7 @@
 
 #define RT_LANGUAGE_MAX		16
 #define RT_MODEL_MAX		64
+#define RT_PROMPT_MAX		1024	/* as the socket's OPEN prompt */
 #define RT_EVENT_ID_MAX		64
 #define RT_MSG_MAX		256
 
@@ -45,6 +46,7 @@ struct rt_config {
 	int		 silence_duration_ms;
 	char		 model[RT_MODEL_MAX];	/* echoed; the loaded one runs */
 	char		 language[RT_LANGUAGE_MAX];	/* "": the config's */
+	char		 prompt[RT_PROMPT_MAX];	/* vocabulary; "" none */
 };
 
 enum rt_msg_type {
