@@ -31,7 +31,10 @@ dg_oom(struct dg_conn *c, char *msg)
 	return -1;
 }
 
-/* The connection's session: OPEN f32le 16 kHz, live, with words. */
+/*
+ * The connection's session: OPEN f32le 16 kHz, live, with words and the
+ * keywords as its vocabulary.
+ */
 static int
 dg_open(struct dg_conn *c, char *msg)
 {
@@ -42,6 +45,7 @@ dg_open(struct dg_conn *c, char *msg)
 	m.rate = SOTTO_SAMPLE_RATE;
 	m.channels = 1;
 	snprintf(m.language, sizeof(m.language), "%s", c->prm.language);
+	snprintf(m.prompt, sizeof(m.prompt), "%s", c->prm.prompt);
 	m.task = PROTO_TASK_TRANSCRIBE;
 	m.since = -1;
 	m.live = 1;

@@ -3,8 +3,8 @@
  * upgrade (docs/http.md, "Deepgram live transcription") and the client's
  * JSON control messages. A bad value of a parameter sottod uses is an
  * error naming it (the upgrade is then answered 400, as Deepgram does);
- * parameters it does not use (keywords, diarize, smart_format's
- * numerals, tag, ...) are ignored, as Deepgram ignores unknown ones.
+ * parameters it does not use (diarize, smart_format's numerals, tag,
+ * ...) are ignored, as Deepgram ignores unknown ones.
  * Free of the daemon's state, so tests/fuzz/fuzz-deepgram.c can drive
  * it.
  */
@@ -174,6 +174,33 @@ dg_endpointing(const char *v, struct dg_params *p)
 	return 0;
 }
 
+/*
+ * keywords (Nova-2: "Gutenberg:2", the boost after the colon) and keyterm
+ * (Nova-3: a word or phrase), each repeatable: appended to the vocabulary
+ * that leads every window's prompt. Whisper has no boost, so it is
+ * dropped.
+ */
+static int
+dg_vocabulary(const char *k, const char *v, struct dg_params *p, char *msg)
+{
+	size_t n = strlen(v), used = strlen(p->prompt);
+	const char *colon = strrchr(v, ':');
+
+	if (strcmp(k, "keywords") == 0 && colon != NULL &&
+	    strspn(colon + 1, "-+.0123456789") == strlen(colon + 1))
+		n = (size_t)(colon - v);
+	if (n == 0)
+		return 0;
+	if (used + (used ? 2 : 0) + n >= sizeof(p->prompt)) {
+		snprintf(msg, DG_MSG_MAX, "%s: keywords and keyterms come to "
+		    "more than %zu bytes", k, sizeof(p->prompt) - 1);
+		return -1;
+	}
+	snprintf(p->prompt + used, sizeof(p->prompt) - used, "%s%.*s",
+	    used ? ", " : "", (int)n, v);
+	return 0;
+}
+
 /* One parameter sottod reads; unknown keys are not an error. */
 static int
 dg_param(const char *k, const char *v, struct dg_params *p, char *msg)
@@ -184,6 +211,8 @@ dg_param(const char *k, const char *v, struct dg_params *p, char *msg)
 		return dg_encoding(v, p, msg);
 	if (strcmp(k, "language") == 0)
 		return dg_language(v, p, msg);
+	if (strcmp(k, "keywords") == 0 || strcmp(k, "keyterm") == 0)
+		return dg_vocabulary(k, v, p, msg);
 	if (strcmp(k, "model") == 0)
 		/* only echoed: a longer name is cut, not refused */
 		snprintf(p->model, sizeof(p->model), "%.*s",
@@ -219,7 +248,8 @@ dg_known(const char *k)
 {
 	static const char *const keys[] = { "encoding", "language", "model",
 	    "sample_rate", "channels", "interim_results", "punctuate",
-	    "smart_format", "vad_events", "endpointing", "utterance_end_ms" };
+	    "smart_format", "vad_events", "endpointing", "utterance_end_ms",
+	    "keywords", "keyterm" };
 	size_t i;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)

@@ -23,6 +23,7 @@
 #define DG_MSG_MAX		256
 #define DG_MODEL_MAX		64
 #define DG_LANGUAGE_MAX		16
+#define DG_PROMPT_MAX		1024	/* as the socket's OPEN prompt */
 
 /* Add /v1/listen to the HTTP listener, when there is one. */
 int	deepgram_start(char *err, size_t errlen);
@@ -46,6 +47,8 @@ struct dg_params {
 	char		 model[DG_MODEL_MAX];	/* echoed; the loaded one runs */
 	char		 language[DG_LANGUAGE_MAX];	/* Whisper's code,
 					   "auto", or "": the config's */
+	/* keywords and keyterm, ", "-joined: the stream's vocabulary */
+	char		 prompt[DG_PROMPT_MAX];
 };
 
 /* Defaults: linear16 at 16 kHz, mono, no interim results, punctuated. */

@@ -156,7 +156,7 @@ def test_deepgram_linear16_interim_and_finals(dg, tiny_model):
             model="nova-3", language="en-US", encoding="linear16",
             sample_rate=16000, channels=1, interim_results="true",
             punctuate="true", vad_events="true", utterance_end_ms=1000,
-            endpointing=300, keywords="ignored:2") as conn:
+            endpointing=300, tag="ignored") as conn:
         reader = Reader(conn)
         stream(conn, reader, data, 32000)
         conn.send_close_stream()
