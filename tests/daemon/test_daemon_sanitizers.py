@@ -99,9 +99,11 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     assert evs and evs[-1]["type"] == "end", f"{evs}:\n{d.log()}"
     done.append("a stream ended before any audio")
 
-    # A short stream with word times, then STATUS on the same connection.
+    # A short stream with word times and a vocabulary, then STATUS on the
+    # same connection.
     c.send(jframe(MSG_OPEN, {"format": "s16le", "rate": 16000,
-                             "channels": 1, "word_timestamps": True}))
+                             "channels": 1, "word_timestamps": True,
+                             "prompt": "Americans, fellow"}))
     assert c.event()["type"] == "opened"
     for i in range(0, len(jfk), 16000):
         c.send(frame(MSG_AUDIO, jfk[i:i + 16000]))
@@ -113,7 +115,7 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     c.send(frame(MSG_STATUS))
     assert c.event()["type"] == "status"
     c.close()
-    done.append("a stream with word times, status")
+    done.append("a stream with word times and a vocabulary, status")
 
     # Bad frames: a wrong type, then a frame cut by the connection's end.
     c = RawClient(d.socket)
