@@ -49,7 +49,9 @@ static const char usage_text[] =
 "                            the daemon's language events)\n"
 "      --task transcribe|translate\n"
 "      --opus                send the file Opus-encoded\n"
-"      --raw-format s16le|f32le  standard input's samples [s16le]\n"
+"      --raw-format s16le|f32le|mulaw|alaw  standard input's samples\n"
+"                            [s16le]; mulaw and alaw are G.711 telephone\n"
+"                            audio (with --rate 8000)\n"
 "      --rate N              standard input's rate [16000]\n"
 "      --channels N          standard input's channels [1]\n"
 "      --chunk-ms N          audio per frame [100]\n"
@@ -141,9 +143,13 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 			o->raw_format = PROTO_FORMAT_S16LE;
 		else if (strcmp(arg, "f32le") == 0)
 			o->raw_format = PROTO_FORMAT_F32LE;
+		else if (strcmp(arg, "mulaw") == 0)
+			o->raw_format = PROTO_FORMAT_MULAW;
+		else if (strcmp(arg, "alaw") == 0)
+			o->raw_format = PROTO_FORMAT_ALAW;
 		else
-			return stream_usage("--raw-format must be s16le or "
-			    "f32le: ", arg);
+			return stream_usage("--raw-format must be s16le, "
+			    "f32le, mulaw or alaw: ", arg);
 		return 0;
 	case OPT_RATE:
 		return args_int(arg, PROTO_RATE_MIN, PROTO_RATE_MAX,

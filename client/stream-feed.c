@@ -72,7 +72,7 @@ int
 stream_stdin_chunk(struct stream_run *r, const struct stream_opts *o)
 {
 	struct stream_src *s = &r->src;
-	size_t width = o->raw_format == PROTO_FORMAT_F32LE ? 4 : 2;
+	size_t width = proto_format_sample_bytes(o->raw_format);
 	unsigned char buf[16384];
 	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 

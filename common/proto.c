@@ -267,12 +267,14 @@ proto_parse_hello(const uint8_t *p, size_t len, struct msg_hello *m,
 static int
 proto_open_fields(struct json_object *o, struct msg_open *m, char *msg)
 {
-	static const char *const formats[] = { "s16le", "f32le", "opus" };
+	/* in enum proto_format's order */
+	static const char *const formats[] = { "s16le", "f32le", "opus",
+	    "mulaw", "alaw" };
 	static const char *const tasks[] = { "transcribe", "translate" };
 	int64_t v = 0;
 	int rc, e = 0;
 
-	if ((rc = proto_get_enum(o, "format", formats, 3, &e, msg)) < 0)
+	if ((rc = proto_get_enum(o, "format", formats, 5, &e, msg)) < 0)
 		return rc;
 	m->format = rc ? (enum proto_format)e : PROTO_FORMAT_S16LE;
 	if ((rc = proto_get_int(o, "rate", PROTO_RATE_MIN, PROTO_RATE_MAX, &v,
@@ -395,6 +397,10 @@ proto_format_name(enum proto_format f)
 		return "f32le";
 	case PROTO_FORMAT_OPUS:
 		return "opus";
+	case PROTO_FORMAT_MULAW:
+		return "mulaw";
+	case PROTO_FORMAT_ALAW:
+		return "alaw";
 	}
 	return "?";
 }
@@ -402,7 +408,18 @@ proto_format_name(enum proto_format f)
 size_t
 proto_format_sample_bytes(enum proto_format f)
 {
-	return f == PROTO_FORMAT_S16LE ? 2 : f == PROTO_FORMAT_F32LE ? 4 : 0;
+	switch (f) {
+	case PROTO_FORMAT_S16LE:
+		return 2;
+	case PROTO_FORMAT_F32LE:
+		return 4;
+	case PROTO_FORMAT_MULAW:
+	case PROTO_FORMAT_ALAW:
+		return 1;
+	case PROTO_FORMAT_OPUS:
+		break;
+	}
+	return 0;
 }
 
 int

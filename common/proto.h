@@ -61,6 +61,8 @@ enum proto_format {
 	PROTO_FORMAT_S16LE = 0,
 	PROTO_FORMAT_F32LE,
 	PROTO_FORMAT_OPUS,
+	PROTO_FORMAT_MULAW,	/* G.711, a byte a sample (telephony) */
+	PROTO_FORMAT_ALAW,
 };
 
 enum proto_task {

@@ -20,6 +20,7 @@
 #include <samplerate.h>
 
 #include "source-client.h"
+#include "source-g711.h"
 #include "sotto.h"
 
 #define SOURCE_CLIENT_OPUS_MAX	5760	/* 120 ms at 48 kHz, per channel */
@@ -125,6 +126,11 @@ source_client_floats(struct source_client *sc, const uint8_t *p,
 			s = (int16_t)(p[0] | p[1] << 8);
 			sc->frames[i] = s / 32768.0f;
 			p += 2;
+		} else if (sc->format == PROTO_FORMAT_MULAW ||
+		    sc->format == PROTO_FORMAT_ALAW) {
+			g711_decode(sc->format == PROTO_FORMAT_MULAW ?
+			    G711_ULAW : G711_ALAW, p++, 1, &s);
+			sc->frames[i] = s / 32768.0f;
 		} else {
 			memcpy(&sc->frames[i], p, 4);	/* little-endian */
 			p += 4;

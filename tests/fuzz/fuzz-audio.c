@@ -56,7 +56,7 @@ fuzz_open_params(const uint8_t *p, enum proto_format *format, int *rate,
 {
 	uint32_t v = p[1] | p[2] << 8 | (uint32_t)p[3] << 16;
 
-	*format = (enum proto_format)(p[0] % 3);
+	*format = (enum proto_format)(p[0] % 5);
 	*rate = v < 8 ? fuzz_rates[v] : PROTO_RATE_MIN + (int)(v %
 	    (PROTO_RATE_MAX - PROTO_RATE_MIN + 1));
 	*channels = 1 + p[4] % (*format == PROTO_FORMAT_OPUS ? 2 :
