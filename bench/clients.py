@@ -364,9 +364,9 @@ def report(a, started, runs: list[Run], refs: dict, sotto_txt: dict, load: tuple
     L.append("")
     L += table(runs, refs, sotto_txt)
     L.append("")
-    for name in dict.fromkeys(r.name for r in runs):
-        L.append(f"`sotto transcribe` of {name}: greedy {wer_cell(refs[name], sotto_txt[name, 1])}, "
-                 f"beam 5 {wer_cell(refs[name], sotto_txt[name, 5])} against the reference.")
+    L.append("`sotto transcribe` against the reference: " + "; ".join(
+        f"{name}, greedy {wer_cell(refs[name], sotto_txt[name, 1])}, beam 5 {wer_cell(refs[name], sotto_txt[name, 5])}"
+        for name in dict.fromkeys(r.name for r in runs)) + ".")
     return "\n".join(L) + "\n"
 
 
@@ -406,7 +406,7 @@ def main() -> int:
     if set(a.clients) - set(CLIENTS):
         ap.error(f"--clients: unknown {','.join(set(a.clients) - set(CLIENTS))}")
     a.files = a.files.split(",")
-    a.command = "bench/clients " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    a.command = " ".join(["bench/clients", *(shlex.quote(x) for x in sys.argv[1:])])
     a.build_dir = str(Path(a.build_dir).resolve())
     audio = Path(a.audio)
     manifest = load_manifest(audio)
