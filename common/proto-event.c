@@ -162,7 +162,7 @@ proto_event_subscribed(const char *source, const char *session)
 
 char *
 proto_event_partial(const char *session, const char *text, double start,
-    double end)
+    double end, double lag)
 {
 	struct json_object *o = proto_event_new("partial", session);
 
@@ -171,6 +171,7 @@ proto_event_partial(const char *session, const char *text, double start,
 	json_object_object_add(o, "text", proto_json_text(text));
 	json_object_object_add(o, "start", proto_json_seconds(start));
 	json_object_object_add(o, "end", proto_json_seconds(end));
+	json_object_object_add(o, "lag", proto_json_seconds(lag));
 	return proto_event_done(o);
 }
 
@@ -251,7 +252,7 @@ proto_json_words(const struct proto_segment *seg)
 
 char *
 proto_event_final(const char *session, int64_t id,
-    const struct proto_segment *segs, int n)
+    const struct proto_segment *segs, int n, double lag)
 {
 	struct json_object *o = proto_event_new("final", session), *a, *s;
 	int i;
@@ -274,6 +275,7 @@ proto_event_final(const char *session, int64_t id,
 		json_object_array_add(a, s);
 	}
 	json_object_object_add(o, "segments", a);
+	json_object_object_add(o, "lag", proto_json_seconds(lag));
 	return proto_event_done(o);
 }
 

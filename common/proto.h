@@ -199,10 +199,11 @@ char	*proto_event_opened(const char *session, int64_t last_final,
 char	*proto_event_language(const char *session, const char *language,
 	    double probability, int settled);
 char	*proto_event_subscribed(const char *source, const char *session);
+/* lag: seconds of the stream's audio received but not yet decoded */
 char	*proto_event_partial(const char *session, const char *text,
-	    double start, double end);
+	    double start, double end, double lag);
 char	*proto_event_final(const char *session, int64_t id,
-	    const struct proto_segment *, int n);
+	    const struct proto_segment *, int n, double lag);
 /* A caption unit (docs/protocol.md, "Caption units"). */
 struct proto_unit {
 	int64_t		 id;

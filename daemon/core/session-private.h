@@ -60,6 +60,8 @@ extern struct session_list sessions;
 /* session.c */
 struct session *session_find_id(uint64_t id);
 void	session_free(struct session *);
+/* Seconds of its audio received and not yet decoded (0 once done). */
+double	session_lag(const struct session *);
 void	session_expire_arm(struct session *);
 void	session_broadcast(struct session *, enum peer_event, const char *);
 void	session_flow(struct session *);

@@ -142,7 +142,8 @@ session_finals(struct session *s, const struct worker_result *r)
 			segs[n].n_words = words[n] != NULL ?
 			    r->finals[i + n].n_words : 0;
 		}
-		ev = proto_event_final(s->name, s->next_final, segs, n);
+		ev = proto_event_final(s->name, s->next_final, segs, n,
+		    session_lag(s));
 		for (k = 0; k < n; k++)
 			free(words[k]);
 		if (ev == NULL) {
@@ -173,7 +174,7 @@ session_partial(struct session *s, const struct worker_result *r)
 	free(s->last_partial);
 	s->last_partial = strdup(text);
 	ev = proto_event_partial(s->name, text, r->partial_start,
-	    r->partial_end);
+	    r->partial_end, session_lag(s));
 	session_broadcast(s, PEER_EVENT_PARTIAL, ev);
 	free(ev);
 }

@@ -123,7 +123,7 @@ session_busy(void)
 	return n;
 }
 
-static double
+double
 session_lag(const struct session *s)
 {
 	double lag = (double)s->received / SOTTO_SAMPLE_RATE - s->audio_time;

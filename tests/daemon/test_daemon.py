@@ -136,6 +136,13 @@ def test_stream_wer_and_latency(daemon, manifest, tiny_model):
     assert percentile(part, 95) < 10.0
     for f in files:
         assert got[f].text().strip(), f"{f}: no final text"
+    # every partial and final says how far behind the decoding is: about
+    # a step at most for a live stream the daemon keeps up with
+    lags = [e["lag"] for s in paced.values() for _, e in s.lines
+            if e["type"] in ("partial", "final")]
+    assert lags and all(0 <= x < 10 for x in lags), lags
+    report(f"lag in the paced streams' events: p50 {percentile(lags, 50):.2f}"
+           f" s, max {max(lags):.2f} s")
 
 
 def test_stream_wer_close_to_transcribe():

@@ -32,8 +32,8 @@ fuzz_events(const struct msg_open *o, const struct msg_hello *h)
 	char *ev[4];
 	size_t i;
 
-	ev[0] = proto_event_final(o->session, o->since, &seg, 1);
-	ev[1] = proto_event_partial(o->session, o->language, -1, 1e12);
+	ev[0] = proto_event_final(o->session, o->since, &seg, 1, 1e12);
+	ev[1] = proto_event_partial(o->session, o->language, -1, 1e12, -1);
 	ev[2] = proto_event_error(PROTO_E_BAD_JSON, h->client);
 	ev[3] = proto_event_hello(h->client, o->language);
 	for (i = 0; i < 4; i++) {

@@ -127,7 +127,7 @@ fuzz_message(void *arg, int binary, const uint8_t *p, size_t n)
 	if (e != PROTO_OK)
 		return fuzz_fail(f, e, msg);
 	ev = proto_event_partial("fuzz", proto_type_name(fr.type), 0,
-	    (double)n);
+	    (double)n, 0);
 	if (ev == NULL)
 		abort();
 	(void)ws_conn_send_text(f->conn, ev, strlen(ev));

@@ -364,9 +364,10 @@ test_events(void **state)
 	    "protocol")), SOTTO_PROTO_VERSION);
 	json_object_put(o);
 
-	o = event_json(proto_event_final("s1", 7, segs, 2));
+	o = event_json(proto_event_final("s1", 7, segs, 2, 0.25));
 	assert_string_equal(field(o, "session"), "s1");
 	assert_string_equal(field(o, "id"), "7");
+	assert_string_equal(field(o, "lag"), "0.250");
 	a = json_object_object_get(o, "segments");
 	assert_int_equal(json_object_array_length(a), 2);
 	assert_string_equal(field(json_object_array_get_idx(a, 1), "text"),
@@ -388,9 +389,11 @@ test_events(void **state)
 	    1), "words", NULL));
 	json_object_put(o);
 
-	o = event_json(proto_event_partial("s1", "caf\xc3\xa9 \xe2\x82", 3, 4));
+	o = event_json(proto_event_partial("s1", "caf\xc3\xa9 \xe2\x82", 3, 4,
+	    1.5));
 	assert_string_equal(field(o, "text"), "caf\xc3\xa9 \xef\xbf\xbd"
 	    "\xef\xbf\xbd");
+	assert_string_equal(field(o, "lag"), "1.500");
 	json_object_put(o);
 
 	o = event_json(proto_event_error(PROTO_E_SLOW_READER, "x"));
