@@ -98,15 +98,18 @@ def manifest() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def runs(manifest) -> dict:
-    """Every file through the stream (STEP_MS) and through transcribe,
-    two processes at a time; plus jfk at FINE_STEP_MS."""
+    """Every file through the stream (STEP_MS, with word timestamps, as
+    sottod streams: test_stream_words checks the words, and
+    test_step_many_same_as_alone that they change nothing else) and
+    through transcribe, two processes at a time; plus jfk at FINE_STEP_MS."""
     files = [AUDIO_DIR / f for f in manifest]
     # Longest first so the pool stays busy.
     files.sort(key=lambda p: -p.stat().st_size)
     with ThreadPoolExecutor(JOBS) as pool:
         tr = pool.submit(run_transcribe, files)
         fine = pool.submit(run_driver, AUDIO_DIR / "jfk.wav", FINE_STEP_MS)
-        st = {p.name: pool.submit(run_driver, p, STEP_MS) for p in files}
+        st = {p.name: pool.submit(run_driver, p, STEP_MS, None, ("-w",))
+              for p in files}
         return {"transcribe": tr.result(),
                 "stream": {k: v.result() for k, v in st.items()},
                 "jfk_fine": fine.result()}

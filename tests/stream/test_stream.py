@@ -291,19 +291,23 @@ def test_silence_no_text(kind):
 
 
 def test_step_many_same_as_alone():
-    """Four streams in lockstep: stepped as one batch (-B) and one at a
-    time (-S), every event equal; the decoder time of both is reported."""
+    """Four streams in lockstep: stepped as one batch (-B) with word
+    timestamps (-w, as sottod steps them) and one at a time (-S) without,
+    every event equal but the words: batching and aligning change nothing
+    else. The decoder time of both is reported."""
     # Four lengths (6.0, 3.6, 3.0, 2.8 s), so streams leave the batch at
     # different rounds; 15 s of audio in all (jfk and 0870 made it 41 s of
     # test on AVX-512 and longer on AVX2 without reaching another state).
     files = [AUDIO_DIR / f for f in (
         "sense_and_sensibility_01_austen_64kb-0920.wav", "mfa_thoughts.wav",
         "sense_and_sensibility_01_austen_64kb-0880.wav", "goforward.wav")]
-    batch = run_driver(files, FINE_STEP_MS, extra=("-B",))
+    batch = run_driver(files, FINE_STEP_MS, extra=("-B", "-w"))
     alone = run_driver(files, FINE_STEP_MS, extra=("-S",))
+    assert all(e.get("words") for e in finals(batch)), "finals without words"
 
     def events(evs, i):
-        return [{k: v for k, v in e.items() if k not in ("compute_ms", "stream")}
+        return [{k: v for k, v in e.items()
+                 if k not in ("compute_ms", "stream", "words")}
                 for e in evs if e["stream"] == i]
 
     for i, f in enumerate(files):
@@ -344,9 +348,10 @@ LONG_FORM = "LJ001-0001_to_LJ001-0017_longform.wav"
 # Four soak sessions that lost their end (bench/daemon --only soak),
 # stepped after uneven 1-8 s of audio as sottod steps an overloaded stream
 # (stream-driver -j): (first file, files, -j seed, whether every file
-# after the long-form one is checked or only the last). The first runs in the
-# suite; the other three, 4 minutes of audio each, are soaks:
-# `bench/soaks` runs them (pytest -m soak).
+# after the long-form one is checked or only the last). All four are
+# soaks, 3-4 minutes of audio each: `bench/soaks` runs them (pytest -m
+# soak). The suite keeps the long-form file's slides (test_longform_*,
+# on the whole-set run) and a long reel's end (test_finish_after_long_stream).
 SOAKS = [
     # 2830-3980-0043.wav and the 18 files after it in manifest order (202
     # s, the 118 s long-form file sixth from the end), -j 3: after a slide
@@ -356,7 +361,8 @@ SOAKS = [
     # slide placed that text's end at the window's end and cut past the
     # speech ("...and they followed them" / "." instead of jfk.wav and the
     # short files). Every file after the long-form one must be final.
-    pytest.param("2830-3980-0043.wav", 19, "3", True, id="slide-in-long-form"),
+    pytest.param("2830-3980-0043.wav", 19, "3", True, id="slide-in-long-form",
+                 marks=pytest.mark.soak),
     # 0880 and the 22 files after it (230 s), -j 6: the last decode at
     # finish, 1 s after a step whose hypothesis was "I have a thousand
     # thoughts about that thing. This is a long stop.", gave no text at
