@@ -55,9 +55,10 @@ WORD_SLACK = 5
 # Own microphone: these, 0.8 s apart after 1 s of silence (41 s, 87
 # words; the page's microphone is real time, so every second of audio is
 # a second of the suite).
+# Four speakers, 23 s of speech (seven files, 35 s, made the test a minute
+# long on AVX2 without another state: the page's partials, finals, gaps).
 SPEECH = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav",
-          "2830-3980-0043.wav", "sense_and_sensibility_01_austen_64kb-0920.wav",
-          "8455-210777-0068.wav", "mfa_thoughts.wav", "4507-16021-0012.wav"]
+          "2830-3980-0043.wav", "8455-210777-0068.wav"]
 GAP_S = 0.8
 # What the page sent: half-second windows of the file's speech (resampled
 # by sox to the page's rate, as Chromium did) found in it at this SNR or
