@@ -33,6 +33,7 @@
  * A peer is freed from a zero-timeout event_base_once(), never inside one
  * of its own callbacks, so a callback may close it and return safely.
  */
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -447,6 +448,24 @@ peer_pause(struct peer *p, int on)
 	/* Frames already buffered are handled from the loop, not here. */
 	bufferevent_trigger(p->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
 	    BEV_TRIG_DEFER_CALLBACKS);
+}
+
+size_t
+peer_take_unread(struct peer *p)
+{
+	struct evbuffer *in = bufferevent_get_input(p->bev);
+	evutil_socket_t fd = bufferevent_getfd(p->bev);
+	size_t had = evbuffer_get_length(in);
+	int n = 0, got;
+
+	if (ioctl(fd, FIONREAD, &n) != 0 || n <= 0)
+		return 0;
+	/* A bufferevent keeps its input's end frozen to all but itself. */
+	evbuffer_unfreeze(in, 0);
+	while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
+		n -= got;
+	evbuffer_freeze(in, 0);
+	return evbuffer_get_length(in) - had;
 }
 
 /* The peer's session sent "end" (or the resume found it ended). */

@@ -123,6 +123,12 @@ void	peer_fail(struct peer *, enum proto_error, const char *fmt, ...)
 void	peer_close(struct peer *);
 void	peer_close_after_flush(struct peer *);
 void	peer_pause(struct peer *, int);
+/*
+ * SIGTERM (a door's drain): move all the peer's socket holds now into its
+ * bufferevent's input, even while reading is paused, so the door can
+ * handle what the client wrote before the signal. Bytes moved.
+ */
+size_t	peer_take_unread(struct peer *);
 void	peer_timer(struct peer *);
 void	peer_session_ended(struct peer *);
 

@@ -20,11 +20,9 @@
  * SESSION_LAG_MAX_S its new audio is dropped, counted, and announced to
  * subscribers with an "overload" event.
  *
- * What happens to worker results, and how a stream ends (END or a
- * shutdown), is in session-result.c.
+ * How a session is opened is in session-open.c; what happens to worker
+ * results, and how a stream ends (END or a shutdown), in session-result.c.
  */
-#include <sys/random.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +37,6 @@
 #include "worker.h"
 
 struct session_list sessions = TAILQ_HEAD_INITIALIZER(sessions);
-static uint64_t session_next_id = 1;
 
 const char *
 session_name(const struct session *s)
@@ -282,138 +279,6 @@ session_broadcast(struct session *s, enum peer_event kind, const char *json)
 	}
 	TAILQ_FOREACH_SAFE(p, &s->subs, sub_entry, next)
 		peer_send(p, kind, json);
-}
-
-static struct session *
-session_new(const char *name, const struct sotto_stream_params *sp,
-    enum proto_format format, int rate, int channels, int live, char *msg)
-{
-	struct sotto_stream_params p = *sp;
-	struct session *s;
-
-	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		snprintf(msg, PROTO_MSG_MAX, "out of memory");
-		return NULL;
-	}
-	p.vad = vad_for(live);
-	caption_init(&s->caption, session_unit, s);
-	TAILQ_INIT(&s->subs);
-	s->id = session_next_id++;
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	s->step_samples = (size_t)sp->step_ms * SOTTO_SAMPLE_RATE / 1000;
-	if ((s->src = source_client_new(format, rate, channels, msg)) == NULL ||
-	    (s->ws = worker_stream_new(s->id, &p, live)) == NULL) {
-		if (s->src != NULL)
-			snprintf(msg, PROTO_MSG_MAX, "out of memory");
-		source_client_free(s->src);
-		free(s);
-		return NULL;
-	}
-	TAILQ_INSERT_TAIL(&sessions, s, entry);
-	core_totals.sessions++;
-	return s;
-}
-
-/* Check language and task against the model; fill sp. */
-static int
-session_params(const char *language, enum proto_task task,
-    struct sotto_stream_params *sp, char *msg)
-{
-	const char *code;
-	int i, n;
-
-	sotto_stream_params_init(sp);
-	sp->step_ms = core.cfg.step_ms;
-	sp->beam_size = core.cfg.beam_size;
-	sp->task = task == PROTO_TASK_TRANSLATE ? SOTTO_TASK_TRANSLATE :
-	    SOTTO_TASK_TRANSCRIBE;
-	if (*language == '\0')
-		language = core.cfg.language;
-	if (!core.multilingual) {
-		if (strcmp(language, "en") != 0 && strcmp(language, "auto"))
-			goto english;
-		if (task == PROTO_TASK_TRANSLATE)
-			goto english;
-		sp->language = "en";
-		return 0;
-	}
-	if (strcmp(language, "auto") == 0)
-		return 0;
-	n = sotto_language_count(core.model);
-	for (i = 0; i < n; i++)
-		if ((code = sotto_language_code(core.model, i)) != NULL &&
-		    strcmp(code, language) == 0) {
-			sp->language = code;
-			return 0;
-		}
-	snprintf(msg, PROTO_MSG_MAX, "unknown language '%s'", language);
-	return -1;
-english:
-	snprintf(msg, PROTO_MSG_MAX, "model %s is English-only: language "
-	    "must be en and task transcribe", core.model_name);
-	return -1;
-}
-
-int
-session_check_language(const char *language, char *msg)
-{
-	struct sotto_stream_params sp;
-
-	return session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg);
-}
-
-/*
- * A new client session for p, or NULL with msg (and the error is then
- * PROTO_E_BUSY when over max_sessions, else PROTO_E_BAD_VALUE).
- */
-struct session *
-session_open(struct peer *p, const struct msg_open *m, char *msg)
-{
-	struct sotto_stream_params sp;
-	struct session *s;
-	uint64_t r = 0;
-	char name[PROTO_SESSION_MAX];
-
-	if (session_params(m->language, m->task, &sp, msg) != 0)
-		return NULL;
-	sp.word_timestamps = m->word_timestamps;
-	sp.prompt = m->prompt;
-	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		r ^= (uint64_t)(core_now() * 1e9) ^ session_next_id << 48;
-	snprintf(name, sizeof(name), "%016llx", (unsigned long long)r);
-	if ((s = session_new(name, &sp, m->format, m->rate, m->channels,
-	    m->live, msg)) == NULL)
-		return NULL;
-	s->owner = p;
-	s->source = p->ops->name;
-	core_count_session(s->source);
-	TAILQ_INSERT_TAIL(&s->subs, p, sub_entry);
-	p->session = s;
-	log_info("session %s: opened (%s %d Hz x%d, language %s%s)",
-	    s->name, proto_format_name(m->format), m->rate, m->channels,
-	    sp.language ? sp.language : "auto", m->live ? ", live" : "");
-	return s;
-}
-
-struct session *
-session_shared_new(const char *name, int rate, int channels,
-    const char *language)
-{
-	struct sotto_stream_params sp;
-	struct session *s;
-	char msg[PROTO_MSG_MAX];
-
-	if (session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg) != 0 ||
-	    (s = session_new(name, &sp, PROTO_FORMAT_S16LE, rate, channels, 1,
-	    msg)) == NULL) {
-		log_warnx("session %s: %s", name, msg);
-		return NULL;
-	}
-	s->flags |= SESSION_SHARED;
-	s->source = "mic";
-	core_count_session(s->source);
-	worker_stream_follow(s->ws);	/* it never ends: moves on a reload */
-	return s;
 }
 
 /*

@@ -38,29 +38,13 @@ dg_oom(struct dg_conn *c, char *msg)
 static int
 dg_open(struct dg_conn *c, char *msg)
 {
-	struct msg_open m;
+	enum proto_error e;
 
-	memset(&m, 0, sizeof(m));
-	m.format = PROTO_FORMAT_F32LE;
-	m.rate = SOTTO_SAMPLE_RATE;
-	m.channels = 1;
-	snprintf(m.language, sizeof(m.language), "%s", c->prm.language);
-	snprintf(m.prompt, sizeof(m.prompt), "%s", c->prm.prompt);
-	m.task = PROTO_TASK_TRANSCRIBE;
-	m.since = -1;
-	m.live = 1;
-	m.word_timestamps = 1;
-	if (session_count() >= core_config()->max_sessions) {
-		snprintf(msg, PROTO_MSG_MAX, "all %d sessions are in use: try "
-		    "again later", core_config()->max_sessions);
-		c->err = PROTO_E_BUSY;
+	if (session_open_live(c->peer, c->prm.language, c->prm.prompt, 1, msg,
+	    &e) == NULL) {
+		c->err = e;
 		return -1;
 	}
-	if (session_open(c->peer, &m, msg) == NULL) {
-		c->err = PROTO_E_BAD_VALUE;
-		return -1;
-	}
-	c->peer->state = PEER_STREAMING;
 	c->base = c->fed;
 	return 0;
 }

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <sys/ioctl.h>
 #include <sys/random.h>
 
 #include <event2/buffer.h>
@@ -168,17 +167,8 @@ static void
 dg_drain(struct peer *p)
 {
 	struct dg_conn *c = p->front;
-	struct evbuffer *in = bufferevent_get_input(p->bev);
-	evutil_socket_t fd = bufferevent_getfd(p->bev);
-	int n = 0, got;
 
-	if (ioctl(fd, FIONREAD, &n) == 0 && n > 0) {
-		/* A bufferevent keeps its input's end frozen to all but itself. */
-		evbuffer_unfreeze(in, 0);
-		while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
-			n -= got;
-		evbuffer_freeze(in, 0);
-	}
+	peer_take_unread(p);
 	c->taking = 1;
 	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
 		peer_close_after_flush(p);

@@ -68,28 +68,13 @@ rt_free_items(struct rt_conn *c)
 static int
 rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 {
-	struct msg_open m;
+	enum proto_error e;
 
-	memset(&m, 0, sizeof(m));
-	m.format = PROTO_FORMAT_F32LE;
-	m.rate = SOTTO_SAMPLE_RATE;
-	m.channels = 1;
-	snprintf(m.language, sizeof(m.language), "%s", c->cfg.language);
-	snprintf(m.prompt, sizeof(m.prompt), "%s", c->cfg.prompt);
-	m.task = PROTO_TASK_TRANSCRIBE;
-	m.since = -1;
-	m.live = 1;
-	if (session_count() >= core_config()->max_sessions) {
-		snprintf(msg, PROTO_MSG_MAX, "all %d sessions are in use",
-		    core_config()->max_sessions);
-		c->err = PROTO_E_BUSY;
+	if (session_open_live(c->peer, c->cfg.language, c->cfg.prompt, 0, msg,
+	    &e) == NULL) {
+		c->err = e;
 		return -1;
 	}
-	if (session_open(c->peer, &m, msg) == NULL) {
-		c->err = PROTO_E_BAD_VALUE;	/* the language, say */
-		return -1;
-	}
-	c->peer->state = PEER_STREAMING;
 	it->open = 1;
 	return 0;
 }

@@ -5,7 +5,6 @@
  * of the same machine writes and reads in whole frames and never sends
  * after closing, so a peer closes at once when it is done (no linger).
  */
-#include <sys/ioctl.h>
 
 #include <string.h>
 
@@ -89,20 +88,11 @@ unix_write(struct peer *p, const char *json)
 static void
 unix_drain(struct peer *p)
 {
-	struct evbuffer *in = bufferevent_get_input(p->bev);
-	evutil_socket_t fd = bufferevent_getfd(p->bev);
-	int n = 0, got;
+	size_t n;
 
-	if (p->state == PEER_STREAMING && ioctl(fd, FIONREAD, &n) == 0 &&
-	    n > 0) {
-		/* A bufferevent keeps its input's end frozen to all but itself. */
-		evbuffer_unfreeze(in, 0);
-		while (n > 0 && (got = evbuffer_read(in, fd, n)) > 0)
-			n -= got;
-		evbuffer_freeze(in, 0);
+	if (p->state == PEER_STREAMING && (n = peer_take_unread(p)) > 0)
 		log_debug("peer %llu: %zu bytes read at shutdown",
-		    (unsigned long long)p->id, evbuffer_get_length(in));
-	}
+		    (unsigned long long)p->id, n);
 	unix_frames(p, 1);
 }
 
