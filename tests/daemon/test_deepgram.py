@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import re
 import signal
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +21,8 @@ from deepgram.environment import DeepgramClientEnvironment
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from conftest import AUDIO_DIR, SOTTO, Daemon, report
+from conftest import AUDIO_DIR, Daemon, report
+from speech import words, reference, raw
 
 JFK = AUDIO_DIR / "jfk.wav"
 TOKEN = "sotto-test-token-0123456789"
@@ -58,28 +57,8 @@ def status(e: Exception) -> int:
     return e.response.status_code
 
 
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
 
-_refs: dict[Path, list[str]] = {}
-
-
-def reference(path: Path, model: Path) -> list[str]:
-    if path not in _refs:
-        cp = subprocess.run([str(SOTTO), "transcribe", "-q", "-m", str(model),
-                             "-t", "2", "-f", "txt", str(path)],
-                            capture_output=True, text=True, timeout=600)
-        assert cp.returncode == 0, cp.stderr
-        _refs[path] = words(cp.stdout)
-    return _refs[path]
-
-
-def raw(path: Path, *fmt: str) -> bytes:
-    """The file's samples in a raw format, as sox writes them (no dither)."""
-    cp = subprocess.run(["sox", "-D", str(path), "-c", "1", *fmt, "-t", "raw",
-                         "-"], capture_output=True, check=True)
-    return cp.stdout
 
 
 class Reader:

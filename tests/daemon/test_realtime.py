@@ -12,10 +12,8 @@ from __future__ import annotations
 import base64
 import re
 import signal
-import subprocess
 import time
 import urllib.request
-from pathlib import Path
 
 import jiwer
 import openai
@@ -23,7 +21,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from conftest import AUDIO_DIR, SOTTO, Daemon, report
+from conftest import AUDIO_DIR, Daemon, report
+from speech import words, reference, raw
 
 JFK = AUDIO_DIR / "jfk.wav"
 GO = AUDIO_DIR / "goforward.wav"
@@ -41,24 +40,7 @@ def rd(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
 
 
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
-
-def reference(path: Path, model: Path) -> list[str]:
-    cp = subprocess.run([str(SOTTO), "transcribe", "-q", "-m", str(model),
-                         "-t", "2", "-f", "txt", str(path)],
-                        capture_output=True, text=True, timeout=600)
-    assert cp.returncode == 0, cp.stderr
-    return words(cp.stdout)
-
-
-def raw(path: Path, *fmt: str) -> bytes:
-    """The file's samples in a raw format, as sox writes them (without
-    dither, which is random: the same samples every run)."""
-    cp = subprocess.run(["sox", "-D", str(path), "-c", "1", *fmt, "-t", "raw", "-"],
-                        capture_output=True, check=True)
-    return cp.stdout
 
 
 def client(d, key: str = TOKEN) -> openai.OpenAI:

@@ -9,12 +9,12 @@ same words (the telephone band itself costs tiny.en "Americans" and
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 
 from websockets.sync.client import connect as ws_connect
 
 from conftest import AUDIO_DIR, SOTTO, Daemon, report
+from speech import words
 
 import pytest
 
@@ -29,9 +29,6 @@ def td(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     rc = d.stop()
     assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
 
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 def g711(law: str) -> bytes:

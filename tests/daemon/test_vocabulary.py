@@ -15,7 +15,6 @@ import base64
 import json
 import subprocess
 import threading
-from pathlib import Path
 
 import openai
 import pytest
@@ -25,6 +24,7 @@ from websockets.sync.client import connect as ws_connect
 
 from conftest import AUDIO_DIR, SOTTO, Daemon, RawClient, jframe, MSG_OPEN, \
     report
+from speech import raw
 
 LONG = AUDIO_DIR / "LJ001-0001_to_LJ001-0017_longform.wav"
 GO = AUDIO_DIR / "goforward.wav"
@@ -39,11 +39,6 @@ def vd(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
     rc = d.stop()
     assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
 
-
-def raw(path: Path, *fmt: str) -> bytes:
-    return subprocess.run(["sox", "-D", str(path), "-c", "1", *fmt, "-t",
-                           "raw", "-"], capture_output=True,
-                          check=True).stdout
 
 
 def sotto_stream(d, *args: str) -> subprocess.CompletedProcess:
