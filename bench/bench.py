@@ -34,6 +34,7 @@ import fixedfile  # noqa: E402
 import randomweights  # noqa: E402
 import whispercpp  # noqa: E402
 from machine import cpu_flags, cpu_model, loadavg, machine_busy_s  # noqa: E402
+from build import ensure_built  # noqa: E402
 
 THREADS = 2
 DOCS = REPO / "docs" / "benchmarks.md"
@@ -147,12 +148,7 @@ class Bench:
     def setup(self):
         a = self.args
         build = Path(a.build_dir)
-        if not a.no_build:
-            if not (build / "build.ninja").is_file():
-                subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
-            log(f"meson compile -C {build}")
-            subprocess.run(["meson", "compile", "-C", str(build), "bench/sotto-bench", "client/sotto:executable"],
-                           cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        ensure_built(build, ["bench/sotto-bench", "client/sotto:executable"], not a.no_build)
         self.sotto_bench = build / "bench" / "sotto-bench"
         self.sotto = build / "client" / "sotto"
         for b in (self.sotto_bench, self.sotto):

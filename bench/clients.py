@@ -64,6 +64,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from daemon import proc_cpu_s, source_note  # noqa: E402
 from machine import cpu_model, loadavg, machine_busy_s  # noqa: E402
+from build import ensure_built  # noqa: E402
 
 import cpu  # noqa: E402  (tests/cpu.py)
 from wer import counts, load_manifest  # noqa: E402  (tests/e2e/wer.py)
@@ -415,16 +416,7 @@ def main() -> int:
             ap.error(f"--files: {f} is not in {audio / 'manifest.tsv'}")
 
     build = Path(a.build_dir)
-    if not a.no_build:
-        if not (build / "build.ninja").is_file():
-            subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
-        log(f"meson compile -C {build}")
-        subprocess.run(["meson", "compile", "-C", str(build), "daemon/sottod", "client/sotto:executable"],
-                       cwd=REPO, check=True, stdout=subprocess.DEVNULL)
-    info = json.loads((build / "meson-info" / "intro-buildoptions.json").read_text())
-    buildtype = next(o["value"] for o in info if o["name"] == "buildtype")
-    if buildtype != "release":
-        log(f"warning: {build} is a {buildtype} build, not release")
+    ensure_built(build, ["daemon/sottod", "client/sotto:executable"], not a.no_build)
     os.environ["SOTTO_BUILD_DIR"] = a.build_dir
     sys.path.insert(0, str(REPO / "tests" / "daemon"))
     import conftest  # noqa: E402  (tests/daemon's Daemon, on this build)

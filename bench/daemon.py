@@ -62,6 +62,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from machine import HZ, cpu_model, loadavg, machine_busy_s  # noqa: E402
+from build import ensure_built  # noqa: E402
 
 DOCS = REPO / "docs" / "benchmarks.md"
 RUNS_MARK = "<!-- bench/daemon inserts runs below this line -->"
@@ -273,13 +274,8 @@ class Bench:
     def setup(self) -> None:
         a = self.a
         build = Path(a.build_dir)
-        if not a.no_build:
-            if not (build / "build.ninja").is_file():
-                subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
-            log(f"meson compile -C {build}")
-            subprocess.run(["meson", "compile", "-C", str(build), "daemon/sottod", "client/sotto:executable",
-                            "tests/daemon/asound_module_pcm_sottofake"],
-                           cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        ensure_built(build, ["daemon/sottod", "client/sotto:executable",
+                             "tests/daemon/asound_module_pcm_sottofake"], not a.no_build)
         for b in (conftest.SOTTOD, conftest.SOTTO):
             if not b.is_file():
                 raise SystemExit(f"bench/daemon: {b} missing (meson compile -C {build})")

@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from bench import (DOCS, RUNS_MARK, THREADS, cache_root, check, cpu_model, git_describe,  # noqa: E402
                    log, pkg_version, run_rss)
+from build import ensure_built  # noqa: E402
 
 TOOLS = ["sotto", "sotto-vad", "fw-int8", "fw-int8-vad"]
 LABEL = {"sotto": "sotto", "sotto-vad": "sotto --vad", "fw-int8": "faster-whisper int8",
@@ -78,12 +79,7 @@ class VadBench:
     def setup(self):
         a = self.a
         build = Path(a.build_dir)
-        if not a.no_build:
-            if not (build / "build.ninja").is_file():
-                subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
-            log(f"meson compile -C {build}")
-            subprocess.run(["meson", "compile", "-C", str(build), "client/sotto:executable", "lib/sotto"],
-                           cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        ensure_built(build, ["client/sotto:executable", "lib/sotto"], not a.no_build)
         self.sotto = build / "client" / "sotto"
         self.lib = next((p.resolve() for p in (build / "lib" / "libsotto.so", build / "lib" / "libsotto.so.0")
                          if p.exists()), build / "lib" / "libsotto.so")
