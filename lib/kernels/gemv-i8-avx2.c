@@ -285,3 +285,70 @@ gemv_i8_avx2(const struct gemv_i8_args *a, void *scratch)
 		}
 	}
 }
+
+/* The GEMV_I8_AVX2_EXACT largest of row[0..n) into top, any order. */
+static void
+top_indices(const float *row, int n, int *top)
+{
+	float val[GEMV_I8_AVX2_EXACT];
+	int i, t, min_at = 0;
+
+	for (t = 0; t < GEMV_I8_AVX2_EXACT; t++) {
+		top[t] = t;
+		val[t] = row[t];
+		if (val[t] < val[min_at])
+			min_at = t;
+	}
+	for (i = GEMV_I8_AVX2_EXACT; i < n; i++) {
+		if (row[i] <= val[min_at])
+			continue;
+		top[min_at] = i;
+		val[min_at] = row[i];
+		for (t = 0; t < GEMV_I8_AVX2_EXACT; t++)
+			if (val[t] < val[min_at])
+				min_at = t;
+	}
+}
+
+/* sum_i w[i] x[i], w F16, k a multiple of 32 (gemv-f16.c's dot_v3). */
+V3 static float
+dot_f16(const uint16_t *w, const float *x, int k)
+{
+	__m256 a[4], s;
+	__m128 h;
+	int i, j;
+
+	for (j = 0; j < 4; j++)
+		a[j] = _mm256_setzero_ps();
+	for (i = 0; i < k; i += 32)
+		for (j = 0; j < 4; j++)
+			a[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(
+			    (const __m128i *)(w + i + 8 * j))),
+			    _mm256_loadu_ps(x + i + 8 * j), a[j]);
+	s = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2],
+	    a[3]));
+	h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
+void
+gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k, const float *x,
+    int ldx, int n, float *y, ptrdiff_t yj, void *scratch)
+{
+	float *col = scratch;
+	int top[GEMV_I8_AVX2_EXACT], j, kk, t;
+
+	if (rows < GEMV_I8_AVX2_EXACT)
+		return;
+	for (j = 0; j < n; j++) {
+		float *row = y + j * yj;
+
+		for (kk = 0; kk < k; kk++)
+			col[kk] = x[(size_t)kk * ldx + j];
+		top_indices(row, rows, top);
+		for (t = 0; t < GEMV_I8_AVX2_EXACT; t++)
+			row[top[t]] = dot_f16(f16 + (size_t)top[t] * k, col, k);
+	}
+}

@@ -123,4 +123,17 @@ void	gemv_i8_avx2_pack(const uint16_t *f16, int rows, int k, int row0,
 /* y (+)= W x from gemv_i8_avx2_pack's weights; needs AVX2, FMA, F16C. */
 void	gemv_i8_avx2(const struct gemv_i8_args *, void *scratch);
 
+/*
+ * For an output head (y[j * yj + v], v < rows, the logits layout): the
+ * GEMV_I8_AVX2_EXACT largest of each of the n columns recomputed in f32
+ * from the F16 rows f16 [rows][k] (as logits.c rescores its estimates),
+ * so that the top of the distribution, which decoding reads, is not the
+ * int8 rounding's. scratch: GEMV_I8_AVX2_SCRATCH_BYTES(k).
+ */
+#define GEMV_I8_AVX2_EXACT	64
+
+void	gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k,
+	    const float *x, int ldx, int n, float *y, ptrdiff_t yj,
+	    void *scratch);
+
 #endif

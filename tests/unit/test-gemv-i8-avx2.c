@@ -5,7 +5,7 @@
  * output head's vocabulary), every column-count instance (1-5, 8) and
  * more than one pass of 8 (a prompt), accumulation, the logits layout,
  * widths whose column scale is below 32767, and products split among
- * the threads. meson runs it as it is and with ONEDNN_MAX_CPU_ISA=AVX2
+ * the threads; and the output head's rescoring. meson runs it as it is and with ONEDNN_MAX_CPU_ISA=AVX2
  * (the path an AVX2-only CPU takes); the kernel needs AVX2, FMA and
  * F16C, so with the ISA capped below AVX2 the cases are skipped.
  */
@@ -152,6 +152,72 @@ test_gemv_i8_avx2(void **state)
 	check(1000, 64, 5, 0, 1);
 }
 
+/*
+ * An output head (logits layout, 1000 rows): after gemv_i8_avx2_rescore
+ * the GEMV_I8_AVX2_EXACT largest of each column are the F16 rows' own
+ * products in f32 (to 1e-4), so each column's largest is the exact
+ * largest; the rest stay the int8 products.
+ */
+static void
+test_gemv_i8_avx2_rescore(void **state)
+{
+	const int rows = 1000, k = 128, n = 5;
+	uint16_t *w = malloc((size_t)rows * k * 2);
+	float *x = frand_array((size_t)k * n, 1.0f);
+	float *y = malloc((size_t)rows * n * sizeof(float));
+	float *y8 = malloc((size_t)rows * n * sizeof(float));
+	uint8_t *wp = aligned_alloc(64, gemv_i8_avx2_bytes(rows, k));
+	float *scale = calloc((size_t)gemv_i8_avx2_rows(rows), sizeof(float));
+	void *scratch = aligned_alloc(64, GEMV_I8_AVX2_SCRATCH_BYTES(k));
+	struct gemv_i8_args a = { 0 };
+	int m, j, kk, changed;
+
+	(void)state;
+	SKIP_WITHOUT(gemv_i8_avx2_supported(), "no AVX2, FMA and F16C here "
+	    "(or ONEDNN_MAX_CPU_ISA)");
+	assert_true(w != NULL && y != NULL && y8 != NULL && wp != NULL &&
+	    scale != NULL && scratch != NULL);
+	for (m = 0; m < rows * k; m++)
+		w[m] = to_f16(frand() * 0.05f);
+	memset(wp, 0, gemv_i8_avx2_bytes(rows, k));
+	gemv_i8_avx2_pack(w, rows, k, 0, wp, scale);
+	a = (struct gemv_i8_args){ .wp = wp, .scale = scale, .rows = rows,
+	    .k = k, .x = x, .ldx = n, .n = n, .y = y, .ym = 1, .yj = rows };
+	gemv_i8_avx2(&a, scratch);
+	memcpy(y8, y, (size_t)rows * n * sizeof(float));
+	gemv_i8_avx2_rescore(w, rows, k, x, n, n, y, rows, scratch);
+	for (j = 0; j < n; j++) {
+		double best = -1e30, got_best = -1e30;
+
+		changed = 0;
+		for (m = 0; m < rows; m++) {
+			double exact = 0.0;
+
+			for (kk = 0; kk < k; kk++)
+				exact += f16d(w[(size_t)m * k + kk]) *
+				    x[(size_t)kk * n + j];
+			best = fmax(best, exact);
+			got_best = fmax(got_best, y[(size_t)j * rows + m]);
+			if (y[(size_t)j * rows + m] != y8[(size_t)j * rows +
+			    m]) {
+				assert_float_equal(y[(size_t)j * rows + m],
+				    exact, 1e-4);
+				changed++;
+			}
+		}
+		assert_true(changed <= GEMV_I8_AVX2_EXACT);
+		assert_true(changed >= GEMV_I8_AVX2_EXACT / 2);
+		assert_float_equal(got_best, best, 1e-4);
+	}
+	free(w);
+	free(x);
+	free(y);
+	free(y8);
+	free(wp);
+	free(scale);
+	free(scratch);
+}
+
 /* An all-zero row (scale 0) and column give zeros, not NaN. */
 static void
 test_gemv_i8_avx2_zeros(void **state)
@@ -190,6 +256,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gemv_i8_avx2),
 		cmocka_unit_test(test_gemv_i8_avx2_zeros),
+		cmocka_unit_test(test_gemv_i8_avx2_rescore),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
