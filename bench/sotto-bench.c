@@ -80,7 +80,8 @@ bench_encoder(struct sotto_state *st, int runs, double *ret)
 static const char *
 precision_name(const struct sotto_model *m)
 {
-	return m->int8 ? "int8" : m->precision == SOTTO_PRECISION_BF16 ?
+	return m->int8 || m->int8_avx2 ? "int8" :
+	    m->precision == SOTTO_PRECISION_BF16 ?
 	    "bf16" : "fp32";
 }
 
@@ -334,6 +335,7 @@ main(int argc, char **argv)
 {
 	struct sotto_model_params mp;
 	struct sotto_model *m;
+	struct sotto_model_info info;
 	struct sotto_state *st;
 	char err[SOTTO_ERR_MAX];
 	double t0, load, load_rss, load_hwm, enc, step1, step5;
@@ -416,14 +418,16 @@ main(int argc, char **argv)
 		return 1;
 	if (m->precision == SOTTO_PRECISION_BF16)
 		matmul_ceiling(m, &onednn, &win);
-	printf("{\"model\":\"%s\",\"precision\":\"%s\",\"threads\":%d,"
+	sotto_model_info(m, &info);
+	printf("{\"model\":\"%s\",\"precision\":\"%s\",\"compute\":\"%s\","
+	    "\"threads\":%d,"
 	    "\"load_s\":%.4f,\"encoder_s\":%.4f,\"step1_ms\":%.3f,"
 	    "\"step5_ms\":%.3f,\"encoder_gflop\":%.2f,"
 	    "\"encoder_tflops\":%.3f,\"matmul_ceiling_tflops\":%.3f,"
 	    "\"matmul_onednn_tflops\":%.3f,\"matmul_kernel_tflops\":%.3f,"
 	    "\"kernel\":\"%s\",\"load_rss_mb\":%.1f,"
 	    "\"load_peak_rss_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
-	    m->name, precision_name(m),
+	    m->name, precision_name(m), info.compute,
 	    m->threads, load, enc, step1 * 1e3, step5 * 1e3,
 	    encoder_flops(&m->hp) / 1e9, encoder_flops(&m->hp) / enc / 1e12,
 	    onednn > win ? onednn : win, onednn, win,

@@ -4,11 +4,15 @@
  *
  *   sotto-kernels ROWS K N [--reps R] [--threads T]
  *
- * y = W x for W [ROWS][K] and N columns, four ways: sotto's bf16 kernel
- * (gemv.c), sotto's int8 kernel (gemv-i8.c: the columns kept to 16 bits
- * by two byte products each), oneDNN's bf16 matmul, and oneDNN's int8
- * matmul (s8 x s8 with a scale per row) on 2 N byte rows, the same two
- * byte products per column as sotto's. Each runs R times (default 96)
+ * y = W x for W [ROWS][K] and N columns: sotto's bf16 kernel (gemv.c),
+ * sotto's int8 kernel (gemv-i8.c: the columns kept to 16 bits by two
+ * byte products each), oneDNN's bf16 matmul (these three where the CPU
+ * has AVX512-VNNI and -BF16); where it has AVX2 (forced on others with
+ * ONEDNN_MAX_CPU_ISA=AVX2), the fp32 path's F16 rows (gemv-f16.c) and
+ * precision int8's AVX2 kernel (gemv-i8-avx2.c); and always oneDNN's int8
+ * matmul with a scale per row, s8 x s8 on 2 N byte rows (the same two
+ * byte products per column as gemv-i8.c's) and u8 x s8 on N (one byte
+ * per column: fewer bits than sotto's). Each runs R times (default 96)
  * over 24 copies of the weights in turn, more than the L3 cache holds
  * for decoder shapes, so every product reads its weights from memory as
  * a decoder step does. Prints the median of each and its weight bytes
@@ -69,6 +73,7 @@ static void
 onednn(int rows, int k, int m, int int8, int reps)
 {
 	dnnl_data_type_t dt = int8 ? dnnl_s8 : dnnl_bf16;
+	dnnl_data_type_t sdt = int8 == 2 ? dnnl_u8 : dt;
 	dnnl_dims_t sd = { m, k }, wd = { k, rows }, dd = { m, rows };
 	dnnl_memory_desc_t src, wplain, wany, dst;
 	const dnnl_memory_desc_t *wq;
@@ -88,7 +93,7 @@ onednn(int rows, int k, int m, int int8, int reps)
 
 	CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
 	CHECK(dnnl_stream_create(&st, eng, dnnl_stream_default_flags));
-	CHECK(dnnl_memory_desc_init_by_tag(&src, 2, sd, dt, dnnl_ab));
+	CHECK(dnnl_memory_desc_init_by_tag(&src, 2, sd, sdt, dnnl_ab));
 	CHECK(dnnl_memory_desc_init_by_tag(&wplain, 2, wd, dt, dnnl_ba));
 	CHECK(dnnl_memory_desc_init_by_tag(&wany, 2, wd, dt,
 	    dnnl_format_tag_any));
@@ -135,8 +140,8 @@ onednn(int rows, int k, int m, int int8, int reps)
 		dnnl_stream_wait(st);
 		t[i] = now() - t0;
 	}
-	snprintf(what, sizeof(what), "oneDNN %s (%s, m %d)", int8 ? "int8" :
-	    "bf16", impl, m);
+	snprintf(what, sizeof(what), "oneDNN %s (%s, m %d)", int8 == 2 ? "u8s8" :
+	    int8 ? "s8s8" : "bf16", impl, m);
 	report(what, median(t, reps), (size_t)rows * k * (int8 ? 1 : 2));
 	for (i = 0; i < COPIES; i++)
 		dnnl_memory_destroy(mw[i]);
@@ -216,6 +221,68 @@ sotto(int rows, int k, int n, int reps)
 	free(scratch);
 }
 
+/*
+ * The AVX2 forms: the fp32 path's F16 rows (gemv-f16.c) and precision
+ * int8's AVX2 kernel (gemv-i8-avx2.c).
+ */
+static void
+sotto_avx2(int rows, int k, int n, int reps)
+{
+	size_t e = (size_t)rows * k, i;
+	uint16_t *f16[COPIES];
+	uint8_t *q8[COPIES];
+	float *sc[COPIES], *x = malloc((size_t)k * n * 4);
+	float *y = calloc((size_t)rows * n, 4);
+	void *scratch = aligned_alloc(64, GEMV_I8_AVX2_SCRATCH_BYTES(k) +
+	    GEMV_F16_SCRATCH(k) * 4);
+	struct gemv_args a = { 0 };
+	struct gemv_i8_args b = { 0 };
+	double tf[1024], ti[1024];
+	int r;
+
+	srand(1);
+	for (r = 0; r < COPIES; r++) {
+		f16[r] = malloc(e * 2);
+		q8[r] = aligned_alloc(64, gemv_i8_avx2_bytes(rows, k));
+		sc[r] = malloc((size_t)rows * sizeof(float));
+		for (i = 0; i < e; i++) {
+			_Float16 h = (_Float16)((rand() / (float)RAND_MAX -
+			    0.5f) * 0.05f);
+
+			memcpy(&f16[r][i], &h, 2);
+		}
+		gemv_i8_avx2_pack(f16[r], rows, k, 0, q8[r], sc[r]);
+	}
+	for (i = 0; i < (size_t)k * n; i++)
+		x[i] = rand() / (float)RAND_MAX - 0.5f;
+	a = (struct gemv_args){ .rows = rows, .k = k, .x = x, .ldx = n,
+	    .n = n, .y = y, .ym = n, .yj = 1 };
+	b = (struct gemv_i8_args){ .rows = rows, .k = k, .x = x, .ldx = n,
+	    .n = n, .y = y, .ym = n, .yj = 1 };
+	for (r = 0; r < reps; r++) {
+		double t0 = now();
+
+		a.wp = f16[r % COPIES];
+		gemv_f16(&a, scratch);
+		tf[r] = now() - t0;
+		t0 = now();
+		b.wp = q8[r % COPIES];
+		b.scale = sc[r % COPIES];
+		gemv_i8_avx2(&b, scratch);
+		ti[r] = now() - t0;
+	}
+	report("sotto fp32 from F16 (gemv-f16.c)", median(tf, reps), e * 2);
+	report("sotto int8 AVX2 (gemv-i8-avx2.c)", median(ti, reps), e);
+	for (r = 0; r < COPIES; r++) {
+		free(f16[r]);
+		free(q8[r]);
+		free(sc[r]);
+	}
+	free(x);
+	free(y);
+	free(scratch);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -240,15 +307,15 @@ main(int argc, char **argv)
 		    "N 1 to %d, R 1 to 1024\n", GEMV_I8_ALIGN, GEMV_I8_COLS);
 		return 2;
 	}
-	if (!gemv_i8_supported()) {
-		fprintf(stderr, "sotto-kernels: needs AVX512-VNNI and "
-		    "AVX512-BF16\n");
-		return 1;
-	}
 	printf("%d x %d by %d column%s, %d threads, median of %d\n", rows, k,
 	    n, n > 1 ? "s" : "", omp_get_max_threads(), reps);
-	sotto(rows, k, n, reps);
-	onednn(rows, k, n, 0, reps);
+	if (gemv_i8_supported()) {
+		sotto(rows, k, n, reps);
+		onednn(rows, k, n, 0, reps);
+	}
+	if (gemv_i8_avx2_supported())
+		sotto_avx2(rows, k, n, reps);
 	onednn(rows, k, 2 * n, 1, reps);
+	onednn(rows, k, n, 2, reps);
 	return 0;
 }

@@ -364,6 +364,7 @@ proto_event_status(const struct proto_status *st)
 	json_object_object_add(o, "subscribers",
 	    json_object_new_int(st->subscribers));
 	json_object_object_add(o, "model", proto_json_text(st->model));
+	json_object_object_add(o, "compute", proto_json_text(st->compute));
 	json_object_object_add(o, "rtf", proto_json_seconds(st->rtf));
 	json_object_object_add(o, "lag_s", proto_json_seconds(st->lag_s));
 	json_object_object_add(o, "uptime_s",

@@ -239,6 +239,7 @@ struct proto_session_info {
 struct proto_status {
 	int		 sessions, clients, subscribers;
 	const char	*model;
+	const char	*compute;	/* the model's products' path */
 	double		 rtf, lag_s, uptime_s;
 	int		 mic;		/* -1 off, 0 device down, 1 capturing */
 	uint64_t	 dropped_partials, overload_s;

@@ -90,6 +90,8 @@ struct sotto_model_info {
 	int multilingual;
 	enum sotto_precision precision;	/* what AUTO resolved to */
 	int threads;
+	const char *compute;		/* the products' path, e.g. "int8
+					   decoder on AVX2, fp32 encoder" */
 };
 SOTTO_API void	sotto_model_info(const struct sotto_model *,
 	    struct sotto_model_info *ret);

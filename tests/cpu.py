@@ -13,9 +13,12 @@ an AVX-512 machine the suite takes the paths of an AVX2-only machine.
   cpu_has_bf16: the effective ISA has AVX512_CORE_BF16); else bf16 is
   refused and auto means fp32.
 - amx(): the effective ISA has AVX512_CORE_AMX (lib/gemm.c cpu_has_amx).
-- int8(): precision int8 runs (lib/model.c: gemv_i8_supported(), which
-  reads CPUID for AVX512-VNNI/BW/VL/BF16 whatever the cap, and then the
-  bf16 products, which follow the cap).
+- int8(): precision int8 runs, on either path:
+  int8_vnni() (lib/model.c: gemv_i8_supported(), which reads CPUID for
+  AVX512-VNNI/BW/VL/BF16 whatever the cap, and then the bf16 products,
+  which follow the cap), else int8_avx2() (gemv_i8_avx2_supported(): the
+  effective ISA has AVX2 and CPUID FMA and F16C; the decoder in int8, the
+  rest fp32).
 - cap_env(isa): the environment that forces a narrower ISA on sotto, or
   None where the effective ISA is already narrower (forcing it would raise
   an outer ONEDNN_MAX_CPU_ISA instead of lowering it).
@@ -43,6 +46,8 @@ ISA_BITS = {
 }
 # the CPUID flags of lib/gemv-i8.c gemv_i8_supported(), as /proc/cpuinfo names them
 INT8_FLAGS = ("avx512_vnni", "avx512bw", "avx512vl", "avx512_bf16")
+# and of lib/gemv-i8-avx2.c gemv_i8_avx2_supported()
+INT8_AVX2_FLAGS = ("avx2", "fma", "f16c")
 
 
 _QUERY = """
@@ -111,9 +116,21 @@ def amx() -> bool:
     return has("AVX512_CORE_AMX")
 
 
-def int8() -> bool:
-    """sotto runs precision int8 here."""
+def int8_vnni() -> bool:
+    """sotto runs precision int8 on AVX512-VNNI here (encoder and decoder)."""
     return all(f in flags() for f in INT8_FLAGS) and bf16()
+
+
+def int8_avx2() -> bool:
+    """sotto runs precision int8 on AVX2 here: no int8_vnni(), the
+    effective ISA has AVX2 and the CPU FMA and F16C."""
+    return not int8_vnni() and has("AVX2") and \
+        all(f in flags() for f in INT8_AVX2_FLAGS)
+
+
+def int8() -> bool:
+    """sotto runs precision int8 here (either path)."""
+    return int8_vnni() or int8_avx2()
 
 
 def default_precision() -> str:

@@ -26,6 +26,7 @@ struct core {
 	struct event_base	*base;
 	struct sotto_model	*model;		/* current (models.c owns it) */
 	char			 model_name[PROTO_NAME_MAX];
+	char			 model_compute[64];	/* sotto_model_info's */
 	int			 multilingual;
 	double			 started;	/* monotonic seconds */
 	int			 draining;	/* 1 finishing streams, 2

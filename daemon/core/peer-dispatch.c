@@ -141,6 +141,7 @@ peer_dispatch_status(struct peer *p, const struct proto_frame *f)
 	st.clients = cs.clients;
 	st.subscribers = cs.subscribers;
 	st.model = core.model_name;
+	st.compute = core.model_compute;
 	st.rtf = cs.rtf;
 	st.lag_s = cs.max_lag_s;
 	st.uptime_s = cs.uptime_s;

@@ -166,10 +166,10 @@ model_install(struct model_load *l)
 	    (int)sizeof(core.model_name) - 1, info.name ? info.name :
 	    l->file.key);
 	core.multilingual = info.multilingual;
+	snprintf(core.model_compute, sizeof(core.model_compute), "%s",
+	    info.compute);
 	log_info("model %s loaded from %s in %.1f s (%s, %d threads)",
-	    core.model_name, l->file.path, l->secs,
-	    info.precision == SOTTO_PRECISION_INT8 ? "int8" :
-	    info.precision == SOTTO_PRECISION_BF16 ? "bf16" : "fp32",
+	    core.model_name, l->file.path, l->secs, info.compute,
 	    info.threads);
 	return 0;
 }

@@ -226,14 +226,47 @@ i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
  */
 #define I8_FEW	16
 
+/*
+ * Precision int8 without AVX512-VNNI (gemv-i8-avx2.c): an fp32 model's
+ * decoder weights and head, any number of columns (a prompt's go
+ * GEMV_I8_COLS per pass over the weights).
+ */
+static int
+gemm_i8_avx2(struct gemm *g, const struct mat *w, const float *x, int ldx,
+    int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
+{
+	struct gemv_i8_args a = { 0 };
+	int rc;
+
+	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+	    GEMV_I8_AVX2_SCRATCH_BYTES(w->cols), err)) != 0)
+		return rc;
+	a.wp = w->i8;
+	a.scale = w->i8_scale;
+	a.rows = w->rows;
+	a.k = w->cols;
+	a.x = x;
+	a.ldx = ldx;
+	a.n = n;
+	a.y = y;
+	a.ym = ym;
+	a.yj = yj;
+	a.accumulate = accumulate;
+	gemv_i8_avx2(&a, g->gemv_scratch);
+	return 0;
+}
+
 static int
 gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
-    float *y, int ldy, int accumulate, char *err)
+    float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
 {
 	struct gemv_i8_args a = { 0 };
 	struct mat t = { 0 };
 	int rc;
 
+	if (w->i8_avx2)
+		return gemm_i8_avx2(g, w, x, ldx, n, y, ym, yj, accumulate,
+		    err);
 	if (n > I8_FEW) {
 		if ((rc = scratch_reserve(&g->i8_bf16, &g->i8_len,
 		    gemv_packed_elems(w->rows, w->cols) * 2, err)) != 0)
@@ -243,7 +276,7 @@ gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 		t.rows = w->rows;
 		t.cols = w->cols;
 		t.packed = g->i8_bf16;
-		return gemm_wx(g, &t, x, ldx, n, y, ldy, accumulate, err);
+		return gemm_wx(g, &t, x, ldx, n, y, (int)ym, accumulate, err);
 	}
 	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
 	    GEMV_I8_SCRATCH_BYTES(w->cols), err)) != 0)
@@ -256,8 +289,8 @@ gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	a.ldx = ldx;
 	a.n = n;
 	a.y = y;
-	a.ym = ldy;
-	a.yj = 1;
+	a.ym = ym;
+	a.yj = yj;
 	a.accumulate = accumulate;
 	gemv_i8(&a, g->gemv_scratch);
 	return 0;
@@ -274,7 +307,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 		return i8_win_run(g, w, x, ldx, n, y, ldy, NULL,
 		    accumulate ? GEMM_ACCUMULATE : 0, err);
 	if (w->i8 != NULL)
-		return gemm_i8(g, w, x, ldx, n, y, ldy, accumulate, err);
+		return gemm_i8(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	if (use_f16(g, w, n))
 		return gemm_few(g, w, x, ldx, n, y, ldy, 1, accumulate, err);
 	if (g->precision != SOTTO_PRECISION_BF16)
@@ -401,6 +434,15 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	struct gemm_prim key = { 0 };
 	int rc;
 
+	if (w->i8_avx2) {
+		if ((rc = gemm_i8_avx2(g, w, x, ldx, n, y, 1, ldy, 0, err)))
+			return rc;
+		/* an output head that kept its F16 rows: its top exact */
+		if (w->f16 != NULL)
+			gemv_i8_avx2_rescore(w->f16, w->rows, w->cols, x, ldx,
+			    n, y, ldy, g->gemv_scratch);
+		return 0;
+	}
 	if (use_f16(g, w, n))
 		return gemm_few(g, w, x, ldx, n, y, 1, ldy, 0, err);
 	if (g->precision != SOTTO_PRECISION_BF16)

@@ -46,8 +46,12 @@ struct mat {
 	uint8_t *i8;
 	float *i8_scale;
 	int32_t *i8_rowsum;
+	int i8_avx2;		/* i8 is gemv-i8-avx2.c's signed form, its
+				   rows padded to 32: an fp32 model's decoder
+				   on CPUs without AVX512-VNNI */
 	/* fp32 decoder weights: F16 [rows][cols] for few-column products
-	   (gemv-f16.c), the GGUF's own or f16_owned */
+	   (gemv-f16.c), the GGUF's own or f16_owned; with i8_avx2, an output
+	   head's rows for rescoring its top logits (gemm_xtw) */
 	const uint16_t *f16;
 	uint16_t *f16_owned;
 	/* the F16 row blocks in the file the matrix came from, borrowed:
@@ -83,6 +87,13 @@ int	mat_init_i8_stack(struct mat *m, const void *const *blocks,
 	    const int *block_rows, int n_blocks, int cols, int window,
 	    char *err);
 int	mat_i8_fits(int rows, int cols);
+/*
+ * The same for gemv-i8-avx2.c (precision int8 without AVX512-VNNI): any
+ * rows, cols a multiple of GEMV_I8_ALIGN (mat_i8_avx2_fits).
+ */
+int	mat_init_i8_avx2_stack(struct mat *m, const void *const *blocks,
+	    const int *block_rows, int n_blocks, int cols, char *err);
+int	mat_i8_avx2_fits(int cols);
 /*
  * Repack a bf16 m into 16x32 blocks: for the decoder's few-column
  * products (gemv.c), and for products over a window (window set;

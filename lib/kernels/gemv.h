@@ -100,4 +100,40 @@ struct gemv_i8_args {
 /* y (+)= W x as gemv_bf16, from int8 weights; needs AVX512-VNNI. */
 void	gemv_i8(const struct gemv_i8_args *, void *scratch);
 
+/*
+ * Precision int8 without AVX-512 (gemv-i8-avx2.c): the same product by
+ * AVX2, FMA and F16C from signed int8 weights in gemv_i8's block layout,
+ * the rows padded with zeros to a multiple of 32 (any rows; k a multiple
+ * of GEMV_I8_ALIGN). Any number of columns, GEMV_I8_COLS per pass.
+ */
+/* 1 if this CPU runs gemv_i8_avx2 (capped by ONEDNN_MAX_CPU_ISA). */
+int	gemv_i8_avx2_supported(void);
+/* rows padded as the packed form holds them (scales needed for each). */
+int	gemv_i8_avx2_rows(int rows);
+size_t	gemv_i8_avx2_bytes(int rows, int k);
+/*
+ * Quantize F16 rows [rows][k] into rows row0.. of wp and their scales
+ * into scale[row0..]; the caller zeroes the padding rows and scales.
+ */
+void	gemv_i8_avx2_pack(const uint16_t *f16, int rows, int k, int row0,
+	    uint8_t *wp, float *scale);
+
+#define GEMV_I8_AVX2_SCRATCH_BYTES(k)	((size_t)(k) * GEMV_I8_COLS * 2)
+
+/* y (+)= W x from gemv_i8_avx2_pack's weights; needs AVX2, FMA, F16C. */
+void	gemv_i8_avx2(const struct gemv_i8_args *, void *scratch);
+
+/*
+ * For an output head (y[j * yj + v], v < rows, the logits layout): the
+ * GEMV_I8_AVX2_EXACT largest of each of the n columns recomputed in f32
+ * from the F16 rows f16 [rows][k] (as logits.c rescores its estimates),
+ * so that the top of the distribution, which decoding reads, is not the
+ * int8 rounding's. scratch: GEMV_I8_AVX2_SCRATCH_BYTES(k).
+ */
+#define GEMV_I8_AVX2_EXACT	64
+
+void	gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k,
+	    const float *x, int ldx, int n, float *y, ptrdiff_t yj,
+	    void *scratch);
+
 #endif

@@ -239,6 +239,46 @@ mat_i8_fits(int rows, int cols)
 	return rows % GEMV_I8_ALIGN == 0 && cols % GEMV_I8_ALIGN == 0;
 }
 
+int
+mat_init_i8_avx2_stack(struct mat *m, const void *const *blocks,
+    const int *block_rows, int n_blocks, int cols, char *err)
+{
+	size_t bytes;
+	int i, rows = 0, padded;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < n_blocks; i++)
+		rows += block_rows[i];
+	if (!mat_i8_avx2_fits(cols))
+		return err_set(err, SOTTO_EINVAL, "a %dx%d weight cannot be "
+		    "int8 (its width must be a multiple of %d)", rows, cols,
+		    GEMV_I8_ALIGN);
+	padded = gemv_i8_avx2_rows(rows);
+	bytes = gemv_i8_avx2_bytes(rows, cols);
+	m->rows = rows;
+	m->cols = cols;
+	m->i8_avx2 = 1;
+	m->i8 = aligned_alloc(64, bytes);
+	m->i8_scale = calloc((size_t)padded, sizeof(float));
+	if (m->i8 == NULL || m->i8_scale == NULL) {
+		mat_free(m);
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", rows, cols);
+	}
+	/* the padding rows, spread over the last block, are zeros */
+	memset(m->i8, 0, bytes);
+	for (rows = 0, i = 0; i < n_blocks; rows += block_rows[i++])
+		gemv_i8_avx2_pack(blocks[i], block_rows[i], cols, rows, m->i8,
+		    m->i8_scale);
+	return 0;
+}
+
+int
+mat_i8_avx2_fits(int cols)
+{
+	return cols % GEMV_I8_ALIGN == 0;
+}
+
 /*
  * fp32: the F16 rows for gemv_f16, the GGUF's own when the matrix is
  * one tensor, else a copy of its blocks side by side.

@@ -82,6 +82,11 @@ struct sotto_model {
 					   and decoder's products from
 					   int8 weights (precision is
 					   BF16) */
+	int int8_avx2;			/* precision int8 without
+					   AVX512-VNNI: the decoder's
+					   products and head from int8
+					   weights by AVX2, the rest fp32
+					   (precision is FP32) */
 	int threads;
 	int multilingual;
 

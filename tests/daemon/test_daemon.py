@@ -162,6 +162,8 @@ def test_status(daemon):
     assert st["type"] == "status" and st["model"] == "tiny.en"
     for k in ("sessions", "clients", "rtf", "lag_s", "uptime_s"):
         assert k in st
+    # which kernels run the products (sotto_model_info's compute)
+    assert st["compute"] and st["compute"].split()[0] in ("fp32", "bf16", "int8"), st["compute"]
 
 
 def test_process_name(daemon):

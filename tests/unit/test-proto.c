@@ -353,8 +353,8 @@ test_events(void **state)
 	const struct proto_session_info list[2] = {
 	    { "ab12", "ws", "streaming", 12.5, 0.25, 0.125 },
 	    { "file-3", "http", "transcribing", -1, -1, -1 } };
-	struct proto_status st = { 2, 3, 1, "tiny.en", 0.25, 1.5, 10, 1, 4,
-	    0, list, 2 };
+	struct proto_status st = { 2, 3, 1, "tiny.en", "fp32", 0.25, 1.5, 10,
+	    1, 4, 0, list, 2 };
 	struct json_object *o, *a, *w;
 
 	(void)state;
@@ -401,6 +401,7 @@ test_events(void **state)
 	json_object_put(o);
 	o = event_json(proto_event_status(&st));
 	assert_string_equal(field(o, "model"), "tiny.en");
+	assert_string_equal(field(o, "compute"), "fp32");
 	assert_string_equal(field(o, "mic"), "capturing");
 	a = json_object_object_get(o, "session_list");
 	assert_int_equal(json_object_array_length(a), 2);
