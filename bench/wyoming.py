@@ -4,6 +4,7 @@ wyoming-bench (PyPI) against both servers in one run.
 
     bench/wyoming                  tiny.en, 3 rounds of both modes (~10 min idle)
     bench/wyoming --quick          1 round, non-streaming only, no docs (~2 min)
+    bench/wyoming --mode paced     audio-stop to transcript, paced as live (wyoming_paced.py)
 
 Both servers run on this machine with 2 threads, the same beam (5, both
 programs' default) and the same weights: sottod (`--wyoming 127.0.0.1:0`, the release build in
@@ -102,17 +103,27 @@ class Servers:
     def __init__(self, a, tmp: Path):
         self.a, self.tmp = a, tmp
         self.sottod = self.fw = None
+        self.others = []
+
+    def sottod_start(self, gguf: Path, answer: str) -> tuple[object, int]:
+        """A sottod with [wyoming] answer, and its Wyoming port."""
+        a = self.a
+        env = dict(x.split("=", 1) for x in a.sottod_env)
+        d = conftest.Daemon(self.tmp / f"sottod-{answer}", gguf, env=env, argv=[
+            "--wyoming", "127.0.0.1:0", "--precision", a.precision],
+            conf=f"[wyoming]\nbeam_size = {a.beam_size}\nanswer = {answer}\n")
+        self.others.append(d)
+        d.start(timeout=120)
+        m = re.search(r"wyoming: listening on 127\.0\.0\.1:(\d+)", d.log())
+        if not m:
+            raise SystemExit(f"bench/wyoming: sottod did not say where it listens:\n{d.log()}")
+        return d, int(m.group(1))
 
     def start(self, gguf: Path, ct2: Path) -> None:
         a = self.a
-        self.sottod = conftest.Daemon(self.tmp / "sottod", gguf, argv=[
-            "--wyoming", "127.0.0.1:0", "--precision", a.precision],
-            conf=f"[wyoming]\nbeam_size = {a.beam_size}\n")
-        self.sottod.start(timeout=120)
-        m = re.search(r"wyoming: listening on 127\.0\.0\.1:(\d+)", self.sottod.log())
-        if not m:
-            raise SystemExit(f"bench/wyoming: sottod did not say where it listens:\n{self.sottod.log()}")
-        self.sottod_port = int(m.group(1))
+        self.sottod, self.sottod_port = self.sottod_start(gguf, a.answer)
+        if a.mode == "paced":
+            self.whole, self.whole_port = self.sottod_start(gguf, "whole")
         self.fw_port = free_port()
         cmd = [sys.executable, "-m", "wyoming_faster_whisper", "--uri",
                f"tcp://127.0.0.1:{self.fw_port}", "--model", str(ct2), "--data-dir",
@@ -136,8 +147,9 @@ class Servers:
             except subprocess.TimeoutExpired:
                 self.fw.kill()
                 self.fw.wait()
-        if self.sottod is not None and self.sottod.alive():
-            self.sottod.stop()
+        for d in self.others:
+            if d.alive():
+                d.stop()
 
 
 def run_bench(a, servers: Servers, corpus_dir: Path, mode: str, ports: list[int]) -> str:
@@ -192,6 +204,35 @@ def report(a, started, names, runs: list[Run]) -> str:
     return "\n".join(L) + "\n"
 
 
+def paced_report(a, started, servers: Servers, names: list[str]) -> str:
+    """--mode paced: the three servers in turn (bench/wyoming_paced.py)."""
+    import wyoming_paced
+    from wer import load_manifest
+
+    env = " ".join(a.sottod_env)
+    ports = {"sottod, answer = live": servers.sottod_port,
+             "sottod, answer = whole": servers.whole_port,
+             f"wyoming-faster-whisper ({a.fw_compute_type})": servers.fw_port}
+    load0, t0 = loadavg(), time.monotonic()
+    busy0, cpu0 = machine_busy_s(), servers.cpu()
+    whole0 = proc_cpu_s(servers.whole.proc.pid)
+    out = wyoming_paced.run(ports, [Path(a.audio) / n for n in names], load_manifest(Path(a.audio)),
+                            a.rounds, a.warmup, log)
+    wall = time.monotonic() - t0
+    cpu1 = servers.cpu()
+    mine = cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1] + proc_cpu_s(servers.whole.proc.pid) - whole0
+    other = max(0.0, machine_busy_s() - busy0 - mine) / wall
+    L = [f"### {started:%Y-%m-%d %H:%M} UTC: Wyoming, audio-stop to transcript, {a.model}", "",
+         f"`{a.command}`: {cpu_model()}, {os.cpu_count()} cores; sottod "
+         f"{env + ' ' if env else ''}({source_note(Path(a.build_dir))}, `-t {a.threads}`, precision "
+         f"{a.precision}, [wyoming] beam_size {a.beam_size}, [engine] beam_size 1); "
+         f"wyoming-faster-whisper {version('wyoming-faster-whisper')} compute_type {a.fw_compute_type}, "
+         f"`--cpu-threads {a.threads} --beam-size {a.beam_size}`. Load average {load0:.2f} at the "
+         f"start, {loadavg():.2f} at the end; the rest of the machine used {other:.2f} cores on "
+         f"average over the {wall / 60:.1f} min.", "", "```", out, "```"]
+    return "\n".join(L) + "\n"
+
+
 def insert_docs(section: str) -> None:
     text = DOCS.read_text()
     if RUNS_MARK not in text:
@@ -207,7 +248,13 @@ def main() -> int:
     ap.add_argument("--model", default="tiny.en", help="model name for both servers [tiny.en]")
     ap.add_argument("--rounds", type=int, help="timed rounds per file and mode [3]")
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs per mode [1]")
-    ap.add_argument("--mode", choices=("non_streaming", "streaming", "both"), help="[both]")
+    ap.add_argument("--mode", choices=("non_streaming", "streaming", "both", "paced"),
+                    help="[both]; paced: audio-stop to transcript, sottod answer = live and whole "
+                    "and wyoming-faster-whisper, audio paced as live (bench/wyoming_paced.py)")
+    ap.add_argument("--answer", default="live", choices=("live", "whole"),
+                    help="sottod's [wyoming] answer (paced: live, and whole beside it) [live]")
+    ap.add_argument("--sottod-env", action="append", default=[], metavar="KEY=VALUE",
+                    help="environment of sottod only, e.g. ONEDNN_MAX_CPU_ISA=AVX2 (repeatable)")
     ap.add_argument("--paced", action=argparse.BooleanOptionalAction, default=True,
                     help="streaming mode sends the audio paced as live [yes]")
     ap.add_argument("--max-seconds", type=float, default=30.0, help="files shorter than this [30]")
@@ -263,7 +310,10 @@ def main() -> int:
                             [servers.sottod_port, servers.fw_port]))
         if a.mode in ("streaming", "both"):
             runs.append(Run(a, servers, tmp / "corpus", "streaming", [servers.sottod_port]))
-        section = report(a, started, names, runs)
+        if a.mode == "paced":
+            section = paced_report(a, started, servers, names)
+        else:
+            section = report(a, started, names, runs)
     finally:
         servers.stop()
         shutil.rmtree(tmp, ignore_errors=True)

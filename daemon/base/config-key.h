@@ -54,6 +54,7 @@ config_parse_fn config_parse_precision;
 config_parse_fn config_parse_language;
 config_parse_fn config_parse_log_level;
 config_parse_fn config_parse_vad;
+config_parse_fn config_parse_answer;
 config_parse_fn config_parse_mode;
 config_parse_fn config_parse_listen;
 config_parse_fn config_parse_token;

@@ -139,6 +139,23 @@ config_parse_vad(const struct config_key *k, void *field, const char *value,
 	return config_parse_string(k, field, value, msg, msglen);
 }
 
+/*
+ * [wyoming] answer: live (the utterance's live session, finished) or
+ * whole (the utterance decoded again as one file).
+ */
+int
+config_parse_answer(const struct config_key *k, void *field,
+    const char *value, char *msg, size_t msglen)
+{
+	if (strcmp(value, "live") != 0 && strcmp(value, "whole") != 0) {
+		snprintf(msg, msglen, "%s: \"%s\" is not live (finish the "
+		    "live session) or whole (decode the utterance again)",
+		    k->key, value);
+		return -1;
+	}
+	return config_parse_string(k, field, value, msg, msglen);
+}
+
 /* File permission bits in octal: 0660, 666 (at most 0777). */
 int
 config_parse_mode(const struct config_key *k, void *field, const char *value,

@@ -104,6 +104,7 @@ static const struct config_key config_keys[] = {
 	I("server", "shutdown_grace_seconds", shutdown_grace_s, 0, 3600, LIVE),
 	S("server", "socket", config_parse_string, socket_path, RESTART),
 	M("server", "socket_mode", socket_mode, LIVE),
+	S("wyoming", "answer", config_parse_answer, wyoming_answer, LIVE),
 	I("wyoming", "beam_size", wyoming_beam_size, 1, 16, LIVE),
 	S("wyoming", "listen", config_parse_listen, wyoming_listen, RESTART),
 	I("wyoming", "max_connections", wyoming_max_connections, 1, 65536,
@@ -163,6 +164,7 @@ config_defaults(struct config *cfg)
 	cfg->wyoming_max_event_bytes = CONFIG_MIB;
 	cfg->wyoming_max_utterance_s = 120;
 	cfg->wyoming_beam_size = 5;
+	CONFIG_SET(cfg->wyoming_answer, "live");
 	cfg->wyoming_max_connections = 64;
 	cfg->wyoming_max_connections_per_address = 16;
 }

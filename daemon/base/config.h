@@ -62,6 +62,7 @@ struct config {
 	size_t	wyoming_max_event_bytes; /* max_event_bytes = 1M */
 	int	wyoming_max_utterance_s; /* max_utterance_seconds = 120 */
 	int	wyoming_beam_size;	/* beam_size = 5 */
+	char	wyoming_answer[8];	/* answer = live|whole */
 	int	wyoming_max_connections; /* max_connections = 64 */
 	int	wyoming_max_connections_per_address; /* = 16 */
 };

@@ -73,6 +73,7 @@ int	worker_feed(struct worker_stream *, size_t max, char *err);
 size_t	worker_feed_size(struct worker_stream *);
 int	worker_finish(struct worker_stream *, struct worker_result *,
 	    char *err);
+int	worker_finish_at_once(struct worker_stream *);
 int	worker_may_move(struct worker_stream *);
 int	worker_switch(struct worker_stream *, struct worker_result *);
 

@@ -189,6 +189,23 @@ worker_feed_size(struct worker_stream *ws)
 }
 
 /*
+ * Whether a FINISH job ends ws at once: a live stream whose pending
+ * audio is no more than a catch-up (WORKER_CATCHUP_S) is fed all of it
+ * and finished without a step first. sotto_stream_finish decodes what
+ * is not yet final in one window (two past 30 s), where a step and then
+ * the finish would encode the window twice; the end of a live stream is
+ * what its client waits for (a Wyoming utterance's transcript). Other
+ * streams end one step per job, so that a long backlog does not hold
+ * the compute thread.
+ */
+int
+worker_finish_at_once(struct worker_stream *ws)
+{
+	return ws->live && worker_stream_pending(ws) <=
+	    (size_t)WORKER_CATCHUP_S * SOTTO_SAMPLE_RATE;
+}
+
+/*
  * The end of the stream (a FINISH job once nothing is due and nothing
  * pending): the rest of its audio decoded and all of it made final.
  */

@@ -26,7 +26,8 @@
  * once nothing is due and nothing pending, ends the engine stream
  * instead; the loop queues FINISH jobs until one ends it, so a finishing
  * stream takes one step per turn like the others, and its finals go out
- * as they come.
+ * as they come. A live stream with at most a catch-up pending ends in
+ * its first FINISH, without that step (worker_finish_at_once).
  *
  * STEP and FINISH jobs of different streams run as one batch: with one
  * the worker takes the queue's other STEP and FINISH jobs, best first
@@ -55,6 +56,7 @@
  * follows, its times continuing from the old one's (t_offset).
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -287,6 +289,12 @@ worker_run_steps(const struct worker_task *t, int n,
 		if ((out[i] = worker_prepare(ws, t[i].kind)) == NULL ||
 		    out[i]->error)
 			continue;
+		if (t[i].kind == WORKER_FINISH && worker_finish_at_once(ws)) {
+			if (worker_feed(ws, SIZE_MAX, out[i]->err) != 0 ||
+			    worker_finish(ws, out[i], out[i]->err) != 0)
+				worker_fail(ws, out[i]);
+			continue;
+		}
 		if (!sotto_stream_due(ws->stream) && worker_feed(ws,
 		    worker_feed_size(ws), out[i]->err) != 0) {
 			worker_fail(ws, out[i]);

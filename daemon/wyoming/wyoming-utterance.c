@@ -11,22 +11,30 @@
  * once as a transcript-chunk (wyoming.c) when it closes a caption unit:
  * a chunk is a unit (docs/protocol.md, "Caption units"), a sentence or a
  * caption line, as every door shows them. The same samples are kept, up
- * to max_utterance_seconds. At audio-stop the session is dropped (words
- * still tentative then are not finished as chunks: that would cost
- * another decode before the answer) and the samples are transcribed
- * whole on the compute thread, as a WAV file in memory given to
- * worker-file.c (as `sotto transcribe` reads a file, with its options
- * and [wyoming] beam_size); the connection gets transcript (that text)
- * and transcript-stop.
- * Clients take transcript as the result: the whole utterance decoded at
- * once, the better of the two; the chunks are the live view. Events
- * after audio-stop wait in the input until then.
+ * to max_utterance_seconds.
  *
- * SIGTERM: an utterance still open is over, and transcribed whole as at
- * audio-stop, within shutdown_grace_seconds. When that runs out first
- * (no whole decode then, or one still running is canceled), transcript
- * is what was final: the chunks' text; an error (shutdown) when there is
- * none. Either way the client is answered before sottod closes.
+ * At audio-stop, [wyoming] answer chooses the transcript. live (the
+ * default): the session is ended as END ends a socket stream (a live
+ * stream's rest, and its words still tentative, decoded once from the
+ * last committed word: worker_finish_at_once), its last chunks go out,
+ * and at its "end" the finals, joined, are the transcript, in the
+ * language asked for or the one the session detected. The utterance is
+ * not decoded twice: the answer waits for the step running at audio-stop
+ * and that one decode. whole: the session is dropped (words still
+ * tentative then are not finished as chunks: that would cost another
+ * decode before the answer) and the samples are transcribed whole on the
+ * compute thread, as a WAV file in memory given to worker-file.c (as
+ * `sotto transcribe` reads a file, with its options and [wyoming]
+ * beam_size): slower, with a beam where the steps are greedy. Either way
+ * the connection gets transcript and transcript-stop; events after
+ * audio-stop wait in the input until then.
+ *
+ * SIGTERM: an utterance still open is over, and answered as at
+ * audio-stop (live: the drain has finished its session already),
+ * within shutdown_grace_seconds. When that runs out first (no decode
+ * then, or one still running is canceled), transcript is what was
+ * final: the chunks' text; an error (shutdown) when there is none.
+ * Either way the client is answered before sottod closes.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -70,6 +78,7 @@ wy_reset(struct wy_conn *c)
 	c->chunked = 0;
 	c->flags = 0;
 	c->language[0] = '\0';
+	c->text_language[0] = '\0';
 }
 
 void
@@ -292,23 +301,33 @@ wy_wav(struct wy_conn *c)
 	wy_le(h + 4, data, 4);
 }
 
+/* The finals' text, without white space around it (NULL: no memory). */
+static char *
+wy_chunks_text(const struct wy_conn *c)
+{
+	const char *t = c->chunks != NULL ? c->chunks : "";
+	size_t n;
+
+	while (isspace((unsigned char)*t))
+		t++;
+	for (n = strlen(t); n > 0 && isspace((unsigned char)t[n - 1]); n--)
+		;
+	return strndup(t, n);
+}
+
 /* The grace of a SIGTERM is over: what was final, else an error. */
 static void
 wy_answer_stopping(struct peer *p, struct wy_conn *c)
 {
-	char *t = c->chunks;
-	size_t n;
-
-	while (t != NULL && isspace((unsigned char)*t))
-		t++;
-	if (t == NULL || *t == '\0')
-		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping: the "
-		    "utterance was not transcribed in time "
-		    "(shutdown_grace_seconds)");
-	for (n = strlen(t); n > 0 && isspace((unsigned char)t[n - 1]); n--)
-		;
-	if ((c->text = strndup(t, n)) == NULL)
+	if ((c->text = wy_chunks_text(c)) == NULL)
 		return peer_fail(p, PROTO_E_INTERNAL, "out of memory");
+	if (c->text[0] == '\0') {
+		free(c->text);
+		c->text = NULL;
+		return peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping: "
+		    "the utterance was not transcribed in time "
+		    "(shutdown_grace_seconds)");
+	}
 	log_info("wyoming peer %llu: stopping: the transcript is the live "
 	    "finals", (unsigned long long)p->id);
 	c->flags |= WY_TEXT_DONE;
@@ -316,21 +335,60 @@ wy_answer_stopping(struct peer *p, struct wy_conn *c)
 }
 
 /*
- * The audio is over (audio-stop, or a drain ended the session): the live
- * session goes (freed on the next loop turn, its last step dropped) and
- * the utterance is transcribed whole as a file (worker-file.c, as `sotto
- * transcribe` reads one); the compute thread runs at most one more step
- * of the session before it.
+ * answer = live: the session is over ("end"): every word it was given is
+ * final, and its finals, joined, are the transcript, in the language it
+ * was asked for or detected. A drain whose grace ran out ended it
+ * early: then as at any such stop.
  */
 void
-wy_stop(struct peer *p, struct wy_conn *c)
+wy_answer_live(struct peer *p, struct wy_conn *c)
+{
+	const char *lang;
+
+	wy_send_rest(p, c);
+	if (core_draining() > 1)
+		return wy_answer_stopping(p, c);
+	if ((c->text = wy_chunks_text(c)) == NULL)
+		return peer_fail(p, PROTO_E_INTERNAL, "out of memory");
+	if (c->text_language[0] == '\0' && (lang = wy_language(c)) != NULL)
+		snprintf(c->text_language, sizeof(c->text_language), "%s",
+		    lang);
+	log_info("wyoming peer %llu: transcript from the live session",
+	    (unsigned long long)p->id);
+	c->flags |= WY_TEXT_DONE;
+	wy_finish(p);
+}
+
+/*
+ * answer = live: the live session's finals are the transcript. The
+ * session is ended (session_end: the audio it has not decoded yet, then
+ * the words still tentative, decoded once more from the last committed
+ * word, greedy as every step) and its "end" answers (wy_ended ->
+ * wy_answer_live).
+ */
+static void
+wy_stop_live(struct peer *p, struct wy_conn *c)
+{
+	c->flags |= WY_STOPPED | WY_LIVE;
+	p->state = PEER_ENDING;
+	peer_timer(p);
+	session_end(p->session);
+}
+
+/*
+ * answer = whole, or no session to finish: the live session goes (freed
+ * on the next loop turn, its last step dropped) and the utterance is
+ * transcribed whole as a file (worker-file.c, as `sotto transcribe`
+ * reads one); the compute thread runs at most one more step of the
+ * session before it.
+ */
+static void
+wy_stop_whole(struct peer *p, struct wy_conn *c)
 {
 	struct worker_file_params fp;
 	const char *lang = wy_language(c);
 	char msg[PROTO_MSG_MAX];
 
-	if (wy_flush(p, c, 0) != 0)
-		return;
 	if (p->session != NULL)
 		session_detach(p->session, p);
 	/*
@@ -362,6 +420,29 @@ wy_stop(struct peer *p, struct wy_conn *c)
 	}
 	c->audio = NULL;
 	c->n_audio = c->cap_audio = 0;
+}
+
+/*
+ * The audio is over (audio-stop, or a drain ended the session): answer
+ * with the live session finished ([wyoming] answer = live), or with the
+ * utterance decoded again whole (answer = whole). A session a drain
+ * already ended has decoded all it was given: its finals answer.
+ */
+void
+wy_stop(struct peer *p, struct wy_conn *c)
+{
+	int live = strcmp(core_config()->wyoming_answer, "live") == 0;
+
+	if (wy_flush(p, c, live) != 0)
+		return;
+	if (live && p->session != NULL && !session_done(p->session))
+		return wy_stop_live(p, c);
+	if (live && p->session == NULL) {	/* ended by a drain */
+		c->flags |= WY_STOPPED | WY_LIVE;
+		p->state = PEER_ENDING;
+		return wy_answer_live(p, c);
+	}
+	wy_stop_whole(p, c);
 }
 
 void
@@ -463,6 +544,8 @@ wy_transcribed(struct worker_file *f, void *arg)
 	c->text = wy_join(f->res);
 	snprintf(c->text_language, sizeof(c->text_language), "%s",
 	    f->res->language != NULL ? f->res->language : "");
+	log_info("wyoming peer %llu: transcript from the whole utterance "
+	    "(%.2f s of compute)", (unsigned long long)p->id, f->compute_s);
 	worker_file_free(f);
 	if (c->text == NULL)
 		return peer_fail(p, PROTO_E_INTERNAL, "out of memory");

@@ -332,7 +332,8 @@ wy_unit_chunk(struct peer *p, struct wy_conn *c, struct json_object *o)
 
 /*
  * A session event (the sottod protocol's JSON, from peer.c): a final is
- * kept, a closed caption unit is a transcript-chunk, an error an error.
+ * kept, a closed caption unit is a transcript-chunk, the detected
+ * language kept for the transcript (answer = live), an error an error.
  */
 static void
 wy_session_event(struct peer *p, const char *json)
@@ -350,7 +351,11 @@ wy_session_event(struct peer *p, const char *json)
 		if ((text = wy_final_text(o)) != NULL)
 			wy_keep_chunk(p, p->front, text);
 		free(text);
-	} else if (strcmp(type, "unit") == 0 &&
+	} else if (strcmp(type, "language") == 0 &&
+	    json_object_object_get_ex(o, "language", &v))
+		snprintf(((struct wy_conn *)p->front)->text_language,
+		    PROTO_LANGUAGE_MAX, "%s", json_object_get_string(v));
+	else if (strcmp(type, "unit") == 0 &&
 	    json_object_get_boolean(json_object_object_get(o, "closed")))
 		wy_unit_chunk(p, p->front, o);
 	else if (strcmp(type, "error") == 0) {
@@ -366,7 +371,8 @@ wy_session_event(struct peer *p, const char *json)
 }
 
 /*
- * The session ended before audio-stop (a drain ends every session): the
+ * The session ended: after audio-stop with answer = live, its finals
+ * are the answer; before audio-stop (a drain ends every session), the
  * audio so far is the utterance.
  */
 static void
@@ -376,7 +382,9 @@ wy_ended(struct peer *p)
 
 	if (p->session != NULL)
 		session_detach(p->session, p);
-	if ((c->flags & WY_OPEN) && !(c->flags & WY_STOPPED))
+	if (c->flags & WY_LIVE)
+		wy_answer_live(p, c);
+	else if ((c->flags & WY_OPEN) && !(c->flags & WY_STOPPED))
 		wy_stop(p, c);
 }
 

@@ -21,7 +21,8 @@ struct wy_conn {
 	int			 flags;
 #define WY_OPEN		0x1	/* an utterance: its session is open */
 #define WY_STOPPED	0x2	/* audio-stop: its transcript is computed */
-#define WY_TEXT_DONE	0x4	/* the whole-utterance transcript is in */
+#define WY_TEXT_DONE	0x4	/* the transcript is in */
+#define WY_LIVE		0x8	/* answered by the live session's end */
 	char			 language[PROTO_LANGUAGE_MAX]; /* transcribe */
 	struct source_client	*src;		/* the current format's */
 	int			 rate, width, channels;
@@ -33,7 +34,8 @@ struct wy_conn {
 	size_t			 chunked;	/* of it, the bytes sent in
 						   transcript-chunks */
 	char			*text;		/* the transcript */
-	char			 text_language[PROTO_LANGUAGE_MAX];
+	char			 text_language[PROTO_LANGUAGE_MAX]; /* its own,
+						   or the session's detected */
 	char			*line;		/* header of the event read */
 	size_t			 line_len, scanned;
 	struct wy_header	 hdr;
@@ -62,15 +64,17 @@ int	wy_open(struct peer *, struct wy_conn *, const struct wy_event *);
 void	wy_chunk(struct peer *, struct wy_conn *, const struct wy_event *,
 	    const uint8_t *payload, size_t len);
 void	wy_audio_stop(struct peer *, struct wy_conn *);
-/* The audio is over: drop the session, transcribe the utterance. */
+/* The audio is over: finish the session, or transcribe the utterance. */
 void	wy_stop(struct peer *, struct wy_conn *);
+/* answer = live: the session is over; its finals answer. */
+void	wy_answer_live(struct peer *, struct wy_conn *);
 /* Answer once the transcript is in. */
 void	wy_finish(struct peer *);
 /* Forget the utterance. */
 void	wy_reset(struct wy_conn *);
-/* Keep a final's text, as sent in a transcript-chunk. */
 /* The finals' text not yet sent (audio-stop), as one last chunk. */
 void	wy_send_rest(struct peer *, struct wy_conn *);
+/* Keep a final's text, as sent in a transcript-chunk. */
 void	wy_keep_chunk(struct peer *, struct wy_conn *, const char *text);
 
 #endif

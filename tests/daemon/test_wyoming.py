@@ -2,12 +2,14 @@
 own client (AsyncTcpClient, as Home Assistant uses it) with real speech and
 the real tiny.en model.
 
-The transcript of an utterance must be exactly `sotto transcribe`'s for the
-same file and model (both with their default beam of 5), whatever its rate,
-sample width and channel count. Streaming: transcript-start, then
-transcript-chunks (closed caption units) while the audio is still being
-sent, then transcript and
-transcript-stop. Hostile input gets an error event and a closed connection,
+With [wyoming] answer = whole, the transcript of an utterance must be
+exactly `sotto transcribe`'s for the same file and model (both with their
+default beam of 5), whatever its rate, sample width and channel count.
+With answer = live, it is the live session's finals once the session is
+finished at audio-stop: the transcript-chunks joined, with no decode of
+the whole utterance. Streaming: transcript-start, then transcript-chunks
+(closed caption units) while the audio is still being sent, then
+transcript and transcript-stop. Hostile input gets an error event and a closed connection,
 and the daemon goes on serving everyone else.
 """
 
@@ -157,7 +159,14 @@ def check_order(r: dict) -> None:
 @pytest.fixture(scope="module")
 def wy(make_daemon):
     d = start(make_daemon, "[wyoming]\nmax_event_bytes = 64K\n"
-                           "max_utterance_seconds = 30\n")
+                           "max_utterance_seconds = 30\nanswer = whole\n")
+    yield d
+    assert d.stop() == 0, d.log()
+
+
+@pytest.fixture(scope="module")
+def wylive(make_daemon):
+    d = start(make_daemon, "[wyoming]\nanswer = live\n")
     yield d
     assert d.stop() == 0, d.log()
 
@@ -277,6 +286,51 @@ def test_streamed_chunks_while_speaking(wy, tiny_model, tmp_path):
            f"audio-stop ({r['t_stop']:.1f} s), {len(said)} of "
            f"{len(werlib.normalise(ref).split())} words, {errors} errors "
            f"against the transcript's")
+
+
+def chunk_words(r: dict) -> list[str]:
+    return " ".join(TranscriptChunk.from_event(e).text for _, e in r["events"]
+                    if TranscriptChunk.is_type(e.type)).split()
+
+
+def test_live_answer_is_the_sessions_finals(wylive, tiny_model):
+    """answer = live: at audio-stop the live session is finished (its
+    words still tentative decoded once more) and its finals are the
+    transcript: the transcript-chunks, joined, are the transcript word
+    for word, and the compute thread decodes no whole utterance. Its
+    words are about as good as the whole-utterance transcript's (greedy
+    steps against a beam of 5: within 10% of its words). Sent as fast as
+    possible and paced at twice real time (the session far behind at
+    audio-stop, or keeping up)."""
+    files = ONE_SHOT + ["jfk.wav", "goforward.wav"]
+    ref = transcribe([AUDIO_DIR / f for f in files], tiny_model)
+    before = wylive.log_path.read_text().count(
+        "transcript from the live session")
+
+    async def go():
+        return {(f, pace): await utterance(wylive.port,
+                                           *read_wav(AUDIO_DIR / f),
+                                           pace=pace)
+                for f in files for pace in (0.0, 2.0)}
+
+    got = asyncio.run(go())
+    errors = words = 0
+    for (f, pace), r in got.items():
+        check_order(r)
+        text = transcript(r)
+        assert text, (f, pace)
+        assert chunk_words(r) == text.split(), (f, pace, kinds(r))
+        e, n = werlib.counts(ref[f], text)
+        errors, words = errors + e, words + n
+    log = wylive.log_path.read_text()    # the whole log: d.log() is its end
+    assert log.count("transcript from the live session") - before == \
+        len(got), wylive.log()
+    assert "transcript from the whole utterance" not in log, wylive.log()
+    assert errors <= 0.1 * words, (errors, words, {
+        k: transcript(r) for k, r in got.items()}, ref)
+    report(f"wyoming answer = live: {len(got)} utterances, transcript == "
+           f"the chunks joined, {errors} word errors in {words} against "
+           f"the whole-utterance transcript")
 
 
 def test_two_utterances_one_connection(wy, tiny_model):
@@ -428,10 +482,11 @@ def test_limits_and_sharing(make_daemon):
     assert d.stop() == 0
 
 
-def test_sigterm_mid_utterance(make_daemon, tiny_model):
+@pytest.mark.parametrize("answer", ["live", "whole"])
+def test_sigterm_mid_utterance(make_daemon, tiny_model, answer):
     """SIGTERM: the utterance so far is transcribed and sent, then the
     connection closes and sottod exits 0."""
-    d = start(make_daemon)
+    d = start(make_daemon, f"[wyoming]\nanswer = {answer}\n")
     port = d.port
     pcm, rate, width, ch = read_wav(AUDIO_DIR / "jfk.wav")
 
@@ -540,12 +595,14 @@ def test_connection_caps_spare_local_clients(make_daemon):
            "status` served meanwhile; an idle connection closed after 3 s")
 
 
-def test_sigterm_grace_over_mid_utterance(make_daemon):
+@pytest.mark.parametrize("answer", ["live", "whole"])
+def test_sigterm_grace_over_mid_utterance(make_daemon, answer):
     """SIGTERM with an utterance that cannot be transcribed within
     shutdown_grace_seconds: the client still gets the transcript of what
     was final (the chunks it was sent), or an error, and then a clean
     close; never a reset with nothing."""
-    d = start(make_daemon, "[server]\nshutdown_grace_seconds = 1\n")
+    d = start(make_daemon, "[server]\nshutdown_grace_seconds = 1\n"
+                           f"[wyoming]\nanswer = {answer}\n")
     port = d.port
     pcm, rate, width, ch = read_wav(AUDIO_DIR / "jfk.wav")
     pcm = pcm * 6       # 66 s: more than the grace to transcribe

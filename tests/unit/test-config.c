@@ -634,9 +634,11 @@ test_wyoming(void **state)
 	assert_int_equal(cfg.wyoming_beam_size, 5);
 	assert_int_equal(cfg.wyoming_max_connections, 64);
 	assert_int_equal(cfg.wyoming_max_connections_per_address, 16);
+	assert_string_equal(cfg.wyoming_answer, "live");
 	test_load_ok("[wyoming]\nlisten = [::1]:10300\nmax_event_bytes = 64K\n"
 	    "max_utterance_seconds = 30\nbeam_size = 1\nmax_connections = 9\n"
-	    "max_connections_per_address = 2\n", &cfg);
+	    "max_connections_per_address = 2\nanswer = whole\n", &cfg);
+	assert_string_equal(cfg.wyoming_answer, "whole");
 	assert_int_equal(cfg.wyoming_max_connections, 9);
 	assert_int_equal(cfg.wyoming_max_connections_per_address, 2);
 	assert_int_equal(cfg.wyoming_beam_size, 1);
@@ -650,12 +652,16 @@ test_wyoming(void **state)
 	    "max_utterance_seconds: 0 is out of range (1 to 3600)");
 	test_load_bad("[wyoming]\nmax_event_bytes = 1K\n", 2,
 	    "max_event_bytes: 1K is out of range (4096 to 67108864 bytes)");
+	test_load_bad("[wyoming]\nanswer = fast\n", 2, "answer: \"fast\" is "
+	    "not live (finish the live session) or whole (decode the "
+	    "utterance again)");
 	test_load_ok("[wyoming]\nlisten = 0.0.0.0:10300\n", &cfg);
 	fp = open_memstream(&dump, &len);
 	assert_non_null(fp);
 	config_dump(&cfg, fp);
 	assert_int_equal(fclose(fp), 0);
-	assert_non_null(strstr(dump, "\n[wyoming]\nbeam_size = 5\nlisten = "
+	assert_non_null(strstr(dump, "\n[wyoming]\nanswer = live\n"
+	    "beam_size = 5\nlisten = "
 	    "0.0.0.0:10300\nmax_connections = 64\n"
 	    "max_connections_per_address = 16\nmax_event_bytes = 1M\n"
 	    "max_utterance_seconds = 120\n"));
