@@ -67,6 +67,17 @@ void	worker_post(struct worker_result *);
 int	worker_stopping(void);
 
 /* worker-stream.c, compute thread */
+/*
+ * A result for a job of ws (owned by the caller), with the stream created
+ * if it is not yet; NULL when out of memory. A failed stream's result has
+ * error set.
+ */
+struct worker_result *worker_prepare(struct worker_stream *,
+	    enum worker_kind);
+/* Mark ws failed and r an error. */
+void	worker_fail(struct worker_stream *, struct worker_result *r);
+/* Shutdown: a job's result without running it (owned by the caller). */
+struct worker_result *worker_skip(struct worker_stream *, enum worker_kind);
 int	worker_copy(struct worker_stream *, struct worker_result *,
 	    const struct sotto_stream_update *);
 int	worker_feed(struct worker_stream *, size_t max, char *err);

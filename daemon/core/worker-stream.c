@@ -1,8 +1,9 @@
 /*
  * A stream on the compute thread (see worker.c's design note): its pending
  * audio, how much of it a step takes, the results it leaves, and which
- * model it runs on. The loop calls the public worker_stream_* functions;
- * the rest runs on the compute thread.
+ * model it runs on, and the result each of its jobs leaves. The loop
+ * calls the public worker_stream_* functions; the rest runs on the
+ * compute thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -267,4 +268,54 @@ worker_switch(struct worker_stream *ws, struct worker_result *r)
 	log_info("stream %llu: moved to model %s at %.1f s", (unsigned long
 	    long)ws->id, info.name != NULL ? info.name : "?", ws->t_offset);
 	return 0;
+}
+
+/*
+ * A result for a job of ws, with the stream created if it is not yet;
+ * NULL when out of memory. A failed stream's result has error set.
+ */
+struct worker_result *
+worker_prepare(struct worker_stream *ws, enum worker_kind kind)
+{
+	struct worker_result *r;
+	int rc = 0;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return NULL;
+	r->id = ws->id;
+	r->kind = kind;
+	if (ws->follow && ws->stream != NULL && !ws->failed &&
+	    !models_is_current(ws->model) && worker_may_move(ws))
+		rc = worker_switch(ws, r);
+	if (ws->stream == NULL && !ws->failed && rc == 0)
+		rc = sotto_stream_new(models_model(ws->model), &ws->params,
+		    &ws->stream, r->err);
+	if (ws->failed || rc != 0) {
+		ws->failed = 1;
+		r->error = 1;
+		if (r->err[0] == '\0')
+			snprintf(r->err, sizeof(r->err), "stream failed");
+	}
+	return r;
+}
+
+void
+worker_fail(struct worker_stream *ws, struct worker_result *r)
+{
+	ws->failed = 1;
+	r->error = 1;
+}
+
+/* Shutdown: a job's result without running it. */
+struct worker_result *
+worker_skip(struct worker_stream *ws, enum worker_kind kind)
+{
+	struct worker_result *r;
+
+	if ((r = calloc(1, sizeof(*r))) != NULL) {
+		r->id = ws->id;
+		r->kind = kind;
+		r->aborted = 1;
+	}
+	return r;
 }

@@ -192,8 +192,6 @@ worker_result_free(struct worker_result *r)
 	free(r);
 }
 
-/* Every 100 ms block of the last 0.5 s of p[n] is under the gate. */
-/* Move up to max pending samples into the engine. */
 /*
  * Free ws; when it was the last stream and nothing is queued, give the
  * free memory back (mem.c): a burst of sessions has just ended.
@@ -214,56 +212,6 @@ worker_stream_free(struct worker_stream *ws)
 	pthread_mutex_unlock(&worker.lock);
 	if (idle)
 		mem_idle();
-}
-
-/*
- * A result for a job of ws, with the stream created if it is not yet;
- * NULL when out of memory. A failed stream's result has error set.
- */
-static struct worker_result *
-worker_prepare(struct worker_stream *ws, enum worker_kind kind)
-{
-	struct worker_result *r;
-	int rc = 0;
-
-	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return NULL;
-	r->id = ws->id;
-	r->kind = kind;
-	if (ws->follow && ws->stream != NULL && !ws->failed &&
-	    !models_is_current(ws->model) && worker_may_move(ws))
-		rc = worker_switch(ws, r);
-	if (ws->stream == NULL && !ws->failed && rc == 0)
-		rc = sotto_stream_new(models_model(ws->model), &ws->params,
-		    &ws->stream, r->err);
-	if (ws->failed || rc != 0) {
-		ws->failed = 1;
-		r->error = 1;
-		if (r->err[0] == '\0')
-			snprintf(r->err, sizeof(r->err), "stream failed");
-	}
-	return r;
-}
-
-static void
-worker_fail(struct worker_stream *ws, struct worker_result *r)
-{
-	ws->failed = 1;
-	r->error = 1;
-}
-
-/* Shutdown: a job's result without running it. */
-static struct worker_result *
-worker_skip(struct worker_stream *ws, enum worker_kind kind)
-{
-	struct worker_result *r;
-
-	if ((r = calloc(1, sizeof(*r))) != NULL) {
-		r->id = ws->id;
-		r->kind = kind;
-		r->aborted = 1;
-	}
-	return r;
 }
 
 /*
