@@ -44,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "bench"))
 from daemon import proc_cpu_s, source_note  # noqa: E402
 from machine import cpu_model, loadavg, machine_busy_s  # noqa: E402
+from build import ensure_built  # noqa: E402
 
 DOCS = REPO / "docs" / "benchmarks.md"
 RUNS_MARK = "<!-- bench/wyoming inserts runs below this line -->"
@@ -280,12 +281,7 @@ def main() -> int:
         version(pkg)
 
     build = Path(a.build_dir)
-    if not a.no_build:
-        if not (build / "build.ninja").is_file():
-            subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
-        log(f"meson compile -C {build}")
-        subprocess.run(["meson", "compile", "-C", str(build), "daemon/sottod"], cwd=REPO, check=True,
-                       stdout=subprocess.DEVNULL)
+    ensure_built(build, ["daemon/sottod"], not a.no_build)
     os.environ["SOTTO_BUILD_DIR"] = a.build_dir
     sys.path.insert(0, str(REPO / "tests" / "daemon"))
     global conftest
