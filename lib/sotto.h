@@ -322,9 +322,10 @@ struct sotto_stream_params {
 	int word_timestamps;
 	/*
 	 * Vocabulary for the whole stream (names, terms; NULL or "" for
-	 * none), as faster-whisper's hotwords: its tokens lead the
-	 * <|startofprev|> context of every window, ahead of the committed
-	 * text before the window (which gives up room for them). Unlike
+	 * none), as faster-whisper's hotwords: its tokens are the
+	 * <|startofprev|> context of every window (the committed text
+	 * before the window is not: its sparse punctuation taught the
+	 * decoder to leave punctuation out). Unlike
 	 * faster-whisper it stays when the committed words in the window
 	 * are forced as the prefix, since a stream has such a prefix
 	 * nearly always. Tokenized by sotto_stream_new() (the string is

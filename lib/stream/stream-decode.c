@@ -1,6 +1,6 @@
 /*
- * Decoding a stream's encoded window: the options (the text before the
- * window as the prompt, the committed words in it as the forced prefix),
+ * Decoding a stream's encoded window: the options (the vocabulary as the
+ * prompt, the committed words in it as the forced prefix),
  * the retry of a repetition loop without the prompt, and the last decode
  * of a window at the end of the stream (see decode_final and
  * stream_decode_last).
@@ -53,33 +53,39 @@ stream_vocab_init(struct sotto_stream *s, const char *text, char *err)
 }
 
 /*
- * The options to decode the encoded window, the vocabulary and the text
- * before the window as the prompt; with forced, the committed tokens in
- * the window are forced as the prefix (and the prompt shortened to leave
- * them room, the text before the window first).
+ * The options to decode the encoded window: the vocabulary as the
+ * prompt; with forced, the committed tokens in the window forced as the
+ * prefix (and the vocabulary shortened to leave them room).
+ *
+ * The committed text before the window is not in the prompt (where
+ * sotto_transcribe() puts its text before a window). Whisper writes in the
+ * style of its prompt, and committed text is less punctuated than the
+ * model's text of the same audio: a word is committed once a second or
+ * two of audio follows it, and tiny.en writes the comma after a word
+ * when it hears 3 s or more after it (the long-form file from 85.3 s,
+ * decoded alone: "... in the Middle Ages when the craftsmen took care
+ * that" on 6 s, "in the Middle Ages, when" on 8 s); a stream's first
+ * windows, a few seconds long, have none at all ("Printing in the only
+ * sense" on 3 s, "Printing, in the only sense" on 7 s). As the prompt
+ * of every later window that text taught the decoder to leave
+ * punctuation out, more with each slide: streamed at 2 s steps, 28% of
+ * the caption units of the LJ Speech long-form file ended in
+ * punctuation, with 12.7% word errors counting punctuation and case
+ * (transcribe: 8.7%); without it 67% and 9.4%, the words about as good
+ * (normalised: 6 errors in 299 where there were 4, transcribe 3). The
+ * window's own committed words, forced, still give the decoder what
+ * came just before.
  */
 void
 stream_decode_setup(struct sotto_stream *s, int forced, struct decode_opts *o)
 {
 	int room = forced ? DECODE_MAX_PROMPT - s->n_prefix : DECODE_MAX_PROMPT;
-	int n_vocab = s->n_vocab < room ? s->n_vocab : room;
-	int keep;
 
-	if (n_vocab < 0)
-		n_vocab = 0;
-	keep = room - n_vocab < s->n_history ? room - n_vocab : s->n_history;
-	if (keep < 0)
-		keep = 0;
 	memset(o, 0, sizeof(*o));
-	o->prompt = s->history + s->n_history - keep;
-	o->n_prompt = keep;
-	if (n_vocab > 0) {
-		memcpy(s->prompt, s->vocab, (size_t)n_vocab * sizeof(int32_t));
-		memcpy(s->prompt + n_vocab, o->prompt,
-		    (size_t)keep * sizeof(int32_t));
-		o->prompt = s->prompt;
-		o->n_prompt = n_vocab + keep;
-	}
+	o->prompt = s->vocab;
+	o->n_prompt = s->n_vocab < room ? s->n_vocab : room;
+	if (o->n_prompt < 0)
+		o->n_prompt = 0;
 	if (forced) {
 		o->prefix = s->prefix;
 		o->n_prefix = s->n_prefix;
@@ -92,7 +98,7 @@ stream_decode_setup(struct sotto_stream *s, int forced, struct decode_opts *o)
 	o->rng = &s->rng;
 }
 
-/* A repetition loop: decode once more without the previous text. */
+/* A repetition loop: decode once more without the prompt. */
 int
 stream_decode_retry(struct sotto_stream *s, struct decode_opts *o,
     struct decode_result *res, char *err)
@@ -159,13 +165,14 @@ stream_stopped_short(const struct sotto_stream *s, const int32_t *t, int n,
 }
 
 /*
- * A window's last decode. With the text before it as the prompt Whisper
- * at times ends the text in the middle of speech (tiny.en, 4 min into a
- * stream: "Experience proves this." and then the end of text, with 12 s
- * of speech after it; without the prompt it transcribes all of it); a
- * live step decodes the window again as audio comes, the last one does
- * not. So a decode that stopped short is done once more without the
- * prompt, and the one that goes further kept.
+ * A window's last decode. With a prompt Whisper at times ends the text
+ * in the middle of speech (tiny.en, 4 min into a stream, when the text
+ * before the window was the prompt: "Experience proves this." and then
+ * the end of text, with 12 s of speech after it; without the prompt it
+ * transcribes all of it); a live step decodes the window again as audio
+ * comes, the last one does not. So a decode with the vocabulary as its
+ * prompt that stopped short is done once more without it, and the one
+ * that goes further kept.
  */
 static int
 decode_final(struct sotto_stream *s, struct decode_result *res, int forced,

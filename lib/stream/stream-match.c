@@ -6,9 +6,11 @@
  * decode it; that hypothesis starts with the committed words of the
  * window, and only what follows them is new (stream_match). And a
  * window with no committed words in it (just slid past them, or after
- * silence) is decoded with them as the prompt; on noise Whisper then
- * often repeats the prompt's last words, which must not become final
- * twice (stream_repeat).
+ * silence) may start with what is left of the last of them (a cut is
+ * only as good as the closing timestamp near it), and Whisper
+ * writes it again; it must not become final twice (stream_repeat).
+ * (When the committed text before the window was the prompt, on noise
+ * Whisper often repeated the prompt's last words too.)
  *
  * Words are compared by their letters and digits only, lower case, so
  * "cold-hearted" repeats "coldhearted" and "Stop." repeats "stop,".

@@ -1,8 +1,9 @@
 /*
  * Moving a stream's window forward. The committed tokens that leave the
- * window become the prompt history, the audio before the new start is
- * dropped, and the timestamps of what stays (the rest of the committed
- * prefix, the hypothesis) are shifted to the new start.
+ * window become the history (where stream_repeat looks), the audio
+ * before the new start is dropped, and the timestamps of what stays (the
+ * rest of the committed prefix, the hypothesis) are shifted to the new
+ * start.
  *
  * The window moves to the end of a committed Whisper segment (text
  * closed by a timestamp), cut at the quietest 20 ms near that timestamp:

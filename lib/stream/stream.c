@@ -9,8 +9,9 @@
  * normalised by their own maximum, the rest of the 3000 frames zero),
  * runs the encoder on the full 30 s, and decodes greedily (or with beams)
  * at temperature 0 with
- *   prompt: committed tokens that have left the window (<= 223, fewer
- *           when the prefix is long), as <|startofprev|> context;
+ *   prompt: the stream's vocabulary, if it has one, as <|startofprev|>
+ *           context (not the committed text before the window: see
+ *           stream_decode_setup);
  *   prefix: committed tokens still inside the window, forced after the
  *           SOT sequence.
  * stream-commit.c then commits the words two consecutive hypotheses

@@ -58,13 +58,12 @@ struct sotto_stream {
 	double text_end;
 	int finished;
 
-	/* committed tokens that scrolled out of the window: the prompt */
+	/* committed tokens that scrolled out of the window (stream_repeat) */
 	int32_t history[DECODE_MAX_PROMPT];
 	int n_history;
-	/* the vocabulary (params.prompt), ahead of history in the prompt */
+	/* the vocabulary (params.prompt): the prompt */
 	int32_t vocab[SOTTO_STREAM_PROMPT_MAX];
 	int n_vocab;
-	int32_t prompt[DECODE_MAX_PROMPT];	/* scratch: vocab + history */
 	/* committed tokens still inside the window (relative timestamps) */
 	int32_t prefix[STREAM_MAX_TOKENS];
 	int n_prefix;

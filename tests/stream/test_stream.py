@@ -16,10 +16,10 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
   report exactly what each stepped alone reports;
 - caption units (common/caption.c, as sottod builds them): the closed
   units of every file hold its finals' text once, in order; on the
-  long-form file the median unit has 8 words or more; most units should
-  end in punctuation the model wrote, and the word error rate of the
-  units' text with punctuation and case (not normalised) should be
-  within 2 points of `sotto transcribe`'s: not yet (xfail, issue 26).
+  long-form file the median unit has 8 words or more; most units end in
+  punctuation the model wrote, and the word error rate of the units'
+  text with punctuation and case (not normalised) is within 2 points of
+  `sotto transcribe`'s (issue 26).
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ from conftest import (AUDIO_DIR, FINE_STEP_MS, MODEL, SOTTO_BIN, STEP_MS,
 
 
 # Measured (tiny.en, bf16/AMX, 2 cores): stream vs transcribe errors
-# 4 vs 3 on the 118 s long-form file at the 2 s step of this test and 6
-# vs 3 at the daemon's 1 s step; over the set 1.61% vs 1.38% (2 s) and
-# 2.52% vs 1.38% (1 s). The bound is the issue's: 2 points, per file too.
+# 6 vs 3 on the 118 s long-form file at the 2 s step of this test, over
+# the set 2.06% vs 1.38% (4 vs 3 and 1.61% while the committed text
+# before the window was the prompt; then 6 vs 3 and 2.52% at the
+# daemon's 1 s step). The bound is the issue's: 2 points, per file too.
 WER_POINTS = 0.02
 
 
@@ -149,12 +150,6 @@ def test_caption_units(runs, manifest):
     assert f["words"] >= 8, f["ends"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 26: the finals lose most of the punctuation Whisper gives a "
-    "whole file (a stream's first windows are short and unpunctuated, and "
-    "the committed words carry that style on as prefix and prompt); a "
-    "punctuated seed prompt fixed it but changed the engine's behaviour "
-    "elsewhere (tests of this file), so it is not in"))
 def test_caption_units_punctuation(runs, manifest):
     f = long_form_units(runs, manifest)
     # LJ Speech's sentences run to 30 words: a unit of two caption lines
