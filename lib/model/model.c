@@ -413,43 +413,6 @@ sotto_model_params_init(struct sotto_model_params *p)
 	p->precision = SOTTO_PRECISION_AUTO;
 }
 
-/* What this CPU runs instead: auto's choice, which may not be bf16. */
-static int
-precision_int8_refused(char *err)
-{
-	enum sotto_precision alt = SOTTO_PRECISION_FP32;
-
-	gemm_pick_precision(SOTTO_PRECISION_AUTO, &alt, NULL);
-	return err_set(err, SOTTO_EINVAL, "precision int8 needs AVX512-VNNI "
-	    "and AVX512-BF16, or AVX2, FMA and F16C, which this CPU does "
-	    "not have (or ONEDNN_MAX_CPU_ISA hides); use auto, which is %s "
-	    "on this CPU",
-	    alt == SOTTO_PRECISION_BF16 ? "bf16" : "fp32");
-}
-
-static int
-model_setup_compute(struct sotto_model *m, const struct sotto_model_params *p,
-    char *err)
-{
-	enum sotto_precision want = p->precision;
-	int rc;
-
-	if (want == SOTTO_PRECISION_INT8 && gemv_i8_supported()) {
-		m->int8 = 1;
-		want = SOTTO_PRECISION_BF16;
-	} else if (want == SOTTO_PRECISION_INT8 && gemv_i8_avx2_supported()) {
-		m->int8_avx2 = 1;
-		want = SOTTO_PRECISION_FP32;
-	} else if (want == SOTTO_PRECISION_INT8) {
-		return precision_int8_refused(err);
-	}
-	if ((rc = gemm_pick_precision(want, &m->precision, err)) != 0)
-		return rc;
-	m->threads = p->threads > 0 ? p->threads : omp_get_num_procs();
-	omp_set_num_threads(m->threads);
-	return gemm_new(m->precision, &m->gemm, err);
-}
-
 int
 sotto_model_load(const char *path, const struct sotto_model_params *params,
     struct sotto_model **ret, char *err)
@@ -468,7 +431,7 @@ sotto_model_load(const char *path, const struct sotto_model_params *params,
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	if ((rc = gguf_open(path, &m->gguf, err)) != 0 ||
 	    (rc = model_read_meta(m, err)) != 0 ||
-	    (rc = model_setup_compute(m, params, err)) != 0) {
+	    (rc = model_compute_setup(m, params, err)) != 0) {
 		sotto_model_free(m);
 		return rc;
 	}
@@ -575,20 +538,6 @@ sotto_model_free(struct sotto_model *m)
 	free(m);
 }
 
-/* Which kernels run the products, as the log and `sotto status` say. */
-static const char *
-compute_name(const struct sotto_model *m)
-{
-	if (m->int8)
-		return "int8 on AVX512-VNNI";
-	if (m->int8_avx2)
-		return "int8 decoder on AVX2, fp32 encoder";
-	if (m->precision == SOTTO_PRECISION_BF16)
-		return gemm_has_amx(m->gemm) ? "bf16 on AMX" :
-		    "bf16 on AVX512-BF16";
-	return "fp32";
-}
-
 void
 sotto_model_info(const struct sotto_model *m, struct sotto_model_info *ret)
 {
@@ -606,7 +555,7 @@ sotto_model_info(const struct sotto_model *m, struct sotto_model_info *ret)
 	ret->precision = m->int8 || m->int8_avx2 ? SOTTO_PRECISION_INT8 :
 	    m->precision;
 	ret->threads = m->threads;
-	ret->compute = compute_name(m);
+	ret->compute = model_compute_name(m);
 }
 
 const char *

@@ -185,6 +185,11 @@ struct sotto_state {
 
 /* model-meta.c: hyper-parameters, name, tokenizer, suppress lists */
 int	model_read_meta(struct sotto_model *, char *err);
+/* model-compute.c: m's precision, threads and gemm from p. */
+int	model_compute_setup(struct sotto_model *m,
+	    const struct sotto_model_params *p, char *err);
+/* The products' path, as sotto_model_info's compute. */
+const char	*model_compute_name(const struct sotto_model *);
 
 /* encoder.c: mel [n_mels][3000] -> st->enc_out [d][1500] */
 int	encoder_forward(struct sotto_state *, const float *mel, char *err);

@@ -1,0 +1,62 @@
+/*
+ * What computes a model's products: the precision asked for (auto
+ * resolved, int8 on AVX512-VNNI or on AVX2), the threads, the gemm; and
+ * its name for sotto_model_info.
+ */
+#include <omp.h>
+
+#include "err.h"
+#include "gemm.h"
+#include "gemv.h"
+#include "model.h"
+
+/* What this CPU runs instead: auto's choice, which may not be bf16. */
+static int
+precision_int8_refused(char *err)
+{
+	enum sotto_precision alt = SOTTO_PRECISION_FP32;
+
+	gemm_pick_precision(SOTTO_PRECISION_AUTO, &alt, NULL);
+	return err_set(err, SOTTO_EINVAL, "precision int8 needs AVX512-VNNI "
+	    "and AVX512-BF16, or AVX2, FMA and F16C, which this CPU does "
+	    "not have (or ONEDNN_MAX_CPU_ISA hides); use auto, which is %s "
+	    "on this CPU",
+	    alt == SOTTO_PRECISION_BF16 ? "bf16" : "fp32");
+}
+
+int
+model_compute_setup(struct sotto_model *m, const struct sotto_model_params *p,
+    char *err)
+{
+	enum sotto_precision want = p->precision;
+	int rc;
+
+	if (want == SOTTO_PRECISION_INT8 && gemv_i8_supported()) {
+		m->int8 = 1;
+		want = SOTTO_PRECISION_BF16;
+	} else if (want == SOTTO_PRECISION_INT8 && gemv_i8_avx2_supported()) {
+		m->int8_avx2 = 1;
+		want = SOTTO_PRECISION_FP32;
+	} else if (want == SOTTO_PRECISION_INT8) {
+		return precision_int8_refused(err);
+	}
+	if ((rc = gemm_pick_precision(want, &m->precision, err)) != 0)
+		return rc;
+	m->threads = p->threads > 0 ? p->threads : omp_get_num_procs();
+	omp_set_num_threads(m->threads);
+	return gemm_new(m->precision, &m->gemm, err);
+}
+
+/* Which kernels run the products, as the log and `sotto status` say. */
+const char *
+model_compute_name(const struct sotto_model *m)
+{
+	if (m->int8)
+		return "int8 on AVX512-VNNI";
+	if (m->int8_avx2)
+		return "int8 decoder on AVX2, fp32 encoder";
+	if (m->precision == SOTTO_PRECISION_BF16)
+		return gemm_has_amx(m->gemm) ? "bf16 on AMX" :
+		    "bf16 on AVX512-BF16";
+	return "fp32";
+}
