@@ -22,7 +22,7 @@
  *
  * Columns: q = round(x / sx) with sx = max |x| / QX, QX as large as keeps
  * a lane's int32 sum of k / 2 products of 127 |q| from overflowing
- * (32767 for k up to 528, 22017 for tiny's 1536, 6605 for large's
+ * (32767 for k up to 1032, 22017 for tiny's 1536, 6605 for large's
  * 5120): 12.7 to 15 bits, more than bf16's 8, so the error is mostly the
  * weights' rounding.
  */
