@@ -134,8 +134,9 @@ def int8() -> bool:
 
 
 def default_precision() -> str:
-    """What precision auto means here."""
-    return "bf16" if bf16() else "fp32"
+    """What precision auto means here (lib/model/model.c auto_int8_avx2:
+    int8's AVX2 path where there is no bf16)."""
+    return "bf16" if bf16() else "int8" if int8_avx2() else "fp32"
 
 
 def describe() -> str:
