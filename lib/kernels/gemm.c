@@ -226,6 +226,20 @@ i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
  */
 #define I8_FEW	16
 
+/* The product of w's int8 form with x, as both int8 kernels take it. */
+static struct gemv_i8_args
+i8_args(const struct mat *w, const float *x, int ldx, int n, float *y,
+    ptrdiff_t ym, ptrdiff_t yj, int accumulate)
+{
+	struct gemv_i8_args a = {
+		.wp = w->i8, .scale = w->i8_scale, .rows = w->rows,
+		.k = w->cols, .x = x, .ldx = ldx, .n = n, .y = y, .ym = ym,
+		.yj = yj, .accumulate = accumulate,
+	};
+
+	return a;
+}
+
 /*
  * Precision int8 without AVX512-VNNI (gemv-i8-avx2.c): an fp32 model's
  * decoder weights and head, any number of columns (a prompt's go
@@ -235,23 +249,13 @@ static int
 gemm_i8_avx2(struct gemm *g, const struct mat *w, const float *x, int ldx,
     int n, float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
 {
-	struct gemv_i8_args a = { 0 };
+	struct gemv_i8_args a;
 	int rc;
 
 	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
 	    GEMV_I8_AVX2_SCRATCH_BYTES(w->cols), err)) != 0)
 		return rc;
-	a.wp = w->i8;
-	a.scale = w->i8_scale;
-	a.rows = w->rows;
-	a.k = w->cols;
-	a.x = x;
-	a.ldx = ldx;
-	a.n = n;
-	a.y = y;
-	a.ym = ym;
-	a.yj = yj;
-	a.accumulate = accumulate;
+	a = i8_args(w, x, ldx, n, y, ym, yj, accumulate);
 	gemv_i8_avx2(&a, g->gemv_scratch);
 	return 0;
 }
@@ -260,7 +264,7 @@ static int
 gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
     float *y, ptrdiff_t ym, ptrdiff_t yj, int accumulate, char *err)
 {
-	struct gemv_i8_args a = { 0 };
+	struct gemv_i8_args a;
 	struct mat t = { 0 };
 	int rc;
 
@@ -281,17 +285,7 @@ gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
 	    GEMV_I8_SCRATCH_BYTES(w->cols), err)) != 0)
 		return rc;
-	a.wp = w->i8;
-	a.scale = w->i8_scale;
-	a.rows = w->rows;
-	a.k = w->cols;
-	a.x = x;
-	a.ldx = ldx;
-	a.n = n;
-	a.y = y;
-	a.ym = ym;
-	a.yj = yj;
-	a.accumulate = accumulate;
+	a = i8_args(w, x, ldx, n, y, ym, yj, accumulate);
 	gemv_i8(&a, g->gemv_scratch);
 	return 0;
 }

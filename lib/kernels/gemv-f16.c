@@ -41,8 +41,8 @@ dot_v4(const uint16_t *w, const float *x, int k)
 	return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
 }
 
-V3 static float
-dot_v3(const uint16_t *w, const float *x, int k)
+V3 float
+gemv_dot_f16_avx2(const uint16_t *w, const float *x, int k)
 {
 	__m256 a[4], s;
 	__m128 h;
@@ -95,7 +95,7 @@ dot_pick(int k)
 		return dot_v4;
 	if (k % 32 == 0 && (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 &&
 	    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("fma"))
-		return dot_v3;
+		return gemv_dot_f16_avx2;
 	return dot_scalar;
 }
 

@@ -310,29 +310,6 @@ top_indices(const float *row, int n, int *top)
 	}
 }
 
-/* sum_i w[i] x[i], w F16, k a multiple of 32 (gemv-f16.c's dot_v3). */
-V3 static float
-dot_f16(const uint16_t *w, const float *x, int k)
-{
-	__m256 a[4], s;
-	__m128 h;
-	int i, j;
-
-	for (j = 0; j < 4; j++)
-		a[j] = _mm256_setzero_ps();
-	for (i = 0; i < k; i += 32)
-		for (j = 0; j < 4; j++)
-			a[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(
-			    (const __m128i *)(w + i + 8 * j))),
-			    _mm256_loadu_ps(x + i + 8 * j), a[j]);
-	s = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2],
-	    a[3]));
-	h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
-}
-
 void
 gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k, const float *x,
     int ldx, int n, float *y, ptrdiff_t yj, void *scratch)
@@ -349,6 +326,6 @@ gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k, const float *x,
 			col[kk] = x[(size_t)kk * ldx + j];
 		top_indices(row, rows, top);
 		for (t = 0; t < GEMV_I8_AVX2_EXACT; t++)
-			row[top[t]] = dot_f16(f16 + (size_t)top[t] * k, col, k);
+			row[top[t]] = gemv_dot_f16_avx2(f16 + (size_t)top[t] * k, col, k);
 	}
 }

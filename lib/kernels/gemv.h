@@ -56,6 +56,14 @@ void	gemv_bf16(const struct gemv_args *, uint16_t *scratch);
 void	gemv_f16(const struct gemv_args *, float *scratch);
 
 /*
+ * sum_i w[i] x[i], w F16, k a multiple of 32, by AVX2, FMA and F16C: the
+ * dot of gemv_f16's AVX2 form, also gemv_i8_avx2_rescore's. The caller
+ * checks the CPU has them.
+ */
+__attribute__((target("avx2,f16c,fma")))
+float	gemv_dot_f16_avx2(const uint16_t *w, const float *x, int k);
+
+/*
  * Precision int8 (gemv-i8.c): the decoder's weights as int8 with a scale
  * per row, products of a few columns by AVX512-VNNI. rows and k must be
  * multiples of GEMV_I8_ALIGN.
