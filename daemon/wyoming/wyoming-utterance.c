@@ -199,31 +199,17 @@ wy_format(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 int
 wy_open(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 {
-	struct msg_open m;
+	enum proto_error e;
 	char msg[PROTO_MSG_MAX];
 
 	if (core_draining()) {
 		peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
 		return -1;
 	}
-	if (session_count() >= core_config()->max_sessions) {
-		peer_fail(p, PROTO_E_BUSY, "all %d sessions are in use",
-		    core_config()->max_sessions);
+	if (session_open_live(p, c->language, "", 0, msg, &e) == NULL) {
+		peer_fail(p, e, "transcribe: %s", msg);
 		return -1;
 	}
-	memset(&m, 0, sizeof(m));
-	m.format = PROTO_FORMAT_F32LE;
-	m.rate = SOTTO_SAMPLE_RATE;
-	m.channels = 1;
-	snprintf(m.language, sizeof(m.language), "%s", c->language);
-	m.task = PROTO_TASK_TRANSCRIBE;
-	m.since = -1;
-	m.live = 1;
-	if (session_open(p, &m, msg) == NULL) {
-		peer_fail(p, PROTO_E_BAD_VALUE, "transcribe: %s", msg);
-		return -1;
-	}
-	p->state = PEER_STREAMING;
 	peer_timer(p);
 	c->flags |= WY_OPEN;
 	if (wy_format(p, c, ev) != 0)
