@@ -428,7 +428,8 @@ def _norm(w: str) -> str:
 def test_final_times_hold_their_words(tmp_path):
     """A final runs from its first word to its last, as `sotto transcribe
     --word-timestamps` places those words, within 0.3 s (or inside the
-    word), and ends after it starts: 1 s of silence, jfk, 40 s of silence, jfk. (Taken from
+    word, or across a pause between it and the word beside it), and ends
+    after it starts: 1 s of silence, jfk, 40 s of silence, jfk. (Taken from
     Whisper's segment timestamps and estimated inside them, the first cue
     was 0.00-0.46 for a word at 1.02-1.70, one was 4.43-4.43, and after
     the long silence 'And so' began a second early.)"""
@@ -458,28 +459,41 @@ def test_final_times_hold_their_words(tmp_path):
     sm = difflib.SequenceMatcher(a=[_norm(w) for _, w in got],
                                  b=[_norm(w["word"]) for w in ref],
                                  autojunk=False)
-    where = {}   # got index -> ref word
+    where = {}   # got index -> ref index
     for a, b, n in sm.get_matching_blocks():
         for k in range(n):
-            where[a + k] = ref[b + k]
-    def near(t: float, w: dict, edge: str) -> bool:
-        # Within 0.3 s of the word's edge, or inside the word: after a
-        # pause the two alignments may give the pause to the word or not
-        # (fp32 here: transcribe's "ask" 54.28-55.86 after "Americans,",
-        # the stream's final starting at 55.0), and both hold the word.
-        return abs(t - w[edge]) <= 0.3 or w["start"] <= t <= w["end"]
+            where[a + k] = b + k
+
+    def near(t: float, r: int, edge: str) -> bool:
+        # Within 0.3 s of the word's edge or inside the word; or, where
+        # transcribe's words meet with no gap (it gave a pause to one of
+        # them), anywhere in that pair: the stream may give the pause to
+        # the other (fp32 here: transcribe's "ask" 54.28-55.86 after
+        # "Americans,", the stream's final starting at 55.0; int8 on AVX2:
+        # "you." 59.26-59.90 and "Ask" 59.90-60.66, the stream's final
+        # ending at 60.28 and the next one starting there with "Ask"). A
+        # final a word off, or reaching into a silence, still fails.
+        w = ref[r]
+        if abs(t - w[edge]) <= 0.3 or w["start"] <= t <= w["end"]:
+            return True
+        o = r - 1 if edge == "start" else r + 1
+        if not 0 <= o < len(ref):
+            return False
+        a, b = (ref[o], w) if edge == "start" else (w, ref[o])
+        return b["start"] - a["end"] <= 0.02 and a["start"] <= t <= b["end"]
 
     checked = 0
     for i, f in enumerate(fs):
         idx = [k for k, (fi, _) in enumerate(got) if fi == i]
         if idx[0] in where:
             assert near(f["start"], where[idx[0]], "start"), \
-                (f, where[idx[0]])
+                (f, ref[where[idx[0]]])
             checked += 1
         if idx[-1] in where:
             assert near(f["end"], where[idx[-1]], "end"), \
-                (f, where[idx[-1]])
+                (f, ref[where[idx[-1]]])
             checked += 1
     assert checked >= len(fs), (checked, len(fs))
     report(f"final times vs transcribe's words (silence, jfk, 40 s, jfk): "
-           f"{len(fs)} finals, {checked} ends within 0.3 s")
+           f"{len(fs)} finals, {checked} ends within 0.3 s of their words "
+           f"or across a pause between two words")
