@@ -222,23 +222,25 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     done.append("a Wyoming utterance")
 
     # SIGTERM with a stream open: it is finished, then sottod exits 0.
-    p = subprocess.Popen([str(SOTTO), "stream", "-s", d.socket, "-q",
-                          str(wav)],
+    p = subprocess.Popen([str(SOTTO), "stream", "-s", d.socket, str(wav)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     c = RawClient(d.socket)
     c.hello()
-    for _ in range(600):
+    streaming = False
+    while not streaming and p.poll() is None:
         c.send(frame(MSG_STATUS))
-        st = c.event()
-        if any(s["state"] == "streaming"
-               for s in st.get("session_list", [])):
-            break
+        streaming = any(s["state"] == "streaming"
+                        for s in c.event().get("session_list", []))
         time.sleep(0.1)
     c.close()
+    assert streaming, (f"sotto stream exited {p.poll()} before its session "
+                       f"was seen: {p.communicate()}")
+    time.sleep(2)       # "And so, my": what was written is decoded
     rc = d.stop(signal.SIGTERM, timeout=300)
-    p.communicate(timeout=60)
+    out, err = p.communicate(timeout=60)
     assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
+    assert p.returncode == 0 and out.strip(), (p.returncode, out, err)
     done.append("SIGTERM mid-stream")
     report("sanitized sottod (ASan + UBSan, halt on error): " +
            "; ".join(done) + ": no report")
