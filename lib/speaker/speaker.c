@@ -238,11 +238,11 @@ sotto_speaker_embed(const struct sotto_speaker *s, const float *pcm,
 		return err_set(err, SOTTO_EINVAL, "speaker: need at least %d "
 		    "samples (45 ms at 16 kHz) to embed, got %zu",
 		    SPK_MIN_SAMPLES, n);
-	T = fbank_frames(n);
-	if (T > (size_t)SOTTO_SPEAKER_MAX_S * 100)
+	if (n > (size_t)SOTTO_SPEAKER_MAX_S * SOTTO_SAMPLE_RATE)
 		return err_set(err, SOTTO_EINVAL, "speaker: at most %d s of "
 		    "audio in one embedding, got %.1f s: embed parts of it",
 		    SOTTO_SPEAKER_MAX_S, (double)n / SOTTO_SAMPLE_RATE);
+	T = fbank_frames(n);
 	feats = malloc((size_t)(SPK_N_MELS + SPK_TDNN_IN) * T *
 	    sizeof(float));
 	if (feats == NULL)
