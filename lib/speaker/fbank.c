@@ -13,7 +13,9 @@
  *   1127 ln(1 + f / 700) from 20 Hz to 8 kHz, over bins 0..255
  *   ln(max(energy, FLT_EPSILON)), then minus each bin's mean over frames
  *
- * The FFT is kissfft's real transform, the one the Whisper mel uses.
+ * The FFT is kissfft's real transform, the one the Whisper mel uses. Each
+ * filter is non-zero over a few bins only (1 to 16 of 256), which
+ * fbank_init() records.
  */
 #include <float.h>
 #include <math.h>
@@ -61,6 +63,13 @@ fbank_init(struct sotto_speaker *s)
 
 			s->mel[m][k] = w > 0.0 ? (float)w : 0.0f;
 		}
+		s->mel_lo[m] = s->mel_hi[m] = 0;
+		for (k = 0; k < SPK_N_BINS; k++)
+			if (s->mel[m][k] != 0.0f) {
+				if (s->mel_hi[m] == 0)
+					s->mel_lo[m] = k;
+				s->mel_hi[m] = k + 1;
+			}
 	}
 	for (k = 0; k < SPK_FRAME; k++)
 		s->window[k] = (float)pow(0.5 - 0.5 * cos(2.0 * M_PI * k /
@@ -100,7 +109,7 @@ fbank_mels(const struct sotto_speaker *s, const kiss_fft_cpx *spec,
 	for (m = 0; m < SPK_N_MELS; m++) {
 		float e = 0.0f;
 
-		for (k = 0; k < SPK_N_BINS; k++)
+		for (k = s->mel_lo[m]; k < s->mel_hi[m]; k++)
 			e += s->mel[m][k] * power[k];
 		feats[m * T + t] = logf(e > FLT_EPSILON ? e : FLT_EPSILON);
 	}

@@ -81,6 +81,7 @@ struct sotto_speaker {
 	const float *out_scale, *out_shift;	/* [512] */
 	const float *dense_w, *dense_b;	/* [192][1024], BN folded */
 	float mel[SPK_N_MELS][SPK_N_BINS];	/* Kaldi's triangular filters */
+	int mel_lo[SPK_N_MELS], mel_hi[SPK_N_MELS];	/* their non-zero bins */
 	float window[SPK_FRAME];	/* Povey */
 };
 
