@@ -290,8 +290,9 @@ SOTTO_API int	sotto_transcribe_vad(struct sotto_state *,
  * per piece of speech whose cosine with another piece's is high when the
  * same person speaks (docs/speakers.md). A struct sotto_speaker is
  * read-only once loaded and may be shared by threads; each call
- * allocates its own buffers (about 1 MB per second of audio) and uses
- * oneDNN's threads for its products. ~20 ms per second of audio.
+ * allocates its own buffers (21 MB, and 0.7 MB per second of audio) and
+ * uses oneDNN's threads for its products. ~13 ms per second of audio on
+ * one core.
  */
 #define SOTTO_SPEAKER_DIM	192
 #define SOTTO_SPEAKER_MAX_S	300	/* longest audio of one embedding */
