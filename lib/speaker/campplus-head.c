@@ -32,7 +32,8 @@
 #define HEAD_HALO	10	/* time context of the ten 3x3 convolutions */
 #define HEAD_W_MAX	(HEAD_CHUNK + 2 * HEAD_HALO)
 
-/* One pass's buffers: [32][80][W] each, and the im2col columns. */
+/* One call's buffers, [32][80][W] each and the im2col columns: views
+   into one allocation spk_head() owns; x, t and y trade places. */
 struct head_buf {
 	float *x, *t, *y;
 	float *cols;		/* [32 * 9][40 * W] */

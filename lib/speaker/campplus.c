@@ -33,7 +33,8 @@
 const int spk_block_layers[SPK_N_BLOCKS] = { 12, 24, 16 };
 const int spk_block_dilation[SPK_N_BLOCKS] = { 1, 2, 2 };
 
-/* The xvector pass's buffers. */
+/* The xvector pass's buffers: x owns one allocation, the others point
+   into it (xv_alloc). */
 struct xv_buf {
 	int T;			/* frames after the TDNN's stride */
 	int n_seg;		/* segments of SPK_SEG_LEN frames, the last
