@@ -40,6 +40,32 @@ struct head_buf {
 };
 
 /*
+ * One row of im2col columns from the plane in[F][W] of one channel: for
+ * each output row fo, input row fo * stride + ki - pad shifted by dt
+ * frames, zeros outside the image; dst[Fo][W].
+ */
+static void
+im2col_row(const float *in, int F, int W, int ki, int dt, int stride,
+    int pad, int Fo, float *dst)
+{
+	const int lo = dt < 0 ? -dt : 0, hi = dt > 0 ? W - dt : W;
+	int fo;
+
+	for (fo = 0; fo < Fo; fo++, dst += W) {
+		const int fi = fo * stride + ki - pad;
+
+		if (fi < 0 || fi >= F) {
+			memset(dst, 0, W * sizeof(float));
+			continue;
+		}
+		memset(dst, 0, lo * sizeof(float));
+		memcpy(dst + lo, in + (size_t)fi * W + lo + dt,
+		    (hi - lo) * sizeof(float));
+		memset(dst + hi, 0, (W - hi) * sizeof(float));
+	}
+}
+
+/*
  * out[cout][Fo][W] = w [cout][cin * k * k] * im2col(in[cin][F][W]) + b,
  * ReLU if relu: a k x k convolution (k 3 or 1, zero padding k / 2), with
  * stride in frequency only. Returns Fo through *ret_fo.
@@ -51,46 +77,18 @@ conv2d(const float *w, const float *b, int cout, int cin, int k, int stride,
 {
 	const int pad = k / 2, Fo = (F + 2 * pad - k) / stride + 1;
 	const size_t n = (size_t)Fo * W;
-	int ci, ki, kj, fo, rc;
+	int ci, ki, kj, rc;
 
 	for (ci = 0; ci < cin; ci++)
 		for (ki = 0; ki < k; ki++)
-			for (kj = 0; kj < k; kj++) {
-				float *dst = cols + ((size_t)(ci * k + ki) *
-				    k + kj) * n;
-				const int dt = kj - pad;
-
-				for (fo = 0; fo < Fo; fo++, dst += W) {
-					const int fi = fo * stride + ki - pad;
-					const float *src = in +
-					    ((size_t)ci * F + fi) * W;
-					int lo = dt < 0 ? -dt : 0;
-					int hi = dt > 0 ? W - dt : W;
-
-					if (fi < 0 || fi >= F) {
-						memset(dst, 0, W * sizeof(float));
-						continue;
-					}
-					memset(dst, 0, lo * sizeof(float));
-					memcpy(dst + lo, src + lo + dt,
-					    (hi - lo) * sizeof(float));
-					memset(dst + hi, 0, (W - hi) *
-					    sizeof(float));
-				}
-			}
+			for (kj = 0; kj < k; kj++)
+				im2col_row(in + (size_t)ci * F * W, F, W, ki,
+				    kj - pad, stride, pad, Fo, cols +
+				    ((size_t)(ci * k + ki) * k + kj) * n);
 	if ((rc = gemm_f32('N', 'N', cout, (int)n, cin * k * k, 1.0f, w,
 	    cin * k * k, cols, (int)n, 0.0f, out, (int)n, err)) != 0)
 		return rc;
-	for (ci = 0; ci < cout; ci++) {
-		float *row = out + ci * n;
-		size_t i;
-
-		for (i = 0; i < n; i++) {
-			float v = row[i] + b[ci];
-
-			row[i] = relu && v < 0.0f ? 0.0f : v;
-		}
-	}
+	spk_add_bias(out, b, cout, n, relu);
 	*ret_fo = Fo;
 	return 0;
 }

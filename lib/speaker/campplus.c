@@ -92,14 +92,14 @@ bn_relu(const float *x, const float *scale, const float *shift, int C, int T,
 	}
 }
 
-/* y[c][t] += b[c], then ReLU if relu. */
-static void
-add_bias(float *y, const float *b, int C, int T, int relu)
+void
+spk_add_bias(float *y, const float *b, int C, size_t T, int relu)
 {
-	int c, t;
+	size_t t;
+	int c;
 
 	for (c = 0; c < C; c++) {
-		float *row = y + (size_t)c * T;
+		float *row = y + c * T;
 
 		for (t = 0; t < T; t++) {
 			float v = row[t] + b[c];
@@ -152,7 +152,7 @@ cam_mask(const struct spk_dense_layer *l, const struct xv_buf *xb, float *y,
 	    l->cam1_w, SPK_BOTTLENECK, xb->ctx, S, 0.0f, xb->hid, S,
 	    err)) != 0)
 		return rc;
-	add_bias(xb->hid, l->cam1_b, SPK_CAM_HIDDEN, S, 1);
+	spk_add_bias(xb->hid, l->cam1_b, SPK_CAM_HIDDEN, S, 1);
 	if ((rc = gemm_f32('N', 'N', SPK_GROWTH, S, SPK_CAM_HIDDEN, 1.0f,
 	    l->cam2_w, SPK_CAM_HIDDEN, xb->hid, S, 0.0f, xb->mask, S,
 	    err)) != 0)
@@ -179,7 +179,7 @@ dense_layer(const struct spk_dense_layer *l, struct xv_buf *xb, char *err)
 	if ((rc = gemm_f32('N', 'N', SPK_BOTTLENECK, T, l->cin, 1.0f,
 	    l->lin1_w, l->cin, xb->a, T, 0.0f, xb->h, T, err)) != 0)
 		return rc;
-	add_bias(xb->h, l->lin1_b, SPK_BOTTLENECK, T, 1);
+	spk_add_bias(xb->h, l->lin1_b, SPK_BOTTLENECK, T, 1);
 	if ((rc = spk_conv1d(l->local_w, SPK_GROWTH, SPK_BOTTLENECK, 3, 1,
 	    l->dilation, l->dilation, xb->h, T, T, y, T, xb->a, err)) != 0)
 		return rc;
@@ -249,7 +249,7 @@ xv_layers(const struct sotto_speaker *s, struct xv_buf *xb, const float *h,
 	if ((rc = spk_conv1d(s->tdnn_w, SPK_TDNN_C, SPK_TDNN_IN, 5, 2, 1, 2,
 	    h, T, T, xb->x, xb->T, xb->a, err)) != 0)
 		return rc;
-	add_bias(xb->x, s->tdnn_b, SPK_TDNN_C, xb->T, 1);
+	spk_add_bias(xb->x, s->tdnn_b, SPK_TDNN_C, xb->T, 1);
 	for (b = 0; b < SPK_N_BLOCKS; b++) {
 		for (i = 0; i < spk_block_layers[b]; i++, l++)
 			if ((rc = dense_layer(&s->layer[l], xb, err)) != 0)
@@ -280,6 +280,6 @@ spk_xvector(const struct sotto_speaker *s, const float *h, int T,
 	if ((rc = gemm_f32('N', 'N', SPK_DIM, 1, 2 * SPK_OUT_C, 1.0f,
 	    s->dense_w, 2 * SPK_OUT_C, stats, 1, 0.0f, emb, 1, err)) != 0)
 		return rc;
-	add_bias(emb, s->dense_b, SPK_DIM, 1, 0);
+	spk_add_bias(emb, s->dense_b, SPK_DIM, 1, 0);
 	return 0;
 }

@@ -46,8 +46,8 @@ mel_scale(double hz)
 void
 fbank_init(struct sotto_speaker *s)
 {
-	const double lo = mel_scale(FBANK_LOW_HZ), hi = mel_scale(FBANK_HIGH_HZ);
-	const double delta = (hi - lo) / (SPK_N_MELS + 1);
+	const double lo = mel_scale(FBANK_LOW_HZ);
+	const double delta = (mel_scale(FBANK_HIGH_HZ) - lo) / (SPK_N_MELS + 1);
 	int m, k;
 
 	for (m = 0; m < SPK_N_MELS; m++) {

@@ -81,7 +81,7 @@ struct sotto_speaker {
 	const float *out_scale, *out_shift;	/* [512] */
 	const float *dense_w, *dense_b;	/* [192][1024], BN folded */
 	float mel[SPK_N_MELS][SPK_N_BINS];	/* Kaldi's triangular filters */
-	int mel_lo[SPK_N_MELS], mel_hi[SPK_N_MELS];	/* their non-zero bins */
+	int mel_lo[SPK_N_MELS], mel_hi[SPK_N_MELS];	/* non-zero bins */
 	float window[SPK_FRAME];	/* Povey */
 };
 
@@ -123,6 +123,8 @@ int	spk_head(const struct sotto_speaker *s, const float *feats, int T,
 int	spk_conv1d(const float *w, int cout, int cin, int k, int stride,
 	    int dil, int pad, const float *x, int ldx, int T, float *y,
 	    int ldy, float *cols, char *err);
+/* y[c][t] += b[c] for c < C, t < T; then ReLU if relu. */
+void	spk_add_bias(float *y, const float *b, int C, size_t T, int relu);
 /*
  * The embedding (not normalised) of the head's output h[320][T]: TDNN,
  * dense blocks, statistics pooling, dense layer. 0, SOTTO_ENOMEM or
