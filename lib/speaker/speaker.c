@@ -234,6 +234,9 @@ sotto_speaker_embed(const struct sotto_speaker *s, const float *pcm,
 	float *feats, *head;
 	int rc;
 
+	if (s == NULL || pcm == NULL || out == NULL)
+		return err_set(err, SOTTO_EINVAL, "speaker: no model, audio or "
+		    "output given");
 	if (n < SPK_MIN_SAMPLES)
 		return err_set(err, SOTTO_EINVAL, "speaker: need at least %d "
 		    "samples (45 ms at 16 kHz) to embed, got %zu",
