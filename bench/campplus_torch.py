@@ -100,7 +100,10 @@ def main() -> int:
             out["segments"].append({"name": seg[0], "samples": len(x), "samples_sha256": samples_sha256(x),
                                     "embedding": [float(f"{v:.7g}") for v in e]})
             print(f"{seg[0]}: {len(x) / 16000:.2f} s, |e| {np.linalg.norm(e):.3f}", file=sys.stderr)
-    args.output.write_text(json.dumps(out, indent=1) + "\n")
+    segs = out.pop("segments")
+    # one line per piece: 192 numbers each
+    args.output.write_text(json.dumps(out, indent=1)[:-2] + ',\n "segments": [\n'
+                           + ",\n".join("  " + json.dumps(s) for s in segs) + "\n ]\n}\n")
     print(args.output)
     return 0
 
