@@ -285,6 +285,32 @@ SOTTO_API int	sotto_transcribe_vad(struct sotto_state *,
 	    struct sotto_result **ret, size_t *ret_n, char *err);
 
 /*
+ * Speaker embeddings with CAM++ (3D-Speaker, trained on Chinese and
+ * English), from its own GGUF (scripts/fetch-model campplus): a vector
+ * per piece of speech whose cosine with another piece's is high when the
+ * same person speaks (docs/speakers.md). A struct sotto_speaker is
+ * read-only once loaded and may be shared by threads; each call
+ * allocates its own buffers (21 MB, and 0.7 MB per second of audio) and
+ * uses oneDNN's threads for its products. ~13 ms per second of audio on
+ * one core.
+ */
+#define SOTTO_SPEAKER_DIM	192
+#define SOTTO_SPEAKER_MAX_S	300	/* longest audio of one embedding */
+
+struct sotto_speaker;
+
+SOTTO_API int	sotto_speaker_load(const char *path, struct sotto_speaker **ret,
+	    char *err);
+SOTTO_API void	sotto_speaker_free(struct sotto_speaker *);
+/*
+ * The embedding of pcm[n] (16 kHz mono, 720 samples to SOTTO_SPEAKER_MAX_S
+ * seconds) into out[SOTTO_SPEAKER_DIM], L2-normalised: the dot product of
+ * two is their cosine. SOTTO_EINVAL for a length out of range.
+ */
+SOTTO_API int	sotto_speaker_embed(const struct sotto_speaker *,
+	    const float *pcm, size_t n, float *out, char *err);
+
+/*
  * Mix frames of interleaved samples (channels per frame) to mono in out,
  * as every input should be before it is resampled or transcribed: a
  * sample that is not a number (NaN, infinite) counts as 0 and the mix is

@@ -44,6 +44,7 @@ LIB_ALLOWED = {
     "lib/kernels": [],
     "lib/model": ["lib/kernels"],
     "lib/vad": ["lib/model", "lib/kernels"],
+    "lib/speaker": ["lib/model", "lib/kernels"],
     "lib/decode": ["lib/vad", "lib/model", "lib/kernels"],
     "lib/stream": ["lib/decode", "lib/vad", "lib/model", "lib/kernels"],
 }

