@@ -527,9 +527,12 @@ def foreign_speech(tmp_path_factory) -> dict[str, Path]:
 def multilingual_runs(base_model, foreign_speech):
     files = list(foreign_speech.values())
     runs = {}
-    for task in ("transcribe", "translate"):
+    # Transcribed with beam 5 (a multilingual model's beams), translated
+    # greedily: what the translation tests check (English words, not the
+    # source text) holds greedy too, at half the time of beam 5.
+    for task, beam in (("transcribe", "5"), ("translate", "1")):
         cp = run_sotto(["-m", base_model, "-l", "auto", "--task", task, "-f", "json",
-                        "--beam-size", "5", *files], timeout=1200)
+                        "--beam-size", beam, *files], timeout=1200)
         assert cp.returncode == 0, f"{task}: exit {cp.returncode}\n{cp.stderr[-3000:]}"
         runs[task] = by_name(parse_json_lines(cp.stdout))
     for lang, p in foreign_speech.items():
