@@ -22,6 +22,8 @@ from test_mic import PLUGIN, samples
 
 JFK = AUDIO_DIR / "jfk.wav"
 SENSE = AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav"
+# 3.3 s: a --fast stream is a 30 s window encoded each second of audio
+SHORT = AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0930.wav"
 
 
 @pytest.fixture(scope="session")
@@ -98,17 +100,17 @@ def test_model_file_truncated_and_overwritten(tiny_model, base_model,
             assert wer_of(s, wav) <= 0.2, s.text()
         assert d.alive(), d.log()
         assert hello_model(d.socket) == "tiny.en"
-        s3 = Stream(d.socket, SENSE, "--fast").check()
-        assert wer_of(s3, SENSE) <= 0.2, s3.text()
+        s3 = Stream(d.socket, SHORT, "--fast").check()
+        assert wer_of(s3, SHORT) <= 0.2, s3.text()
 
         # SIGHUP: the file is not the one loaded any more: loaded again.
-        # (The streams after the first two are the 7 s SENSE clip: base
-        # streams jfk.wav's 11 s slowly on AVX2.)
+        # (The streams after the first two are a 3.3 s clip: base streams
+        # jfk.wav's 11 s slowly on AVX2.)
         d.proc.send_signal(signal.SIGHUP)
         log = wait_log(d, "reload: new sessions use model base")
         assert hello_model(d.socket) == "base"
-        s4 = Stream(d.socket, SENSE, "--fast").check()
-        assert wer_of(s4, SENSE) <= 0.2, s4.text()
+        s4 = Stream(d.socket, SHORT, "--fast").check()
+        assert wer_of(s4, SHORT) <= 0.2, s4.text()
 
         # A file cut short is refused; the model in use stays.
         os.truncate(model, model.stat().st_size // 2)
@@ -116,8 +118,8 @@ def test_model_file_truncated_and_overwritten(tiny_model, base_model,
         log = wait_log(d, "reload: cannot load model")
         assert "still base" in log, log
         assert status(d.socket)["model"] == "base"
-        s5 = Stream(d.socket, SENSE, "--fast").check()
-        assert wer_of(s5, SENSE) <= 0.2, s5.text()
+        s5 = Stream(d.socket, SHORT, "--fast").check()
+        assert wer_of(s5, SHORT) <= 0.2, s5.text()
     finally:
         rc = d.stop()
     assert rc == 0, d.log()
