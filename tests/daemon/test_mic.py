@@ -19,15 +19,17 @@ PLUGIN = (BUILD / "tests" / "daemon" /
           "libasound_module_pcm_sottofake.so").resolve()
 RATE = 16000
 
-# Device time (ms) of the schedule: speech A, the overrun in the pause
-# after it, speech B, the unplug after B, then speech C once sottod has
-# had time to open the device again (it retries every 2 s).
-XRUN_MS = 12000
-B_MS = 13000
-UNPLUG_MS = 21500
+# Device time (ms) of the schedule: speech A (jfk.wav's first 4 s: "And
+# so, my fellow Americans"), the overrun in the pause after it, speech B,
+# the unplug after B, then speech C once sottod has had time to open the
+# device again (it retries every 2 s).
+A_MS = 4000
+XRUN_MS = 5000
+B_MS = 6000
+UNPLUG_MS = 14500
 AWAY_MS = 3000
-C_MS = 29000
-END_MS = 42000
+C_MS = 22000
+END_MS = 35000
 
 
 def samples(name: str) -> bytes:
@@ -38,12 +40,15 @@ def samples(name: str) -> bytes:
 
 
 def timeline() -> bytes:
-    """A: jfk.wav at 0, B at B_MS, C at C_MS, silence between and after."""
+    """A: jfk.wav's first A_MS at 0, B at B_MS, C at C_MS, silence between
+    and after."""
     out = bytearray(END_MS * RATE // 1000 * 2)
     for ms, name in ((0, "jfk.wav"),
                      (B_MS, "sense_and_sensibility_01_austen_64kb-0870.wav"),
                      (C_MS, "sense_and_sensibility_01_austen_64kb-0920.wav")):
         pcm = samples(name)
+        if ms == 0:
+            pcm = pcm[:A_MS * RATE // 1000 * 2]
         at = ms * RATE // 1000 * 2
         out[at:at + len(pcm)] = pcm
     return bytes(out)
