@@ -133,4 +133,35 @@ void	spk_add_bias(float *y, const float *b, int C, size_t T, int relu);
 int	spk_xvector(const struct sotto_speaker *s, const float *h, int T,
 	    float emb[SPK_DIM], char *err);
 
+/* ---- cluster.c ---- */
+
+/*
+ * Where two groups of pieces are one speaker: their weighted average
+ * cosine (docs/speakers.md, "Labelling speakers"). Same-speaker pieces of
+ * 1.5-3 s score 0.7 or more (1st percentile), different speakers 0.3 or
+ * less (highest): between the two.
+ */
+#define CLUSTER_THRESHOLD	0.5f
+/* The n x n similarities of more would take more than 64 MB. */
+#define CLUSTER_MAX_POINTS	4096
+
+/* When to stop merging. */
+struct cluster_params {
+	int n_clusters;		/* exactly this many (or n); 0: estimate */
+	int min_clusters;	/* estimating: at least (0 or 1: none) */
+	int max_clusters;	/* estimating: at most; 0: no limit */
+	float threshold;	/* CLUSTER_THRESHOLD */
+};
+
+void	cluster_params_init(struct cluster_params *);
+/*
+ * Agglomerative clustering, average linkage on the cosine, of
+ * emb[n][dim] (unit length), piece i weighing w[i] (NULL: all 1):
+ * labels[n] receives each piece's group, 0, 1, ... in order of first
+ * appearance. Returns the number of groups (0 when n is 0), or
+ * SOTTO_ENOMEM, or SOTTO_EINVAL over CLUSTER_MAX_POINTS pieces.
+ */
+int	cluster_ahc(const float *emb, const float *w, int n, int dim,
+	    const struct cluster_params *p, int *labels, char *err);
+
 #endif
