@@ -157,6 +157,8 @@ struct sotto_word {
 					   merged punctuation; owned by the
 					   segment */
 	float probability;		/* mean of its tokens' probabilities */
+	int speaker;			/* sotto_diarize(): 1 is "S1", ...;
+					   0 without speaker labels */
 };
 
 struct sotto_segment {
@@ -170,6 +172,7 @@ struct sotto_segment {
 	float compression_ratio;
 	struct sotto_word *words;	/* owned; NULL without word timestamps */
 	int n_words;
+	int speaker;			/* as its words' (sotto_diarize()) */
 };
 
 /* A transcript; owns its segments. Free with sotto_result_free(). */
@@ -309,6 +312,36 @@ SOTTO_API void	sotto_speaker_free(struct sotto_speaker *);
  */
 SOTTO_API int	sotto_speaker_embed(const struct sotto_speaker *,
 	    const float *pcm, size_t n, float *out, char *err);
+
+/*
+ * Speaker labels for a transcript (diarization): the speech regions
+ * Silero VAD finds in the audio, cut at word boundaries into pieces of at
+ * most DIARIZE_PIECE_S (3 s), each embedded with CAM++ and the pieces
+ * clustered (lib/speaker/cluster.c; docs/speakers.md). Every word and
+ * segment of res gets `speaker`, numbered 1, 2, ... in order of first
+ * appearance; a segment whose words have two speakers is split at each
+ * change (the parts' text is their words'; they keep no tokens).
+ */
+struct sotto_diarize_params {
+	int n_speakers;			/* exactly this many; 0 (default):
+					   estimated */
+	int min_speakers;		/* estimated: at least; 0 = 1 */
+	int max_speakers;		/* estimated: at most; 0: no limit */
+	float threshold;		/* cosine at which two groups of
+					   pieces are one speaker; 0.5 */
+};
+
+SOTTO_API void	sotto_diarize_params_init(struct sotto_diarize_params *);
+
+/*
+ * Label res (a transcript of the reader's audio with word timestamps) in
+ * place. The reader is rewound and read twice (the VAD, then the pieces
+ * as they pass, so memory holds a piece at a time). SOTTO_EINVAL when res
+ * has no words (transcribe with word_timestamps).
+ */
+SOTTO_API int	sotto_diarize(const struct sotto_speaker *,
+	    const struct sotto_vad *, const struct sotto_diarize_params *,
+	    const struct sotto_reader *, struct sotto_result *res, char *err);
 
 /*
  * Mix frames of interleaved samples (channels per frame) to mono in out,

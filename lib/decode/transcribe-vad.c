@@ -37,9 +37,8 @@ struct vad_join {
 	int cap_mapped;
 };
 
-/* Pass 0: the probabilities, faster-whisper's padding included. */
-static int
-vad_pass(const struct sotto_vad *v, const struct sotto_reader *rd,
+int
+transcribe_vad_probs(const struct sotto_vad *v, const struct sotto_reader *rd,
     float **ret, size_t *ret_np, size_t *ret_n, char *err)
 {
 	struct sotto_vad_state *st = sotto_vad_state_new(v);
@@ -277,7 +276,7 @@ sotto_transcribe_vad(struct sotto_state *st, const struct sotto_vad *v,
 	if (rd == NULL || rd->read == NULL || rd->rewind == NULL)
 		return err_set(err, SOTTO_EINVAL, "a reader needs read() and "
 		    "rewind()");
-	if ((rc = vad_pass(v, rd, &probs, &np, &n, err)) != 0)
+	if ((rc = transcribe_vad_probs(v, rd, &probs, &np, &n, err)) != 0)
 		return rc;
 	rc = sotto_vad_speech(probs, np, n, vp, &spans, &n_spans, err);
 	free(probs);

@@ -72,4 +72,13 @@ int	result_set_language(struct run *, char *err);
  */
 void	segment_clamp(struct sotto_segment *, double limit);
 
+/*
+ * transcribe-vad.c: the VAD pass, also diarize.c's: the reader's audio
+ * (read to its end, then rewound) into *ret, a malloc'd probability per
+ * SOTTO_VAD_CHUNK (*ret_np, faster-whisper's padding included), and its
+ * length in *ret_n.
+ */
+int	transcribe_vad_probs(const struct sotto_vad *, const struct sotto_reader *,
+	    float **ret, size_t *ret_np, size_t *ret_n, char *err);
+
 #endif

@@ -1,0 +1,419 @@
+/*
+ * sotto_diarize(): who speaks when, for a transcript with word times.
+ *
+ * Pieces. Silero VAD finds the speech, with a short minimum silence
+ * (DIARIZE_MIN_SILENCE_MS) so that the pause between two speakers' turns
+ * ends a region; a region longer than DIARIZE_PIECE_S is cut, at the word
+ * boundaries nearest to equal parts, into pieces of about that length:
+ * long enough for a sure embedding (docs/speakers.md: 1.5-3 s separate
+ * the readers), short enough that a change of speaker without a pause
+ * spoils few words.
+ *
+ * Speakers. The audio is read once more and each piece of at least
+ * DIARIZE_EMBED_S embedded as it passes. Pieces of DIARIZE_CLUSTER_S or
+ * more are clustered (speaker/cluster.c), weighted by their length; a
+ * shorter embedded piece joins the group whose mean embedding it is
+ * nearest; a piece too short to embed takes the speaker of the nearest
+ * piece in time. diarize-label.c then labels the words and segments.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diarize.h"
+#include "err.h"
+#include "speaker.h"
+#include "transcribe.h"
+
+#define DIARIZE_PIECE_S		3.0	/* longest piece, about */
+#define DIARIZE_EMBED_S		0.5	/* shortest piece embedded */
+#define DIARIZE_CLUSTER_S	1.0	/* shortest piece clustered */
+#define DIARIZE_MIN_SILENCE_MS	100	/* a pause that ends a region */
+#define DIARIZE_PAD_MS		30	/* audio kept around speech */
+#define READ_BLOCK		(64 * 1024)
+
+#define SEC(t)	((size_t)llround((t) * SOTTO_SAMPLE_RATE))
+
+/* The pieces of one call; owned arrays. */
+struct diar {
+	struct diar_piece *p;
+	int n, cap;
+	float *emb;		/* [n][SOTTO_SPEAKER_DIM] */
+	int *embedded;		/* [n] 1 if emb[i] is set */
+	size_t *bounds;		/* word ends, samples, in time order */
+	int n_bounds;
+};
+
+void
+sotto_diarize_params_init(struct sotto_diarize_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->threshold = CLUSTER_THRESHOLD;
+}
+
+static void
+diar_free(struct diar *d)
+{
+	free(d->p);
+	free(d->emb);
+	free(d->embedded);
+	free(d->bounds);
+}
+
+static int
+piece_add(struct diar *d, size_t start, size_t end, char *err)
+{
+	struct diar_piece *p;
+
+	if (end <= start)
+		return 0;
+	if (d->n == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 64;
+		if ((p = realloc(d->p, d->cap * sizeof(*p))) == NULL)
+			return err_set(err, SOTTO_ENOMEM, "out of memory");
+		d->p = p;
+	}
+	d->p[d->n].start = start;
+	d->p[d->n].end = end;
+	d->p[d->n].label = -1;
+	d->n++;
+	return 0;
+}
+
+/* The words' ends as cut points; SOTTO_EINVAL if res has no words. */
+static int
+word_bounds(struct diar *d, const struct sotto_result *res, char *err)
+{
+	int i, j, n = 0;
+
+	for (i = 0; i < res->n_segments; i++)
+		n += res->segments[i].n_words;
+	if (n == 0) {
+		for (i = 0; i < res->n_segments && res->segments[i].words ==
+		    NULL; i++)
+			;
+		return i < res->n_segments || res->n_segments == 0 ? 0 :
+		    err_set(err, SOTTO_EINVAL, "speaker labels need word "
+		    "timestamps: transcribe with word_timestamps");
+	}
+	if ((d->bounds = malloc(n * sizeof(size_t))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	for (i = 0; i < res->n_segments; i++)
+		for (j = 0; j < res->segments[i].n_words; j++)
+			d->bounds[d->n_bounds++] =
+			    SEC(res->segments[i].words[j].end);
+	return 0;
+}
+
+/* The word boundary in (lo, hi) nearest to t, or t if there is none. */
+static size_t
+nearest_bound(const struct diar *d, size_t lo, size_t hi, size_t t)
+{
+	size_t best = t, dist = (size_t)-1, x;
+	int i;
+
+	for (i = 0; i < d->n_bounds; i++) {
+		x = d->bounds[i];
+		if (x <= lo || x >= hi)
+			continue;
+		if ((x > t ? x - t : t - x) < dist) {
+			dist = x > t ? x - t : t - x;
+			best = x;
+		}
+	}
+	return best;
+}
+
+/* A region of speech [a, b) as pieces of about DIARIZE_PIECE_S. */
+static int
+region_pieces(struct diar *d, size_t a, size_t b, char *err)
+{
+	size_t len = b - a, cut, from = a, margin = SEC(DIARIZE_EMBED_S);
+	int k, parts = (int)ceil((double)len / SEC(DIARIZE_PIECE_S));
+	int rc;
+
+	for (k = 1; k < parts; k++) {
+		cut = nearest_bound(d, from + margin, b - margin,
+		    a + len * k / parts);
+		if (cut <= from || cut >= b)
+			continue;
+		if ((rc = piece_add(d, from, cut, err)) != 0)
+			return rc;
+		from = cut;
+	}
+	return piece_add(d, from, b, err);
+}
+
+/* Pass 1: the speech regions (the words' extent if the VAD heard none). */
+static int
+make_pieces(struct diar *d, const struct sotto_vad *v,
+    const struct sotto_reader *rd, const struct sotto_result *res,
+    char *err)
+{
+	struct sotto_vad_params vp;
+	struct sotto_vad_span *spans = NULL;
+	float *probs = NULL;
+	size_t np, n, n_spans = 0, i;
+	int rc;
+
+	sotto_vad_params_init(&vp);
+	vp.min_silence_ms = DIARIZE_MIN_SILENCE_MS;
+	vp.speech_pad_ms = DIARIZE_PAD_MS;
+	if ((rc = rd->rewind(rd->user, err)) != 0 ||
+	    (rc = transcribe_vad_probs(v, rd, &probs, &np, &n, err)) != 0 ||
+	    (rc = sotto_vad_speech(probs, np, n, &vp, &spans, &n_spans,
+	    err)) != 0)
+		goto out;
+	for (i = 0; i < n_spans && rc == 0; i++)
+		rc = region_pieces(d, spans[i].start, spans[i].end, err);
+	if (rc == 0 && d->n == 0 && d->n_bounds > 0 && res->n_segments > 0)
+		rc = region_pieces(d, SEC(res->segments[0].start),
+		    d->bounds[d->n_bounds - 1], err);
+out:
+	free(probs);
+	free(spans);
+	return rc;
+}
+
+/* The samples of piece i within block [pos, pos + got) into buf. */
+static void
+gather(const struct diar_piece *p, const float *block, size_t pos,
+    size_t got, float *buf)
+{
+	size_t a = p->start > pos ? p->start : pos;
+	size_t b = p->end < pos + got ? p->end : pos + got;
+
+	if (b > a)
+		memcpy(buf + (a - p->start), block + (a - pos),
+		    (b - a) * sizeof(float));
+}
+
+static int
+embeddable(const struct diar_piece *p)
+{
+	return p->end - p->start >= SEC(DIARIZE_EMBED_S) &&
+	    p->end - p->start <= (size_t)SOTTO_SPEAKER_MAX_S *
+	    SOTTO_SAMPLE_RATE;
+}
+
+/* Pass 2: each embeddable piece embedded as its audio passes. */
+static int
+embed_pieces(struct diar *d, const struct sotto_speaker *spk,
+    const struct sotto_reader *rd, char *err)
+{
+	float *block = malloc(READ_BLOCK * sizeof(float)), *buf = NULL;
+	size_t pos = 0, longest = 1;
+	long got = 1;
+	int i, cur = 0, rc = 0;
+
+	for (i = 0; i < d->n; i++)
+		if (embeddable(&d->p[i]) && d->p[i].end - d->p[i].start >
+		    longest)
+			longest = d->p[i].end - d->p[i].start;
+	d->emb = malloc((size_t)(d->n ? d->n : 1) * SOTTO_SPEAKER_DIM *
+	    sizeof(float));
+	d->embedded = calloc(d->n ? d->n : 1, sizeof(int));
+	buf = calloc(longest, sizeof(float));
+	if (block == NULL || buf == NULL || d->emb == NULL ||
+	    d->embedded == NULL)
+		rc = err_set(err, SOTTO_ENOMEM, "out of memory");
+	while (rc == 0 && cur < d->n && got > 0) {
+		if ((got = rd->read(rd->user, block, READ_BLOCK, err)) < 0) {
+			rc = (int)got;
+			break;
+		}
+		if (got == 0)	/* shorter than at pass 1: not embedded */
+			break;
+		for (; cur < d->n && rc == 0; cur++) {
+			struct diar_piece *p = &d->p[cur];
+
+			if (!embeddable(p))
+				continue;
+			gather(p, block, pos, (size_t)got, buf);
+			if (p->end > pos + (size_t)got)
+				break;	/* the rest of it in the next block */
+			rc = sotto_speaker_embed(spk, buf, p->end - p->start,
+			    d->emb + (size_t)cur * SOTTO_SPEAKER_DIM, err);
+			d->embedded[cur] = rc == 0;
+		}
+		pos += (size_t)got;
+	}
+	free(block);
+	free(buf);
+	return rc;
+}
+
+static float
+dot(const float *x, const float *y)
+{
+	float s = 0.0f;
+	int i;
+
+	for (i = 0; i < SOTTO_SPEAKER_DIM; i++)
+		s += x[i] * y[i];
+	return s;
+}
+
+/* Whether piece i goes into the clustering (min_s: shortest length). */
+static int
+clustered(const struct diar *d, int i, double min_s)
+{
+	return d->embedded[i] && d->p[i].end - d->p[i].start >= SEC(min_s);
+}
+
+/* Cluster the long pieces (all embedded ones if none is long). */
+static int
+cluster_pieces(struct diar *d, const struct sotto_diarize_params *dp,
+    char *err)
+{
+	struct cluster_params cp;
+	double min_s = DIARIZE_CLUSTER_S;
+	float *emb, *w;
+	int *idx, *labels, i, m = 0, rc;
+
+	for (i = 0; i < d->n; i++)
+		m += clustered(d, i, min_s);
+	if (m == 0)
+		min_s = 0.0;
+	emb = malloc((size_t)d->n * SOTTO_SPEAKER_DIM * sizeof(float) + 1);
+	w = malloc(d->n * sizeof(float) + 1);
+	idx = malloc(d->n * sizeof(int) + 1);
+	labels = malloc(d->n * sizeof(int) + 1);
+	if (emb == NULL || w == NULL || idx == NULL || labels == NULL) {
+		rc = err_set(err, SOTTO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0, m = 0; i < d->n; i++) {
+		if (!clustered(d, i, min_s))
+			continue;
+		memcpy(emb + (size_t)m * SOTTO_SPEAKER_DIM, d->emb +
+		    (size_t)i * SOTTO_SPEAKER_DIM, SOTTO_SPEAKER_DIM *
+		    sizeof(float));
+		w[m] = (float)(d->p[i].end - d->p[i].start) /
+		    SOTTO_SAMPLE_RATE;
+		idx[m++] = i;
+	}
+	cluster_params_init(&cp);
+	cp.n_clusters = dp->n_speakers;
+	cp.min_clusters = dp->min_speakers;
+	cp.max_clusters = dp->max_speakers;
+	cp.threshold = dp->threshold;
+	rc = cluster_ahc(emb, w, m, SOTTO_SPEAKER_DIM, &cp, labels, err);
+	for (i = 0; rc >= 0 && i < m; i++)
+		d->p[idx[i]].label = labels[i];
+out:
+	free(emb);
+	free(w);
+	free(idx);
+	free(labels);
+	return rc;
+}
+
+/*
+ * Embedded pieces left out of the clustering join the group whose mean
+ * embedding is nearest. k: the groups.
+ */
+static int
+join_nearest(struct diar *d, int k, char *err)
+{
+	float *c = calloc((size_t)(k ? k : 1) * SOTTO_SPEAKER_DIM,
+	    sizeof(float)), best, s;
+	int i, j;
+
+	if (c == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	for (i = 0; i < d->n; i++)
+		for (j = 0; d->p[i].label >= 0 && j < SOTTO_SPEAKER_DIM; j++)
+			c[(size_t)d->p[i].label * SOTTO_SPEAKER_DIM + j] +=
+			    d->emb[(size_t)i * SOTTO_SPEAKER_DIM + j] *
+			    (float)(d->p[i].end - d->p[i].start);
+	for (i = 0; i < d->n; i++) {
+		if (d->p[i].label >= 0 || !d->embedded[i])
+			continue;
+		for (j = 0, best = -INFINITY; j < k; j++) {
+			s = dot(d->emb + (size_t)i * SOTTO_SPEAKER_DIM,
+			    c + (size_t)j * SOTTO_SPEAKER_DIM);
+			if (s > best) {
+				best = s;
+				d->p[i].label = j;
+			}
+		}
+	}
+	free(c);
+	return 0;
+}
+
+/* Pieces still without a speaker take the nearest labelled piece's. */
+static void
+fill_gaps(struct diar *d)
+{
+	int i, j, best;
+	size_t gap, dist;
+
+	for (i = 0; i < d->n; i++) {
+		if (d->p[i].label >= 0)
+			continue;
+		for (j = 0, best = -1, dist = (size_t)-1; j < d->n; j++) {
+			if (d->p[j].label < 0 || j == i)
+				continue;
+			gap = d->p[j].end <= d->p[i].start ? d->p[i].start -
+			    d->p[j].end : d->p[j].start >= d->p[i].end ?
+			    d->p[j].start - d->p[i].end : 0;
+			if (gap < dist) {
+				dist = gap;
+				best = j;
+			}
+		}
+		d->p[i].label = best >= 0 ? d->p[best].label : 0;
+	}
+}
+
+static int
+check_params(const struct sotto_diarize_params *p, char *err)
+{
+	if (p->n_speakers < 0 || p->min_speakers < 0 || p->max_speakers < 0)
+		return err_set(err, SOTTO_EINVAL, "speakers: a count cannot "
+		    "be negative");
+	if (p->max_speakers > 0 && p->min_speakers > p->max_speakers)
+		return err_set(err, SOTTO_EINVAL, "speakers: at least %d and "
+		    "at most %d cannot both hold", p->min_speakers,
+		    p->max_speakers);
+	if (!(p->threshold >= -1.0f && p->threshold <= 1.0f))
+		return err_set(err, SOTTO_EINVAL, "speakers: the threshold is "
+		    "a cosine, from -1 to 1");
+	return 0;
+}
+
+int
+sotto_diarize(const struct sotto_speaker *spk, const struct sotto_vad *v,
+    const struct sotto_diarize_params *dp, const struct sotto_reader *rd,
+    struct sotto_result *res, char *err)
+{
+	struct sotto_diarize_params defaults;
+	struct diar d = { 0 };
+	int rc, k;
+
+	if (spk == NULL || v == NULL || rd == NULL || res == NULL)
+		return err_set(err, SOTTO_EINVAL, "speaker labels need the "
+		    "speaker and VAD models, the audio and its transcript");
+	if (dp == NULL) {
+		sotto_diarize_params_init(&defaults);
+		dp = &defaults;
+	}
+	if ((rc = check_params(dp, err)) != 0 ||
+	    (rc = word_bounds(&d, res, err)) != 0 ||
+	    (rc = make_pieces(&d, v, rd, res, err)) != 0 ||
+	    (rc = embed_pieces(&d, spk, rd, err)) != 0)
+		goto out;
+	if ((k = cluster_pieces(&d, dp, err)) < 0) {
+		rc = k;
+		goto out;
+	}
+	if ((rc = join_nearest(&d, k, err)) != 0)
+		goto out;
+	fill_gaps(&d);
+	rc = diarize_label(res, d.p, d.n, err);
+out:
+	diar_free(&d);
+	return rc;
+}
