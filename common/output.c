@@ -60,6 +60,18 @@ timestamp(char *buf, size_t len, double t, char frac_sep)
 	    ms / 60000 % 60, ms / 1000 % 60, frac_sep, ms % 1000);
 }
 
+/* The speaker before a cue's text: srt "[S1] ", vtt "<v S1>". */
+void
+output_cue_speaker(FILE *f, int speaker, int srt)
+{
+	if (speaker <= 0)
+		return;
+	if (srt)
+		fprintf(f, "[S%d] ", speaker);
+	else
+		fprintf(f, "<v S%d>", speaker);
+}
+
 static void
 write_cues(FILE *f, const struct sotto_result *r, int srt)
 {
@@ -75,23 +87,50 @@ write_cues(FILE *f, const struct sotto_result *r, int srt)
 		n = trimmed(r->segments[i].text, &text);
 		if (srt)
 			fprintf(f, "%d\n", i + 1);
-		fprintf(f, "%s --> %s\n%.*s\n\n", a, b, n, text);
+		fprintf(f, "%s --> %s\n", a, b);
+		output_cue_speaker(f, r->segments[i].speaker, srt);
+		fprintf(f, "%.*s\n\n", n, text);
 	}
 }
 
+/*
+ * A line per segment; with speaker labels a line per turn instead: "S1: "
+ * and the segments up to the next change of speaker.
+ */
 static void
 write_txt(FILE *f, const char *file, const struct sotto_result *r,
     int n_files)
 {
+	const struct sotto_segment *s;
 	const char *text;
 	int i, n;
 
 	if (n_files > 1)
 		fprintf(f, "==> %s <==\n", file);
 	for (i = 0; i < r->n_segments; i++) {
-		n = trimmed(r->segments[i].text, &text);
-		fprintf(f, "%.*s\n", n, text);
+		s = &r->segments[i];
+		n = trimmed(s->text, &text);
+		if (s->speaker <= 0) {
+			fprintf(f, "%.*s\n", n, text);
+			continue;
+		}
+		if (i == 0 || s->speaker != s[-1].speaker)
+			fprintf(f, "S%d: ", s->speaker);
+		else
+			fputc(' ', f);
+		fprintf(f, "%.*s", n, text);
+		if (i + 1 == r->n_segments || s[1].speaker != s->speaker)
+			fputc('\n', f);
 	}
+}
+
+static json_object *
+json_speaker(int speaker)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "S%d", speaker);
+	return json_object_new_string(name);
 }
 
 /*
@@ -159,6 +198,9 @@ json_words(const struct sotto_segment *s)
 		    round(s->words[i].end * 1000.0) / 1000.0));
 		json_object_object_add(w, "probability",
 		    json_object_new_double(s->words[i].probability));
+		if (s->words[i].speaker > 0)
+			json_object_object_add(w, "speaker",
+			    json_speaker(s->words[i].speaker));
 		json_object_array_add(a, w);
 	}
 	return a;
@@ -188,6 +230,8 @@ json_segment(const struct sotto_segment *s, int id)
 	    json_object_new_double(s->temperature));
 	json_object_object_add(o, "compression_ratio",
 	    json_object_new_double(s->compression_ratio));
+	if (s->speaker > 0)
+		json_object_object_add(o, "speaker", json_speaker(s->speaker));
 	if (s->words != NULL)
 		json_object_object_add(o, "words", json_words(s));
 	return o;

@@ -37,6 +37,9 @@ int	output_write(FILE *, enum output_format, const struct output_opts *,
 	    const char *file, double duration, const struct sotto_result *,
 	    int n_files);
 
+/* A cue's speaker label, before its text (speaker 0: none). */
+void	output_cue_speaker(FILE *, int speaker, int srt);
+
 /* subtitles.c: srt (or vtt) cues from the words of every segment */
 void	subtitles_write_words(FILE *, const struct sotto_result *, int srt,
 	    const struct output_opts *);

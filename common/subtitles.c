@@ -86,6 +86,7 @@ write_cue(FILE *f, int srt, int *index, double start, double end,
 	if (srt)
 		fprintf(f, "%d\n", ++*index);
 	fprintf(f, "%s --> %s\n", a, b);
+	output_cue_speaker(f, c->n > 0 ? c->words[0].w->speaker : 0, srt);
 	for (i = 0; i < c->n; i++) {
 		t = c->words[i].text;
 		n = c->words[i].len;
@@ -166,7 +167,9 @@ add_word(FILE *f, int srt, int *index, struct layout *l,
 	    LONG_PAUSE;
 	int len = (int)strlen(w->word);
 	int has_room = l->line_len + chars(w->word, len) <= l->max_width;
-	int seg_break = i == 0 && l->cue.n > 0 && l->preserve_segments;
+	/* a cue is one speaker's */
+	int seg_break = l->cue.n > 0 && ((i == 0 && l->preserve_segments) ||
+	    w->speaker != l->cue.words[0].w->speaker);
 
 	cw->w = w;
 	cw->text = w->word;
