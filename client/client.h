@@ -53,6 +53,48 @@ int	vad_opts_parse(struct vad_opts *, int c, const char *arg);
 int	vad_opts_load(struct vad_opts *, char *err, size_t len);
 void	vad_opts_free(struct vad_opts *);
 
+/* diarize-opts.c: sotto transcribe --diarize and its options */
+enum {
+	OPT_DIARIZE = 544, OPT_SPEAKERS, OPT_MIN_SPEAKERS, OPT_MAX_SPEAKERS,
+	OPT_SPEAKER_MODEL,
+};
+
+#define DIARIZE_LONG_OPTIONS \
+	{ "diarize", no_argument, NULL, OPT_DIARIZE }, \
+	{ "speakers", required_argument, NULL, OPT_SPEAKERS }, \
+	{ "min-speakers", required_argument, NULL, OPT_MIN_SPEAKERS }, \
+	{ "max-speakers", required_argument, NULL, OPT_MAX_SPEAKERS }, \
+	{ "speaker-model", required_argument, NULL, OPT_SPEAKER_MODEL }
+
+/*
+ * The options and, once loaded, the models (owned): the speaker model,
+ * and the VAD that finds the speech to label (--vad's when it has one).
+ */
+struct diarize_opts {
+	int on;
+	const char *model;		/* name or path */
+	struct sotto_diarize_params p;
+	struct sotto_speaker *spk;
+	struct sotto_vad *vad;		/* NULL: vad_opts' is used */
+};
+
+void	diarize_opts_help(FILE *);
+void	diarize_opts_init(struct diarize_opts *);
+/* An OPT_DIARIZE... option: 0, or -1 for a bad value. */
+int	diarize_opts_parse(struct diarize_opts *, int c, const char *arg);
+/* Whether the options go together: 0, or -1 with a message in err. */
+int	diarize_opts_check(const struct diarize_opts *, char *err, size_t len);
+/*
+ * With --diarize, load the speaker model and (unless v has loaded it)
+ * the VAD model v names: 0, or -1 with a message in err.
+ */
+int	diarize_opts_load(struct diarize_opts *, const struct vad_opts *v,
+	    char *err, size_t len);
+/* The VAD to label with: d's own, or v's. */
+const struct sotto_vad *diarize_opts_vad(const struct diarize_opts *,
+	    const struct vad_opts *v);
+void	diarize_opts_free(struct diarize_opts *);
+
 /*
  * out-check.c: whether what was written to f reached it (name: its path,
  * or "standard output"). out_flush() flushes f and, when that or an

@@ -196,6 +196,9 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 		rc = sotto_transcribe_reader(st, &rd, &o->tp, &res, &n, err);
 	if (prog.shown)
 		fprintf(stderr, "\r\033[K");
+	if (rc == 0 && n > 0 && o->diar.on)
+		rc = sotto_diarize(o->diar.spk, diarize_opts_vad(&o->diar,
+		    &o->vad), &o->diar.p, &rd, res, err);
 	if (rc != 0)
 		fprintf(stderr, "sotto transcribe: %s%s%s\n", fr.err[0] ?
 		    "" : name, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
@@ -219,7 +222,7 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 static int
 load_model(struct transcribe_opts *o, struct sotto_model **ret)
 {
-	char path[PATH_MAX], err[SOTTO_ERR_MAX];
+	char path[PATH_MAX], err[1024];
 
 	if (model_path_resolve(o->model, path, sizeof(path), err,
 	    sizeof(err)) != 0 || sotto_model_load(path, &o->mp, ret,
@@ -227,8 +230,11 @@ load_model(struct transcribe_opts *o, struct sotto_model **ret)
 		fprintf(stderr, "sotto transcribe: %s\n", err);
 		return -1;
 	}
-	if (vad_opts_load(&o->vad, err, sizeof(err)) != 0) {
+	if (vad_opts_load(&o->vad, err, sizeof(err)) != 0 ||
+	    diarize_opts_load(&o->diar, &o->vad, err, sizeof(err)) != 0) {
 		fprintf(stderr, "sotto transcribe: %s\n", err);
+		vad_opts_free(&o->vad);
+		diarize_opts_free(&o->diar);
 		sotto_model_free(*ret);
 		*ret = NULL;
 		return -1;
@@ -259,6 +265,7 @@ cmd_transcribe(int argc, char **argv)
 		fprintf(stderr, "sotto transcribe: out of memory\n");
 		sotto_model_free(model);
 		vad_opts_free(&o.vad);
+		diarize_opts_free(&o.diar);
 		return EXIT_MODEL;
 	}
 	if (o.output != NULL && (out = fopen(o.output, "w")) == NULL) {
@@ -280,5 +287,6 @@ cmd_transcribe(int argc, char **argv)
 	sotto_state_free(st);
 	sotto_model_free(model);
 	vad_opts_free(&o.vad);
+	diarize_opts_free(&o.diar);
 	return failed ? EXIT_INPUT : 0;
 }

@@ -80,7 +80,8 @@ static const char usage_tail[] =
 "json writes one object per file per line: file, language, duration,\n"
 "text and segments (id, start, end, text, tokens, avg_logprob,\n"
 "no_speech_prob, temperature, compression_ratio, and with\n"
-"--word-timestamps words: word, start, end, probability).\n"
+"--word-timestamps words: word, start, end, probability; with --diarize\n"
+"speaker on segments and words).\n"
 "\n"
 "Exit status: 0 all files transcribed; 1 some input could not be read\n"
 "or transcribed (the others still are; a file cut short is transcribed\n"
@@ -117,6 +118,7 @@ static const struct option long_options[] = {
 	{ "precision", required_argument, NULL, OPT_PRECISION },
 	{ "silence-threshold", required_argument, NULL, OPT_SILENCE },
 	VAD_LONG_OPTIONS,
+	DIARIZE_LONG_OPTIONS,
 	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
 	{ "max-line-width", required_argument, NULL, OPT_LINE_WIDTH },
 	{ "max-line-count", required_argument, NULL, OPT_LINE_COUNT },
@@ -282,6 +284,12 @@ parse_option(struct transcribe_opts *o, int c, const char *arg)
 			return bad_usage("bad VAD option value '%s' (see "
 			    "--help for ranges)", arg);
 		return 0;
+	case OPT_DIARIZE: case OPT_SPEAKERS: case OPT_MIN_SPEAKERS:
+	case OPT_MAX_SPEAKERS: case OPT_SPEAKER_MODEL:
+		if (diarize_opts_parse(&o->diar, c, arg) != 0)
+			return bad_usage("bad number of speakers '%s' (1 to "
+			    "32)", arg);
+		return 0;
 	default:
 		return bad_usage("%s", "unknown option");
 	}
@@ -331,6 +339,7 @@ set_temperatures(struct transcribe_opts *o)
 int
 transcribe_parse(struct transcribe_opts *o, int argc, char **argv)
 {
+	char msg[256];
 	int c;
 
 	memset(o, 0, sizeof(*o));
@@ -340,6 +349,7 @@ transcribe_parse(struct transcribe_opts *o, int argc, char **argv)
 	sotto_transcribe_params_init(&o->tp);
 	o->tp.beam_size = 5;
 	vad_opts_init(&o->vad);
+	diarize_opts_init(&o->diar);
 	o->raw.rate = 16000;
 	o->raw.channels = 1;
 	optind = 1;
@@ -348,6 +358,7 @@ transcribe_parse(struct transcribe_opts *o, int argc, char **argv)
 		if (c == 'h') {
 			fputs(usage_text, stdout);
 			vad_opts_help(stdout);
+			diarize_opts_help(stdout);
 			fputs(usage_tail, stdout);
 			exit(0);
 		}
@@ -358,6 +369,13 @@ transcribe_parse(struct transcribe_opts *o, int argc, char **argv)
 	}
 	if (optind >= argc)
 		return bad_usage("%s", "no input file");
+	if (diarize_opts_check(&o->diar, msg, sizeof(msg)) != 0)
+		return bad_usage("%s", msg);
+	if (o->diar.on && o->tp.without_timestamps)
+		return bad_usage("%s", "--diarize labels words by their times: "
+		    "drop --no-timestamps");
+	if (o->diar.on)
+		o->tp.word_timestamps = 1;
 	if ((o->out.max_line_width || o->out.max_line_count ||
 	    o->out.highlight_words) && !o->tp.word_timestamps)
 		return bad_usage("%s", "--max-line-width, --max-line-count and "

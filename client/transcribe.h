@@ -22,6 +22,7 @@ struct transcribe_opts {
 	struct sotto_transcribe_params tp;
 	float temperatures[MAX_TEMPERATURES];
 	struct vad_opts vad;
+	struct diarize_opts diar;
 	struct audio_raw raw;	/* standard input's layout, if raw_set */
 	int raw_set;
 };
