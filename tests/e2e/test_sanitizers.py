@@ -89,3 +89,17 @@ def test_asan_corrupt_model(tiny_model, tmp_path):
         cp = run_asan(["-m", p, "-q", AUDIO_DIR / "goforward.wav"])
         assert cp.returncode == 3, f"{name}: exit {cp.returncode}\n{cp.stderr[-2000:]}"
         assert cp.stderr.strip(), f"{name}: no message"
+
+
+def test_asan_diarize(tiny_model, tmp_path):
+    """--diarize: two speakers with a pause between, the same with --vad
+    (its VAD shared), a file with no speech, and --speakers 3."""
+    quiet = tmp_path / "quiet.wav"
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", quiet, "trim", "0", "2"], check=True)
+    two = tmp_path / "two.wav"
+    subprocess.run(["sox", AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav", quiet,
+                    AUDIO_DIR / "jfk.wav", two], check=True)
+    for extra in ([], ["--vad"], ["--speakers", "3"]):
+        cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--diarize", *extra, two, quiet])
+        assert cp.returncode == 0, cp.stderr[-3000:]
+        assert '"speaker":"S1"' in cp.stdout and "your country" in cp.stdout.lower()
