@@ -158,6 +158,26 @@ write_result(const struct transcribe_opts *o, FILE *out, const char *path,
 }
 
 /*
+ * --diarize: speaker labels on res, the file read twice more. A failure
+ * is told and leaves res without labels (-1): the transcript is still
+ * worth writing.
+ */
+static int
+label_speakers(const struct transcribe_opts *o, const struct sotto_reader *rd,
+    const struct file_reader *fr, const char *name, struct sotto_result *res)
+{
+	char err[SOTTO_ERR_MAX];
+
+	if (sotto_diarize(o->diar.spk, diarize_opts_vad(&o->diar, &o->vad),
+	    &o->diar.p, rd, res, err) == 0)
+		return 0;
+	fprintf(stderr, "sotto transcribe: %s: no speaker labels: %s; the "
+	    "transcript is written without them\n", name, fr->err[0] ?
+	    fr->err : err);
+	return -1;
+}
+
+/*
  * Decode the file as it is transcribed (read twice: see audio.c), print
  * the transcript, then fail if the file ended early. path "-" is
  * standard input, and so called in messages; the transcript keeps "-".
@@ -176,7 +196,7 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 	/* the path, the library's reason and the formats that work */
 	char open_err[PATH_MAX + 256];
 	size_t n = 0;
-	int rc;
+	int rc, unlabelled = 0;
 
 	rc = is_stdin ? audio_stdin_open(o->raw_set ? &o->raw : NULL, &fr.f,
 	    open_err, sizeof(open_err)) : audio_file_open(path, &fr.f,
@@ -197,8 +217,7 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 	if (prog.shown)
 		fprintf(stderr, "\r\033[K");
 	if (rc == 0 && n > 0 && o->diar.on)
-		rc = sotto_diarize(o->diar.spk, diarize_opts_vad(&o->diar,
-		    &o->vad), &o->diar.p, &rd, res, err);
+		unlabelled = label_speakers(o, &rd, &fr, name, res) != 0;
 	if (rc != 0)
 		fprintf(stderr, "sotto transcribe: %s%s%s\n", fr.err[0] ?
 		    "" : name, fr.err[0] ? "" : ": ", fr.err[0] ? fr.err : err);
@@ -211,7 +230,8 @@ transcribe_file(struct sotto_state *st, struct transcribe_opts *o, FILE *out,
 	} else {
 		rc = write_result(o, out, path, (double)n / AUDIO_RATE, res,
 		    n_files);
-		if (report_input(name, fr.f, n) != 0 && rc == 0)
+		if ((report_input(name, fr.f, n) != 0 || unlabelled) &&
+		    rc == 0)
 			rc = -1;
 	}
 	sotto_result_free(res);

@@ -337,7 +337,8 @@ SOTTO_API void	sotto_diarize_params_init(struct sotto_diarize_params *);
  * Label res (a transcript of the reader's audio with word timestamps) in
  * place. The reader is rewound and read twice (the VAD, then the pieces
  * as they pass, so memory holds a piece at a time). SOTTO_EINVAL when res
- * has no words (transcribe with word_timestamps).
+ * has no words (transcribe with word_timestamps). After a failure res
+ * is as it was, without labels.
  */
 SOTTO_API int	sotto_diarize(const struct sotto_speaker *,
 	    const struct sotto_vad *, const struct sotto_diarize_params *,

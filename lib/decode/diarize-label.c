@@ -177,15 +177,16 @@ split_segments(struct sotto_result *res, char *err)
 	return 0;
 }
 
-/* Raw speakers renumbered 1, 2, ... in order of first appearance. */
-static int
-renumber(struct sotto_result *res, int max_raw, char *err)
+/*
+ * Raw speakers renumbered 1, 2, ... in order of first appearance; map
+ * has a zero for each raw speaker.
+ */
+static void
+renumber(struct sotto_result *res, int *map)
 {
-	int *map = calloc(max_raw + 1, sizeof(int)), next = 1, i, j;
+	int next = 1, i, j;
 	struct sotto_segment *s;
 
-	if (map == NULL)
-		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	for (i = 0; i < res->n_segments; i++) {
 		s = &res->segments[i];
 		if (map[s->speaker] == 0)
@@ -194,21 +195,22 @@ renumber(struct sotto_result *res, int max_raw, char *err)
 		for (j = 0; j < s->n_words; j++)
 			s->words[j].speaker = s->speaker;
 	}
-	free(map);
-	return 0;
 }
 
 int
 diarize_label(struct sotto_result *res, const struct diar_piece *pieces,
     int n, char *err)
 {
-	int i, max_raw = 1, rc;
+	int i, max_raw = 1, *map, rc;
 
 	for (i = 0; i < n; i++)
 		if (pieces[i].label + 1 > max_raw)
 			max_raw = pieces[i].label + 1;
+	if ((map = calloc(max_raw + 1, sizeof(int))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	label_words(res, pieces, n);
-	if ((rc = split_segments(res, err)) != 0)
-		return rc;
-	return renumber(res, max_raw, err);
+	if ((rc = split_segments(res, err)) == 0)
+		renumber(res, map);
+	free(map);
+	return rc;
 }

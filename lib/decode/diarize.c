@@ -368,6 +368,19 @@ fill_gaps(struct diar *d)
 	}
 }
 
+/* After a failure: no labels rather than some. */
+static void
+unlabel(struct sotto_result *res)
+{
+	int i, j;
+
+	for (i = 0; i < res->n_segments; i++) {
+		res->segments[i].speaker = 0;
+		for (j = 0; j < res->segments[i].n_words; j++)
+			res->segments[i].words[j].speaker = 0;
+	}
+}
+
 static int
 check_params(const struct sotto_diarize_params *p, char *err)
 {
@@ -400,8 +413,9 @@ sotto_diarize(const struct sotto_speaker *spk, const struct sotto_vad *v,
 		sotto_diarize_params_init(&defaults);
 		dp = &defaults;
 	}
-	if ((rc = check_params(dp, err)) != 0 ||
-	    (rc = word_bounds(&d, res, err)) != 0 ||
+	if ((rc = check_params(dp, err)) != 0)
+		return rc;
+	if ((rc = word_bounds(&d, res, err)) != 0 ||
 	    (rc = make_pieces(&d, v, rd, res, err)) != 0 ||
 	    (rc = embed_pieces(&d, spk, rd, err)) != 0)
 		goto out;
@@ -414,6 +428,8 @@ sotto_diarize(const struct sotto_speaker *spk, const struct sotto_vad *v,
 	fill_gaps(&d);
 	rc = diarize_label(res, d.p, d.n, err);
 out:
+	if (rc != 0)
+		unlabel(res);
 	diar_free(&d);
 	return rc;
 }

@@ -21,7 +21,8 @@ struct diar_piece {
  * (else the nearest piece), pieces[n] sorted by time and all labelled;
  * segments are split where their words' speaker changes, and the
  * speakers numbered 1, 2, ... in order of first appearance. 0 or
- * SOTTO_ENOMEM (res is then whole, its labels partly set).
+ * SOTTO_ENOMEM (res then has its segments as they were, its labels
+ * partly set).
  */
 int	diarize_label(struct sotto_result *res, const struct diar_piece *pieces,
 	    int n, char *err);
