@@ -30,6 +30,7 @@
 #define DIARIZE_CLUSTER_S	1.0	/* shortest piece clustered */
 #define DIARIZE_MIN_SILENCE_MS	100	/* a pause that ends a region */
 #define DIARIZE_PAD_MS		30	/* audio kept around speech */
+#define DIARIZE_JOIN_S		0.3	/* a short region joins one this near */
 #define READ_BLOCK		(64 * 1024)
 
 #define SEC(t)	((size_t)llround((t) * SOTTO_SAMPLE_RATE))
@@ -144,6 +145,31 @@ region_pieces(struct diar *d, size_t a, size_t b, char *err)
 	return piece_add(d, from, b, err);
 }
 
+/*
+ * A region too short to cluster joins the next one when the pause between
+ * them is under DIARIZE_JOIN_S and the two fit in a piece: a word or two
+ * between short pauses ("Ask, not!") alone embeds unreliably, and such a
+ * pause is seldom where one speaker hands over to another. Returns the
+ * regions left.
+ */
+static size_t
+join_short(struct sotto_vad_span *s, size_t n)
+{
+	size_t i, m = 0;
+
+	for (i = 0; i < n; i++) {
+		if (m > 0 && s[i].start - s[m - 1].end < SEC(DIARIZE_JOIN_S) &&
+		    s[i].end - s[m - 1].start <= SEC(DIARIZE_PIECE_S) &&
+		    (s[i].end - s[i].start < SEC(DIARIZE_CLUSTER_S) ||
+		    s[m - 1].end - s[m - 1].start < SEC(DIARIZE_CLUSTER_S))) {
+			s[m - 1].end = s[i].end;
+			continue;
+		}
+		s[m++] = s[i];
+	}
+	return m;
+}
+
 /* Pass 1: the speech regions (the words' extent if the VAD heard none). */
 static int
 make_pieces(struct diar *d, const struct sotto_vad *v,
@@ -164,6 +190,7 @@ make_pieces(struct diar *d, const struct sotto_vad *v,
 	    (rc = sotto_vad_speech(probs, np, n, &vp, &spans, &n_spans,
 	    err)) != 0)
 		goto out;
+	n_spans = join_short(spans, n_spans);
 	for (i = 0; i < n_spans && rc == 0; i++)
 		rc = region_pieces(d, spans[i].start, spans[i].end, err);
 	if (rc == 0 && d->n == 0 && d->n_bounds > 0 && res->n_segments > 0)

@@ -27,6 +27,8 @@ READERS = {
     "austen": ([f"sense_and_sensibility_01_austen_64kb-{n}.wav"
                 for n in ("0870", "0880", "0890", "0920", "0930")], 0.01),
     "jfk": (["jfk.wav"], 0.02),
+    # a LibriSpeech reader with one short clip: a speaker of one turn
+    "ls4507": (["4507-16021-0012.wav"], 0.01),
 }
 
 
@@ -94,11 +96,11 @@ def assemble(order: list[str], path: Path, min_turn_s: float = 2.0,
              max_turn_s: float = 20.0) -> list[Turn]:
     """Write to path a conversation whose turns are, in order, the readers
     named in order: each turn takes the reader's next phrases (at least
-    min_turn_s, at most max_turn_s of them), turns apart by 0.4-0.8 s of
+    min_turn_s, at most max_turn_s of them), turns apart by 0.2-0.8 s of
     silence. Returns the turns."""
     left = {r: speech_of(r) for r in set(order)}
     pcm, turns, t = [], [], 0
-    gaps = itertools.cycle([0.4, 0.6, 0.8, 0.5, 0.7])
+    gaps = itertools.cycle([0.4, 0.2, 0.8, 0.3, 0.6])
     for r in order:
         turn = []
         while left[r] and (sum(map(len, turn)) < min_turn_s * RATE):

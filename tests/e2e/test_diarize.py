@@ -1,6 +1,6 @@
 """Speaker labels: `sotto transcribe --diarize` on conversations assembled
 from real recordings of different people (conversation.py: turns of 2-20 s
-of the readers of ../shared/audio, 0.4-0.8 s of silence between), with
+of the readers of ../shared/audio, 0.2-0.8 s of silence between), with
 the real tiny.en, CAM++ and Silero VAD models.
 
 What is measured: the share of words whose label is their speaker's under
@@ -29,6 +29,8 @@ CONVERSATIONS = {
     "two": ["lj", "austen"] * 5,
     "three": ["lj", "austen", "jfk", "lj", "austen", "jfk", "lj", "jfk",
               "austen", "lj"],
+    "four": ["lj", "austen", "jfk", "ls4507", "lj", "austen", "jfk", "lj",
+             "austen", "lj"],
 }
 
 
