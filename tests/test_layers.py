@@ -45,8 +45,9 @@ LIB_ALLOWED = {
     "lib/model": ["lib/kernels"],
     "lib/vad": ["lib/model", "lib/kernels"],
     "lib/speaker": ["lib/model", "lib/kernels"],
-    "lib/decode": ["lib/vad", "lib/model", "lib/kernels"],
-    "lib/stream": ["lib/decode", "lib/vad", "lib/model", "lib/kernels"],
+    "lib/decode": ["lib/speaker", "lib/vad", "lib/model", "lib/kernels"],
+    "lib/stream": ["lib/decode", "lib/speaker", "lib/vad", "lib/model",
+                   "lib/kernels"],
 }
 for folder, below in LIB_ALLOWED.items():
     ALLOWED[folder] = below + [PUBLIC]
