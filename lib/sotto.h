@@ -159,6 +159,8 @@ struct sotto_word {
 	float probability;		/* mean of its tokens' probabilities */
 	int speaker;			/* sotto_diarize(): 1 is "S1", ...;
 					   0 without speaker labels */
+	int token_index;		/* its first token's index in the
+					   segment's tokens */
 };
 
 struct sotto_segment {

@@ -385,10 +385,13 @@ fit_segment(struct align_seg *s, double med, double max, double *last)
 	*last = s->end;
 }
 
-/* Segment s takes the next words of l up to its n_text tokens. */
+/*
+ * Segment s takes the next words of l up to its n_text tokens; a word
+ * whose first token is t0 in the window's text is s->tokens[base + t0].
+ */
 static int
-give_words(struct align_seg *s, int n_text, struct wlist *l, int *next,
-    double offset, char *err)
+give_words(struct align_seg *s, int n_text, int base, struct wlist *l,
+    int *next, double offset, char *err)
 {
 	int saved = 0, k;
 
@@ -409,6 +412,7 @@ give_words(struct align_seg *s, int n_text, struct wlist *l, int *next,
 		s->words[k].start = round2(offset + w->start);
 		s->words[k].end = round2(offset + w->end);
 		s->words[k].probability = (float)w->prob;
+		s->words[k].token_index = base + w->t0;
 	}
 	return 0;
 }
@@ -431,20 +435,26 @@ time_words(struct wlist *l, const float *jump, const float *prob)
 	}
 }
 
-/* The text tokens of segs (and eot after them) into text; their number. */
+/*
+ * The text tokens of segs (and eot after them) into text; their number.
+ * Per segment: how many (per_seg) and, for give_words(), the index in its
+ * tokens of its first text token less that token's index in text (base).
+ */
 static int
 window_text(const struct sotto_model *m, const struct align_seg *segs,
-    int n_segs, int32_t *text, int *per_seg)
+    int n_segs, int32_t *text, int *per_seg, int *base)
 {
 	int32_t eot = tok_specials(m->tok)->eot;
 	int n = 0, i, k;
 
 	for (i = 0; i < n_segs; i++) {
 		per_seg[i] = 0;
+		base[i] = -n;
 		for (k = 0; k < segs[i].n_tokens; k++)
 			if (segs[i].tokens[k] < eot) {
+				if (per_seg[i]++ == 0)
+					base[i] = k - n;
 				text[n++] = segs[i].tokens[k];
-				per_seg[i]++;
 			}
 	}
 	text[n] = eot;
@@ -483,18 +493,20 @@ words_window(struct sotto_state *st, const struct words_opts *o,
 {
 	struct wlist l = { 0 };
 	int32_t *text;
-	int *per_seg, n, i, next = 0, rc = 0;
+	int *per_seg, *base, n, i, next = 0, rc = 0;
 	double med;
 
 	for (i = 0, n = 0; i < n_segs; i++)
 		n += segs[i].n_tokens;
 	text = malloc((n + 1) * sizeof(int32_t));
 	per_seg = malloc((n_segs ? n_segs : 1) * sizeof(int));
-	if (text == NULL || per_seg == NULL) {
+	base = malloc((n_segs ? n_segs : 1) * sizeof(int));
+	if (text == NULL || per_seg == NULL || base == NULL) {
 		rc = err_set(err, SOTTO_ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((n = window_text(st->model, segs, n_segs, text, per_seg)) == 0)
+	if ((n = window_text(st->model, segs, n_segs, text, per_seg,
+	    base)) == 0)
 		goto out;
 	if ((rc = window_words(st, o, text, n, n_frames, &l, err)) != 0)
 		goto out;
@@ -505,7 +517,8 @@ words_window(struct sotto_state *st, const struct words_opts *o,
 	    o->append ? o->append : APPEND, err)) != 0)
 		goto out;
 	for (i = 0; i < n_segs && rc == 0; i++) {
-		rc = give_words(&segs[i], per_seg[i], &l, &next, offset, err);
+		rc = give_words(&segs[i], per_seg[i], base[i], &l, &next,
+		    offset, err);
 		if (rc == 0)
 			fit_segment(&segs[i], med, 2 * med, last_speech);
 	}
@@ -513,6 +526,7 @@ out:
 	wlist_free(&l);
 	free(text);
 	free(per_seg);
+	free(base);
 	return rc;
 }
 

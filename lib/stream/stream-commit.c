@@ -171,7 +171,7 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 {
 	struct sotto_segment *f;
 	char *text;
-	int rc;
+	int rc, i;
 
 	if ((rc = tok_decode(s->model->tok, seq + a, b - a, &text, err)) != 0)
 		return rc;
@@ -199,6 +199,8 @@ emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
 		free(f->tokens);
 		return rc;
 	}
+	for (i = 0; i < f->n_words; i++)	/* from its text to its tokens */
+		f->words[i].token_index += a - from;
 	times_from_words(f, &start, &end);
 	if (!s->p.word_timestamps) {	/* aligned for the times alone */
 		words_free(f->words, f->n_words);

@@ -122,6 +122,7 @@ stream_words_take(const struct stream_words *sw, int t0, int t1,
 		if (sw->tok0[i] < t0 || sw->tok0[i] >= t1)
 			continue;
 		(*ret)[n] = sw->w[i];
+		(*ret)[n].token_index = sw->tok0[i] - t0;
 		if (((*ret)[n].word = strdup(sw->w[i].word)) == NULL) {
 			words_free(*ret, n);
 			*ret = NULL;

@@ -115,7 +115,10 @@ struct stream_words {
 
 int	stream_words_align(struct sotto_stream *, const int32_t *seq, int n,
 	    struct stream_words *ret, char *err);
-/* Copies of the words whose first text token is in [t0, t1). */
+/*
+ * Copies of the words whose first text token is in [t0, t1), each with
+ * token_index its first token's count of text tokens after t0.
+ */
 int	stream_words_take(const struct stream_words *, int t0, int t1,
 	    struct sotto_word **ret, int *ret_n, char *err);
 void	stream_words_free(struct stream_words *);
