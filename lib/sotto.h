@@ -322,7 +322,8 @@ SOTTO_API int	sotto_speaker_embed(const struct sotto_speaker *,
  * clustered (lib/speaker/cluster.c; docs/speakers.md). Every word and
  * segment of res gets `speaker`, numbered 1, 2, ... in order of first
  * appearance; a segment whose words have two speakers is split at each
- * change (the parts' text is their words'; they keep no tokens).
+ * change (the parts' text is their words', their tokens the segment's
+ * from their first word's token_index).
  */
 struct sotto_diarize_params {
 	int n_speakers;			/* exactly this many; 0 (default):

@@ -4,8 +4,10 @@
  * its words, split into parts at each change of speaker. The parts keep
  * the segment's scores; their text is their words' joined (Whisper's
  * segment text is its words' too, byte for byte, as words.c makes them)
- * and they have no tokens, since words do not record theirs. Speakers are
- * then numbered 1, 2, ... in order of first appearance.
+ * and their tokens the segment's from their first word's token_index
+ * (the first part from the segment's first token, the last to its last:
+ * the timestamps stay at the ends). Speakers are then numbered 1, 2, ...
+ * in order of first appearance.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,27 +71,51 @@ parts_of(const struct sotto_segment *s)
 	return n;
 }
 
-/* The part of s with words [a, b) into out (new text and words). */
+/*
+ * Whether s's words say where their tokens are: each word has at least
+ * one, so their indexes go up, inside the segment's tokens. (A caller's
+ * own words may have none: the parts then have no tokens.)
+ */
+static int
+tokens_known(const struct sotto_segment *s)
+{
+	int j;
+
+	for (j = 0; j < s->n_words; j++)
+		if (s->words[j].token_index < (j > 0 ?
+		    s->words[j - 1].token_index + 1 : 0) ||
+		    s->words[j].token_index >= s->n_tokens)
+			return 0;
+	return 1;
+}
+
+/* The part of s with words [a, b) into out (new text, tokens, words). */
 static int
 make_part(const struct sotto_segment *s, int a, int b,
     struct sotto_segment *out, char *err)
 {
+	int t0 = a == 0 ? 0 : s->words[a].token_index;
+	int t1 = b == s->n_words ? s->n_tokens : s->words[b].token_index;
 	size_t len = 1;
 	char *p;
 	int j;
 
 	for (j = a; j < b; j++)
 		len += strlen(s->words[j].word);
+	if (!tokens_known(s))
+		t0 = t1 = 0;
 	*out = *s;
-	out->tokens = NULL;
-	out->n_tokens = 0;
+	out->n_tokens = t1 - t0;
+	out->tokens = malloc((t1 - t0 ? t1 - t0 : 1) * sizeof(int32_t));
 	out->text = malloc(len);
 	out->words = malloc((b - a) * sizeof(*out->words));
-	if (out->text == NULL || out->words == NULL) {
+	if (out->tokens == NULL || out->text == NULL || out->words == NULL) {
+		free(out->tokens);
 		free(out->text);
 		free(out->words);
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	}
+	memcpy(out->tokens, s->tokens + t0, (t1 - t0) * sizeof(int32_t));
 	for (j = a, p = out->text; j < b; j++)
 		p = stpcpy(p, s->words[j].word);
 	*p = '\0';
@@ -99,6 +125,15 @@ make_part(const struct sotto_segment *s, int a, int b,
 	out->end = b == s->n_words ? s->end : s->words[b - 1].end;
 	out->speaker = s->words[a].speaker;
 	return 0;
+}
+
+/* A part split_segment() made, freed (its words' strings are not). */
+static void
+part_free(struct sotto_segment *p)
+{
+	free(p->tokens);
+	free(p->text);
+	free(p->words);
 }
 
 /* s as its parts at out[]; returns how many, or SOTTO_ENOMEM. */
@@ -113,10 +148,8 @@ split_segment(const struct sotto_segment *s, struct sotto_segment *out,
 		    s->words[b - 1].speaker)
 			continue;
 		if ((rc = make_part(s, a, b, &out[n], err)) != 0) {
-			while (n-- > 0) {
-				free(out[n].text);
-				free(out[n].words);
-			}
+			while (n-- > 0)
+				part_free(&out[n]);
 			return rc;
 		}
 		n++;
@@ -125,15 +158,20 @@ split_segment(const struct sotto_segment *s, struct sotto_segment *out,
 	return n;
 }
 
-/* What split_segment() made, taken back (the words stay the original's). */
+/*
+ * What split_segments() made of res's first i segments at segs[] taken
+ * back: a segment of one speaker is a copy, the others' parts are freed.
+ */
 static void
-unsplit(struct sotto_segment *segs, int from, int to)
+unsplit(const struct sotto_result *res, int i, struct sotto_segment *segs)
 {
-	for (; from < to; from++) {
-		if (segs[from].tokens != NULL)
-			continue;
-		free(segs[from].text);
-		free(segs[from].words);
+	int j, k, m = 0, n;
+
+	for (j = 0; j < i; j++) {
+		n = parts_of(&res->segments[j]);
+		for (k = 0; n > 1 && k < n; k++)
+			part_free(&segs[m + k]);
+		m += n;
 	}
 }
 
@@ -157,7 +195,7 @@ split_segments(struct sotto_result *res, char *err)
 			continue;
 		}
 		if ((rc = split_segment(s, segs + m, err)) < 0) {
-			unsplit(segs, 0, m);
+			unsplit(res, i, segs);
 			free(segs);
 			return rc;
 		}

@@ -93,14 +93,15 @@ class Turn:
 
 
 def assemble(order: list[str], path: Path, min_turn_s: float = 2.0,
-             max_turn_s: float = 20.0) -> list[Turn]:
+             max_turn_s: float = 20.0,
+             gaps_s: tuple = (0.4, 0.2, 0.8, 0.3, 0.6)) -> list[Turn]:
     """Write to path a conversation whose turns are, in order, the readers
     named in order: each turn takes the reader's next phrases (at least
-    min_turn_s, at most max_turn_s of them), turns apart by 0.2-0.8 s of
-    silence. Returns the turns."""
+    min_turn_s, at most max_turn_s of them), turns apart by the silences
+    of gaps_s in turn (seconds). Returns the turns."""
     left = {r: speech_of(r) for r in set(order)}
     pcm, turns, t = [], [], 0
-    gaps = itertools.cycle([0.4, 0.2, 0.8, 0.3, 0.6])
+    gaps = itertools.cycle(gaps_s)
     for r in order:
         turn = []
         while left[r] and (sum(map(len, turn)) < min_turn_s * RATE):

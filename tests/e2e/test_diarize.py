@@ -183,6 +183,33 @@ def test_srt_prefix(name, diarized):
         assert cue[2] == f"[{s['speaker']}] {s['text'].strip()}", (cue, s)
 
 
+def test_split_segments_keep_tokens(diarize_models, tmp_path):
+    """Turns 0.1-0.15 s apart, which Whisper runs together into shared
+    segments: those are split at the change, each part one speaker's, its
+    text its words', and the parts' tokens together the unsplit
+    segment's (the same transcript with --speakers 1)."""
+    path = tmp_path / "tight.wav"
+    turns = conv.assemble(["lj", "austen", "jfk", "lj", "austen", "jfk", "lj",
+                           "austen"], path, gaps_s=(0.1, 0.15))
+    runs = {}
+    for extra in ([], ["--speakers", "1"]):
+        cp, _ = _run(_diarize_args(diarize_models, "--diarize", *extra, "-f",
+                                   "json", path), " ".join(extra))
+        runs[len(extra)] = parse_json_lines(cp.stdout)[0]
+    split, whole = runs[0]["segments"], runs[2]["segments"]
+    share, _ = conv.score(runs[0], turns)
+    report(f"diarize turns 0.1-0.15 s apart: {share:.1%} of the words right, "
+           f"{len(whole)} segments split into {len(split)}")
+    assert share >= WORDS_RIGHT_MIN
+    assert len(split) > len(whole), "no segment was split: the check is void"
+    assert [t for s in split for t in s["tokens"]] == \
+        [t for s in whole for t in s["tokens"]]
+    for s in split:
+        assert {w["speaker"] for w in s["words"]} == {s["speaker"]}, s
+        assert s["text"] == "".join(w["word"] for w in s["words"]), s
+        assert s["tokens"], s
+
+
 def test_cost(conversations, diarize_models, diarized):
     """What labelling adds to transcribing with word timestamps (reported;
     bounded loosely, the machine being shared)."""

@@ -1,7 +1,7 @@
 /*
  * Unit tests for lib/decode/diarize-label.c: words take their piece's
  * speaker, a segment with two speakers is split at the change (text,
- * times, words; no tokens), speakers are numbered in order of first
+ * times, words, tokens), speakers are numbered in order of first
  * appearance, and the result frees cleanly (build-asan checks leaks).
  */
 #include <setjmp.h>
@@ -17,7 +17,10 @@
 
 #define RATE	SOTTO_SAMPLE_RATE
 
-/* A segment of words, one a second from t0, with two tokens. */
+/*
+ * A segment of words, one a second from t0; its tokens a timestamp, a
+ * token per word (1000 + its index) and a timestamp.
+ */
 static void
 segment(struct sotto_segment *s, const char *const *words, int n, double t0)
 {
@@ -31,14 +34,20 @@ segment(struct sotto_segment *s, const char *const *words, int n, double t0)
 		s->words[i].word = strdup(words[i]);
 		s->words[i].start = t0 + i;
 		s->words[i].end = t0 + i + 1;
+		s->words[i].token_index = 1 + i;
 		len += strlen(words[i]);
 	}
 	s->n_words = n;
 	s->text = calloc(len, 1);
 	for (i = 0; i < n; i++)
 		strcat(s->text, words[i]);
-	s->tokens = calloc(2, sizeof(int32_t));
-	s->n_tokens = 2;
+	s->tokens = calloc(n + 2, sizeof(int32_t));
+	assert_non_null(s->tokens);
+	s->tokens[0] = 50364;
+	for (i = 0; i < n; i++)
+		s->tokens[1 + i] = 1000 + i;
+	s->tokens[n + 1] = 50400;
+	s->n_tokens = n + 2;
 	s->start = t0;
 	s->end = t0 + n;
 	s->avg_logprob = -0.25f;
@@ -87,9 +96,36 @@ test_split(void **state)
 	assert_int_equal(s[1].words[0].speaker, 2);
 	assert_true(s[0].start == 0.0 && s[0].end == 2.0);
 	assert_true(s[1].start == 2.0 && s[1].end == 4.0);
-	assert_int_equal(s[0].n_tokens, 0);
-	assert_int_equal(s[2].n_tokens, 2);	/* not split: kept */
+	/* the timestamps stay at the ends */
+	assert_int_equal(s[0].n_tokens, 3);
+	assert_int_equal(s[0].tokens[0], 50364);
+	assert_int_equal(s[0].tokens[2], 1001);
+	assert_int_equal(s[1].n_tokens, 3);
+	assert_int_equal(s[1].tokens[0], 1002);
+	assert_int_equal(s[1].tokens[2], 50400);
+	assert_int_equal(s[2].n_tokens, 3);	/* not split: kept */
 	assert_true(s[1].avg_logprob == -0.25f);
+	sotto_result_free(r);
+}
+
+/* Words that do not say where their tokens are: parts without tokens. */
+static void
+test_no_token_indexes(void **state)
+{
+	const struct diar_piece p[] = {
+		{ 0, 2 * RATE, 0 }, { 2 * RATE, 5 * RATE, 1 },
+	};
+	struct sotto_result *r = two_segments();
+	int j;
+
+	(void)state;
+	for (j = 0; j < 4; j++)
+		r->segments[0].words[j].token_index = 0;
+	assert_int_equal(diarize_label(r, p, 2, NULL), 0);
+	assert_int_equal(r->n_segments, 3);
+	assert_int_equal(r->segments[0].n_tokens, 0);
+	assert_int_equal(r->segments[1].n_tokens, 0);
+	assert_string_equal(r->segments[1].text, " three four");
 	sotto_result_free(r);
 }
 
@@ -138,6 +174,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_no_token_indexes),
 		cmocka_unit_test(test_one_speaker_and_gaps),
 		cmocka_unit_test(test_alternating),
 	};
