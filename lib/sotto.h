@@ -317,11 +317,11 @@ SOTTO_API int	sotto_speaker_embed(const struct sotto_speaker *,
 
 /*
  * Speaker labels for a transcript (diarization): the speech regions
- * Silero VAD finds in the audio, cut at word boundaries into pieces of at
- * most DIARIZE_PIECE_S (3 s), each embedded with CAM++ and the pieces
- * clustered (lib/speaker/cluster.c; docs/speakers.md). Every word and
- * segment of res gets `speaker`, numbered 1, 2, ... in order of first
- * appearance; a segment whose words have two speakers is split at each
+ * Silero VAD finds in the audio, cut at word boundaries into pieces of
+ * about 3 s, each embedded with CAM++ and the pieces clustered
+ * (lib/speaker/cluster.c; docs/speakers.md). Every word and segment of
+ * res gets `speaker`, numbered 1, 2, ... in order of first appearance;
+ * a segment whose words have two speakers is split at each
  * change (the parts' text is their words', their tokens the segment's
  * from their first word's token_index).
  */

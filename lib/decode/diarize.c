@@ -3,7 +3,8 @@
  *
  * Pieces. Silero VAD finds the speech, with a short minimum silence
  * (DIARIZE_MIN_SILENCE_MS) so that the pause between two speakers' turns
- * ends a region; a region longer than DIARIZE_PIECE_S is cut, at the word
+ * ends a region; a region too short to embed well joins a near neighbour
+ * (join_short()); a region longer than DIARIZE_PIECE_S is cut, at the word
  * boundaries nearest to equal parts, into pieces of about that length:
  * long enough for a sure embedding (docs/speakers.md: 1.5-3 s separate
  * the readers), short enough that a change of speaker without a pause
