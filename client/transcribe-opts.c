@@ -85,7 +85,8 @@ static const char usage_tail[] =
 "\n"
 "Exit status: 0 all files transcribed; 1 some input could not be read\n"
 "or transcribed (the others still are; a file cut short is transcribed\n"
-"as far as it can be read), or a transcript could not be written (a\n"
+"as far as it can be read; one --diarize could not label is written\n"
+"without labels), or a transcript could not be written (a\n"
 "full disk: the message names the file and why); 2 bad usage; 3 the\n"
 "model could not be found or loaded.\n";
 
