@@ -84,7 +84,12 @@ static const char usage_text[] =
 "microphone and live streams are decoded only where Silero VAD hears\n"
 "speech; its model (vad_model = silero-vad, found beside the Whisper\n"
 "model) must load, else sottod does not start: fetch it with\n"
-"sotto-fetch-model silero-vad, or set vad = off.\n";
+"sotto-fetch-model silero-vad, or set vad = off.\n"
+"\n"
+"Speaker labels (requests that ask for them) need the speaker model\n"
+"(speaker_model = campplus, found like vad_model): fetch it with\n"
+"sotto-fetch-model campplus. It is loaded by the first such request;\n"
+"without it they are refused and everything else works.\n";
 
 enum { OPT_PRECISION = 256, OPT_CHECK, OPT_VERSION, OPT_HTTP, OPT_WYOMING };
 

@@ -64,6 +64,8 @@ static const struct config_key config_keys[] = {
 	S("engine", "language", config_parse_language, language, LIVE),
 	S("engine", "model", config_parse_string, model, LIVE),
 	S("engine", "precision", config_parse_precision, precision, RESTART),
+	S("engine", "speaker_model", config_parse_string, speaker_model,
+	    RESTART),
 	I("engine", "step_ms", step_ms, 100, 30000, LIVE),
 	I("engine", "threads", threads, 0, 1024, RESTART),
 	S("engine", "vad", config_parse_vad, vad, LIVE),
@@ -149,6 +151,7 @@ config_defaults(struct config *cfg)
 	CONFIG_SET(cfg->language, "auto");
 	CONFIG_SET(cfg->vad, "live");
 	CONFIG_SET(cfg->vad_model, "silero-vad");
+	CONFIG_SET(cfg->speaker_model, "campplus");
 	cfg->mic_enabled = 0;
 	CONFIG_SET(cfg->mic_device, "default");
 	cfg->mic_rate = 16000;

@@ -38,6 +38,7 @@ struct config {
 	char	language[16];		/* language = en (or auto) */
 	char	vad[8];			/* vad = live|all|off */
 	char	vad_model[256];		/* vad_model = silero-vad */
+	char	speaker_model[256];	/* speaker_model = campplus */
 
 	/* [mic] */
 	int	mic_enabled;		/* enabled = no */

@@ -86,6 +86,14 @@ check_engine(const struct config *cfg, const char *path,
 		snprintf(err, errlen, "%s: %s", where, msg);
 		return -1;
 	}
+	/* Labels are optional: the model is checked when the file names it. */
+	if (lines != NULL && config_line(lines, "engine", "speaker_model") > 0 &&
+	    speakers_check(cfg, msg, sizeof(msg)) != 0) {
+		check_origin(lines, path, "engine", "speaker_model", 0, where,
+		    sizeof(where));
+		snprintf(err, errlen, "%s: %s", where, msg);
+		return -1;
+	}
 	return 0;
 }
 

@@ -70,6 +70,9 @@ const struct sotto_model *models_model(const struct model_ref *);
 int	models_is_current(const struct model_ref *);
 void	models_drop(struct model_ref *);
 void	models_free_all(void);
+/* The file of a helper model (VAD, speakers) named in cfg, into buf. */
+int	models_aux_path(const struct config *, const char *name, char *buf,
+	    size_t len, char *err, size_t errlen);
 
 /* reload.c: the config and the model again on SIGHUP */
 int	reload_init(char *err, size_t errlen);
@@ -85,6 +88,11 @@ const struct sotto_vad *vad_for(int live);	/* NULL: no VAD */
 void	vad_free(void);
 /* --check-config: cfg's VAD model loads (when vad is not off). */
 int	vad_check(const struct config *, char *err, size_t errlen);
+
+/* speakers.c: [engine] speaker_model, loaded when first asked for */
+void	speakers_free(void);			/* at exit */
+/* --check-config: cfg's speaker model loads (when the file names one). */
+int	speakers_check(const struct config *, char *err, size_t errlen);
 
 /* mem.c */
 void	mem_init(void);

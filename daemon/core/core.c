@@ -284,6 +284,7 @@ core_shutdown(void)
 	reload_stop();
 	models_free_all();
 	vad_free();
+	speakers_free();
 	event_base_free(core.base);
 	core.base = NULL;
 }

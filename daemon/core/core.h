@@ -42,6 +42,14 @@ int	core_multilingual(void);
  * turns itself (the Realtime API's server_vad); NULL when none is.
  */
 const struct sotto_vad *core_vad(void);
+/*
+ * What speaker labels need (sotto_diarize(), live labels): the speaker
+ * model of [engine] speaker_model and a VAD, loaded by the first call.
+ * 0, or -1 with why and what to do in err (the model is not fetched). The
+ * models stay valid until sottod exits; the compute thread may use them.
+ */
+int	core_speakers(const struct sotto_speaker **, const struct sotto_vad **,
+	    char *err, size_t errlen);
 
 /*
  * A front door, registered by its own start function. The core calls

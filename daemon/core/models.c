@@ -11,9 +11,14 @@
  * model, on whichever thread drops it: no stream uses it then, so the
  * compute thread cannot be inside it.
  */
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "model-path.h"
 #include "log.h"
 #include "core-private.h"
 
@@ -108,4 +113,29 @@ models_free_all(void)
 	models.current = NULL;
 	pthread_mutex_unlock(&models.lock);
 	models_drop(r);
+}
+
+/*
+ * A helper model's file (the VAD's, the speakers'): a name is looked for
+ * first in the directory the Whisper model was found in, where
+ * sotto-fetch-model puts it, then where Whisper models are; a path or a
+ * .gguf file name is taken as it is.
+ */
+int
+models_aux_path(const struct config *cfg, const char *name, char *buf,
+    size_t len, char *err, size_t errlen)
+{
+	char model[PATH_MAX], e[SOTTO_ERR_MAX], *slash;
+	size_t n = strlen(name);
+
+	if (strchr(name, '/') == NULL && !(n > 5 &&
+	    strcmp(name + n - 5, ".gguf") == 0) &&
+	    model_path_resolve(cfg->model, model, sizeof(model), e,
+	    sizeof(e)) == 0 && (slash = strrchr(model, '/')) != NULL) {
+		*slash = '\0';
+		if (snprintf(buf, len, "%.*s/%s.gguf", (int)(len / 2), model,
+		    name) < (int)len && access(buf, R_OK) == 0)
+			return 0;
+	}
+	return model_path_resolve(name, buf, len, err, errlen);
 }

@@ -16,34 +16,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "model-path.h"
 #include "log.h"
 #include "core-private.h"
 
 static struct sotto_vad *vad_model;
-
-/* cfg's VAD model file: beside the Whisper model, or as usual. */
-static int
-vad_path(const struct config *cfg, char *buf, size_t len, char *err,
-    size_t errlen)
-{
-	char model[PATH_MAX], e[SOTTO_ERR_MAX], *slash;
-	const char *name = cfg->vad_model;
-	size_t n = strlen(name);
-
-	if (strchr(name, '/') == NULL && !(n > 5 &&
-	    strcmp(name + n - 5, ".gguf") == 0) &&
-	    model_path_resolve(cfg->model, model, sizeof(model), e,
-	    sizeof(e)) == 0 && (slash = strrchr(model, '/')) != NULL) {
-		*slash = '\0';
-		if (snprintf(buf, len, "%.*s/%s.gguf", (int)(len / 2), model,
-		    name) < (int)len && access(buf, R_OK) == 0)
-			return 0;
-	}
-	return model_path_resolve(name, buf, len, err, errlen);
-}
 
 /* cfg's VAD model into *ret: 0, or -1 with what to do in err. */
 static int
@@ -52,7 +30,8 @@ vad_open(const struct config *cfg, struct sotto_vad **ret, char *path,
 {
 	char e[SOTTO_ERR_MAX];
 
-	if (vad_path(cfg, path, len, e, sizeof(e)) != 0 ||
+	if (models_aux_path(cfg, cfg->vad_model, path, len, e,
+	    sizeof(e)) != 0 ||
 	    sotto_vad_load(path, ret, e) != 0) {
 		snprintf(err, errlen, "cannot load the VAD model %s: %s; "
 		    "run '%s silero-vad' or set [engine] vad = off",
@@ -100,7 +79,7 @@ vad_start(char *err, size_t errlen)
 void
 vad_reload(void)
 {
-	char err[512];
+	char err[1024];
 
 	if (vad_model != NULL || strcmp(core.cfg.vad, "off") == 0)
 		return;
