@@ -92,14 +92,15 @@ def test_asan_corrupt_model(tiny_model, tmp_path):
 
 
 def test_asan_diarize(tiny_model, tmp_path):
-    """--diarize: two speakers with a pause between, the same with --vad
-    (its VAD shared), a file with no speech, and --speakers 3."""
+    """--diarize: two speakers with a pause between and a file with no
+    speech, with the number of speakers estimated, then with --vad (its
+    VAD shared) and --speakers 3 (more than the pieces' groups)."""
     quiet = tmp_path / "quiet.wav"
     subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", quiet, "trim", "0", "2"], check=True)
     two = tmp_path / "two.wav"
     subprocess.run(["sox", AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav", quiet,
                     AUDIO_DIR / "jfk.wav", two], check=True)
-    for extra in ([], ["--vad"], ["--speakers", "3"]):
+    for extra in ([], ["--vad", "--speakers", "3"]):
         cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--diarize", *extra, two, quiet])
         assert cp.returncode == 0, cp.stderr[-3000:]
         assert '"speaker":"S1"' in cp.stdout and "your country" in cp.stdout.lower()
