@@ -158,20 +158,84 @@ onednn(int rows, int k, int m, int int8, int reps)
 	free(raw);
 }
 
+/*
+ * A 16-bit kernel and an int8 kernel on the same shape: w, q8 and sc hold
+ * COPIES copies of their weights (and the int8 row scales), filled and
+ * freed by the caller. The 16-bit kernels' scratch types differ, hence
+ * the adapters.
+ */
+struct pair {
+	void		 (*wide)(const struct gemv_args *, void *);
+	const char	*wide_name;
+	uint16_t	*w[COPIES];
+	void		 (*i8)(const struct gemv_i8_args *, void *);
+	const char	*i8_name;
+	uint8_t		*q8[COPIES];
+	float		*sc[COPIES];
+};
+
+static void
+bf16_run(const struct gemv_args *a, void *scratch)
+{
+	gemv_bf16(a, scratch);
+}
+
+static void
+f16_run(const struct gemv_args *a, void *scratch)
+{
+	gemv_f16(a, scratch);
+}
+
+/*
+ * Random x (after the caller's weights, from the same rand() sequence),
+ * then reps runs of each kernel in turn over the copies; reports each
+ * one's median.
+ */
+static void
+time_pair(const struct pair *p, int rows, int k, int n, int reps,
+    void *scratch)
+{
+	size_t e = (size_t)rows * k, i;
+	float *x = malloc((size_t)k * n * 4);
+	float *y = calloc((size_t)rows * n, 4);
+	struct gemv_args a = { .rows = rows, .k = k, .x = x, .ldx = n,
+	    .n = n, .y = y, .ym = n, .yj = 1 };
+	struct gemv_i8_args b = { .rows = rows, .k = k, .x = x, .ldx = n,
+	    .n = n, .y = y, .ym = n, .yj = 1 };
+	double tw[1024], ti[1024];
+	int r;
+
+	for (i = 0; i < (size_t)k * n; i++)
+		x[i] = rand() / (float)RAND_MAX - 0.5f;
+	for (r = 0; r < reps; r++) {
+		double t0 = now();
+
+		a.wp = p->w[r % COPIES];
+		p->wide(&a, scratch);
+		tw[r] = now() - t0;
+		t0 = now();
+		b.wp = p->q8[r % COPIES];
+		b.scale = p->sc[r % COPIES];
+		p->i8(&b, scratch);
+		ti[r] = now() - t0;
+	}
+	report(p->wide_name, median(tw, reps), e * 2);
+	report(p->i8_name, median(ti, reps), e);
+	free(x);
+	free(y);
+}
+
 /* sotto's bf16 and int8 kernels on the same shape. */
 static void
 sotto(int rows, int k, int n, int reps)
 {
 	size_t e = (size_t)rows * k, i;
-	uint16_t *f16 = malloc(e * 2), *bf = malloc(e * 2), *pk[COPIES];
-	uint8_t *q8[COPIES];
-	float *sc[COPIES], *x = malloc((size_t)k * n * 4);
-	float *y = calloc((size_t)rows * n, 4);
+	uint16_t *f16 = malloc(e * 2), *bf = malloc(e * 2);
 	void *scratch = aligned_alloc(64, GEMV_I8_SCRATCH_BYTES(k) +
 	    GEMV_SCRATCH_BYTES(k));
-	struct gemv_args a = { 0 };
-	struct gemv_i8_args b = { 0 };
-	double tb[1024], ti[1024];
+	struct pair p = { .wide = bf16_run,
+	    .wide_name = "sotto bf16 (gemv.c)", .i8 = gemv_i8,
+	    .i8_name = "sotto int8 (gemv-i8.c)" };
 	int r;
 
 	srand(1);
@@ -182,42 +246,21 @@ sotto(int rows, int k, int n, int reps)
 		memcpy(&f16[i], &h, 2);
 		bf[i] = bf16_round((float)h);
 	}
-	for (i = 0; i < (size_t)k * n; i++)
-		x[i] = rand() / (float)RAND_MAX - 0.5f;
 	for (r = 0; r < COPIES; r++) {
-		pk[r] = aligned_alloc(64, gemv_packed_elems(rows, k) * 2);
-		q8[r] = aligned_alloc(64, gemv_i8_bytes(rows, k));
-		sc[r] = malloc((size_t)rows * sizeof(float));
-		gemv_pack(bf, rows, k, pk[r]);
-		gemv_i8_pack(f16, rows, k, 0, q8[r], sc[r], NULL);
+		p.w[r] = aligned_alloc(64, gemv_packed_elems(rows, k) * 2);
+		p.q8[r] = aligned_alloc(64, gemv_i8_bytes(rows, k));
+		p.sc[r] = malloc((size_t)rows * sizeof(float));
+		gemv_pack(bf, rows, k, p.w[r]);
+		gemv_i8_pack(f16, rows, k, 0, p.q8[r], p.sc[r], NULL);
 	}
-	a = (struct gemv_args){ .rows = rows, .k = k, .x = x, .ldx = n,
-	    .n = n, .y = y, .ym = n, .yj = 1 };
-	b = (struct gemv_i8_args){ .rows = rows, .k = k, .x = x, .ldx = n,
-	    .n = n, .y = y, .ym = n, .yj = 1 };
-	for (r = 0; r < reps; r++) {
-		double t0 = now();
-
-		a.wp = pk[r % COPIES];
-		gemv_bf16(&a, scratch);
-		tb[r] = now() - t0;
-		t0 = now();
-		b.wp = q8[r % COPIES];
-		b.scale = sc[r % COPIES];
-		gemv_i8(&b, scratch);
-		ti[r] = now() - t0;
-	}
-	report("sotto bf16 (gemv.c)", median(tb, reps), e * 2);
-	report("sotto int8 (gemv-i8.c)", median(ti, reps), e);
+	time_pair(&p, rows, k, n, reps, scratch);
 	for (r = 0; r < COPIES; r++) {
-		free(pk[r]);
-		free(q8[r]);
-		free(sc[r]);
+		free(p.w[r]);
+		free(p.q8[r]);
+		free(p.sc[r]);
 	}
 	free(f16);
 	free(bf);
-	free(x);
-	free(y);
 	free(scratch);
 }
 
@@ -229,57 +272,32 @@ static void
 sotto_avx2(int rows, int k, int n, int reps)
 {
 	size_t e = (size_t)rows * k, i;
-	uint16_t *f16[COPIES];
-	uint8_t *q8[COPIES];
-	float *sc[COPIES], *x = malloc((size_t)k * n * 4);
-	float *y = calloc((size_t)rows * n, 4);
 	void *scratch = aligned_alloc(64, GEMV_I8_AVX2_SCRATCH_BYTES(k) +
 	    GEMV_F16_SCRATCH(k) * 4);
-	struct gemv_args a = { 0 };
-	struct gemv_i8_args b = { 0 };
-	double tf[1024], ti[1024];
+	struct pair p = { .wide = f16_run,
+	    .wide_name = "sotto fp32 from F16 (gemv-f16.c)",
+	    .i8 = gemv_i8_avx2, .i8_name = "sotto int8 AVX2 (gemv-i8-avx2.c)" };
 	int r;
 
 	srand(1);
 	for (r = 0; r < COPIES; r++) {
-		f16[r] = malloc(e * 2);
-		q8[r] = aligned_alloc(64, gemv_i8_avx2_bytes(rows, k));
-		sc[r] = malloc((size_t)rows * sizeof(float));
+		p.w[r] = malloc(e * 2);
+		p.q8[r] = aligned_alloc(64, gemv_i8_avx2_bytes(rows, k));
+		p.sc[r] = malloc((size_t)rows * sizeof(float));
 		for (i = 0; i < e; i++) {
 			_Float16 h = (_Float16)((rand() / (float)RAND_MAX -
 			    0.5f) * 0.05f);
 
-			memcpy(&f16[r][i], &h, 2);
+			memcpy(&p.w[r][i], &h, 2);
 		}
-		gemv_i8_avx2_pack(f16[r], rows, k, 0, q8[r], sc[r]);
+		gemv_i8_avx2_pack(p.w[r], rows, k, 0, p.q8[r], p.sc[r]);
 	}
-	for (i = 0; i < (size_t)k * n; i++)
-		x[i] = rand() / (float)RAND_MAX - 0.5f;
-	a = (struct gemv_args){ .rows = rows, .k = k, .x = x, .ldx = n,
-	    .n = n, .y = y, .ym = n, .yj = 1 };
-	b = (struct gemv_i8_args){ .rows = rows, .k = k, .x = x, .ldx = n,
-	    .n = n, .y = y, .ym = n, .yj = 1 };
-	for (r = 0; r < reps; r++) {
-		double t0 = now();
-
-		a.wp = f16[r % COPIES];
-		gemv_f16(&a, scratch);
-		tf[r] = now() - t0;
-		t0 = now();
-		b.wp = q8[r % COPIES];
-		b.scale = sc[r % COPIES];
-		gemv_i8_avx2(&b, scratch);
-		ti[r] = now() - t0;
-	}
-	report("sotto fp32 from F16 (gemv-f16.c)", median(tf, reps), e * 2);
-	report("sotto int8 AVX2 (gemv-i8-avx2.c)", median(ti, reps), e);
+	time_pair(&p, rows, k, n, reps, scratch);
 	for (r = 0; r < COPIES; r++) {
-		free(f16[r]);
-		free(q8[r]);
-		free(sc[r]);
+		free(p.w[r]);
+		free(p.q8[r]);
+		free(p.sc[r]);
 	}
-	free(x);
-	free(y);
 	free(scratch);
 }
 

@@ -1,6 +1,7 @@
 /*
  * Typed lookups in a parsed GGUF: key/values by key (bsearch over the
- * sorted index), tensors by name, and the shape check the model uses.
+ * sorted index), tensors by name, the shape check the models use and
+ * the check of a small model's architecture and parameters.
  * Values are decoded from the mapping with memcpy.
  */
 #include <inttypes.h>
@@ -264,5 +265,47 @@ gguf_expect_tensor(const struct gguf *g, const char *name,
 		    "was given back after the model was loaded", g->path, name);
 	if (ret != NULL)
 		*ret = t;
+	return 0;
+}
+
+int
+gguf_expect_f32(const struct gguf *g, const char *name, int n_dims,
+    const int64_t *dims, const float **ret, char *err)
+{
+	const struct gguf_tensor *t;
+	int rc;
+
+	if ((rc = gguf_expect_tensor(g, name, GGUF_DTYPE_F32, n_dims, dims,
+	    &t, err)) != 0)
+		return rc;
+	*ret = t->data;
+	return 0;
+}
+
+int
+gguf_check_kind(const struct gguf *g, const struct gguf_kind *k, char *err)
+{
+	struct gguf_str arch;
+	uint32_t v;
+	size_t i;
+	int rc;
+
+	if ((rc = gguf_get_str(g, "general.architecture", &arch, err)) != 0)
+		return rc;
+	if (arch.len != strlen(k->arch) ||
+	    memcmp(arch.ptr, k->arch, arch.len) != 0)
+		return err_set(err, SOTTO_EFORMAT, "%s is not a %s model "
+		    "(architecture \"%.*s\"); run '%s %s'", g->path, k->what,
+		    (int)(arch.len < 64 ? arch.len : 64), arch.ptr,
+		    err_fetch_command(), k->fetch_name);
+	for (i = 0; i < k->n_keys; i++) {
+		if ((rc = gguf_get_u32(g, k->keys[i].key, &v, err)) != 0)
+			return rc;
+		if (v != k->keys[i].want)
+			return err_set(err, SOTTO_EFORMAT, "%s: %s is %u; sotto "
+			    "runs only the %s (%u); run '%s %s'", g->path,
+			    k->keys[i].key, v, k->runs, k->keys[i].want,
+			    err_fetch_command(), k->fetch_name);
+	}
 	return 0;
 }

@@ -131,4 +131,32 @@ int	gguf_expect_tensor(const struct gguf *, const char *name,
 	    enum gguf_dtype type, int n_dims, const int64_t *dims,
 	    const struct gguf_tensor **ret, char *err);
 
+/* gguf_expect_tensor() of an F32 tensor; *ret = its data. */
+int	gguf_expect_f32(const struct gguf *, const char *name, int n_dims,
+	    const int64_t *dims, const float **ret, char *err);
+
+/*
+ * What a small model's file must say of itself (the VAD's, the speaker
+ * model's): its general.architecture and the values of its u32 keys that
+ * the code is written for. The strings are static.
+ */
+struct gguf_kind {
+	const char	*arch;		/* general.architecture */
+	const char	*what;		/* "PATH is not a <what> model" */
+	const char	*runs;		/* "sotto runs only the <runs> (N)" */
+	const char	*fetch_name;	/* "run 'sotto-fetch-model <name>'" */
+	const struct gguf_want_u32 {
+		const char	*key;
+		uint32_t	 want;
+	}		*keys;
+	size_t		 n_keys;
+};
+
+/*
+ * 0 when g is a model of that kind; otherwise SOTTO_EFORMAT with a
+ * message naming the file, what is wrong and the fetch command to run.
+ */
+int	gguf_check_kind(const struct gguf *, const struct gguf_kind *,
+	    char *err);
+
 #endif

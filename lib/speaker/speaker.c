@@ -8,7 +8,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "err.h"
 #include "gguf.h"
@@ -32,57 +31,33 @@ tensor(const struct gguf *g, const float **ret, char *err, int n_dims,
     int64_t d0, int64_t d1, int64_t d2, int64_t d3, const char *fmt, ...)
 {
 	const int64_t dims[4] = { d0, d1, d2, d3 };
-	const struct gguf_tensor *t;
 	char name[64];
 	va_list ap;
-	int rc;
 
 	va_start(ap, fmt);
 	vsnprintf(name, sizeof(name), fmt, ap);
 	va_end(ap);
-	if ((rc = gguf_expect_tensor(g, name, GGUF_DTYPE_F32, n_dims, dims,
-	    &t, err)) != 0)
-		return rc;
-	*ret = t->data;
-	return 0;
+	return gguf_expect_f32(g, name, n_dims, dims, ret, err);
 }
 
-static int
-check_meta(const struct gguf *g, char *err)
-{
-	static const struct { const char *key; uint32_t want; } keys[] = {
-		{ ARCH ".sample_rate", SOTTO_SAMPLE_RATE },
-		{ ARCH ".n_mels", SPK_N_MELS },
-		{ ARCH ".frame_length", SPK_FRAME },
-		{ ARCH ".frame_shift", SPK_SHIFT },
-		{ ARCH ".n_fft", SPK_N_FFT },
-		{ ARCH ".embedding_length", SPK_DIM },
-		{ ARCH ".seg_len", SPK_SEG_LEN },
-	};
-	struct gguf_str arch;
-	uint32_t v;
-	size_t i;
-	int rc;
+static const struct gguf_want_u32 meta_keys[] = {
+	{ ARCH ".sample_rate", SOTTO_SAMPLE_RATE },
+	{ ARCH ".n_mels", SPK_N_MELS },
+	{ ARCH ".frame_length", SPK_FRAME },
+	{ ARCH ".frame_shift", SPK_SHIFT },
+	{ ARCH ".n_fft", SPK_N_FFT },
+	{ ARCH ".embedding_length", SPK_DIM },
+	{ ARCH ".seg_len", SPK_SEG_LEN },
+};
 
-	if ((rc = gguf_get_str(g, "general.architecture", &arch, err)) != 0)
-		return rc;
-	if (arch.len != strlen(ARCH) || memcmp(arch.ptr, ARCH, arch.len) != 0)
-		return err_set(err, SOTTO_EFORMAT, "%s is not a CAM++ speaker "
-		    "model (architecture \"%.*s\"); run '%s campplus'",
-		    gguf_path(g), (int)(arch.len < 64 ? arch.len : 64),
-		    arch.ptr, err_fetch_command());
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if ((rc = gguf_get_u32(g, keys[i].key, &v, err)) != 0)
-			return rc;
-		if (v != keys[i].want)
-			return err_set(err, SOTTO_EFORMAT, "%s: %s is %u; "
-			    "sotto runs only the 16 kHz, 80-mel, "
-			    "192-dimension CAM++ (%u); run '%s campplus'",
-			    gguf_path(g), keys[i].key, v, keys[i].want,
-			    err_fetch_command());
-	}
-	return 0;
-}
+static const struct gguf_kind kind = {
+	.arch = ARCH,
+	.what = "CAM++ speaker",
+	.runs = "16 kHz, 80-mel, 192-dimension CAM++",
+	.fetch_name = "campplus",
+	.keys = meta_keys,
+	.n_keys = sizeof(meta_keys) / sizeof(meta_keys[0]),
+};
 
 static int
 bind_head(struct sotto_speaker *s, const struct gguf *g, char *err)
@@ -192,7 +167,7 @@ sotto_speaker_load(const char *path, struct sotto_speaker **ret, char *err)
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	if ((rc = gguf_open(path, &s->gguf, err)) != 0 ||
-	    (rc = check_meta(s->gguf, err)) != 0 ||
+	    (rc = gguf_check_kind(s->gguf, &kind, err)) != 0 ||
 	    (rc = bind_head(s, s->gguf, err)) != 0 ||
 	    (rc = bind_xvector(s, s->gguf, err)) != 0) {
 		sotto_speaker_free(s);

@@ -91,51 +91,28 @@ static int
 tensor(const struct gguf *g, const char *name, int n_dims, int64_t d0,
     int64_t d1, int64_t d2, const float **ret, char *err)
 {
-	const struct gguf_tensor *t;
 	const int64_t dims[3] = { d0, d1, d2 };
-	int rc;
 
-	if ((rc = gguf_expect_tensor(g, name, GGUF_DTYPE_F32, n_dims, dims,
-	    &t, err)) != 0)
-		return rc;
-	*ret = t->data;
-	return 0;
+	return gguf_expect_f32(g, name, n_dims, dims, ret, err);
 }
 
-static int
-check_meta(const struct gguf *g, char *err)
-{
-	static const struct { const char *key; uint32_t want; } keys[] = {
-		{ "silero.sample_rate", SOTTO_SAMPLE_RATE },
-		{ "silero.chunk", SOTTO_VAD_CHUNK },
-		{ "silero.context", VAD_CONTEXT },
-		{ "silero.n_fft", VAD_N_FFT },
-		{ "silero.hop", VAD_HOP },
-		{ "silero.hidden", VAD_HIDDEN },
-	};
-	struct gguf_str arch;
-	uint32_t v;
-	size_t i;
-	int rc;
+static const struct gguf_want_u32 meta_keys[] = {
+	{ "silero.sample_rate", SOTTO_SAMPLE_RATE },
+	{ "silero.chunk", SOTTO_VAD_CHUNK },
+	{ "silero.context", VAD_CONTEXT },
+	{ "silero.n_fft", VAD_N_FFT },
+	{ "silero.hop", VAD_HOP },
+	{ "silero.hidden", VAD_HIDDEN },
+};
 
-	if ((rc = gguf_get_str(g, "general.architecture", &arch, err)) != 0)
-		return rc;
-	if (arch.len != 10 || memcmp(arch.ptr, "silero-vad", 10) != 0)
-		return err_set(err, SOTTO_EFORMAT, "%s is not a Silero VAD "
-		    "model (architecture \"%.*s\"); run '%s silero-vad'",
-		    gguf_path(g), (int)(arch.len < 64 ? arch.len : 64),
-		    arch.ptr, err_fetch_command());
-	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		if ((rc = gguf_get_u32(g, keys[i].key, &v, err)) != 0)
-			return rc;
-		if (v != keys[i].want)
-			return err_set(err, SOTTO_EFORMAT, "%s: %s is %u; "
-			    "sotto runs only the 16 kHz Silero VAD v5/v6 "
-			    "(%u)", gguf_path(g), keys[i].key, v,
-			    keys[i].want);
-	}
-	return 0;
-}
+static const struct gguf_kind kind = {
+	.arch = "silero-vad",
+	.what = "Silero VAD",
+	.runs = "16 kHz Silero VAD v5/v6",
+	.fetch_name = "silero-vad",
+	.keys = meta_keys,
+	.n_keys = sizeof(meta_keys) / sizeof(meta_keys[0]),
+};
 
 /* The convolutions' weights, transposed into v. */
 static int
@@ -203,7 +180,7 @@ bind(struct sotto_vad *v, const struct gguf *g, char *err)
 	const float *basis;
 	int rc;
 
-	if ((rc = check_meta(g, err)) != 0 ||
+	if ((rc = gguf_check_kind(g, &kind, err)) != 0 ||
 	    (rc = tensor(g, "vad.stft.basis", 2, 2 * VAD_N_FREQ, VAD_N_FFT, 0,
 	    &basis, err)) != 0)
 		return rc;

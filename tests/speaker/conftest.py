@@ -10,55 +10,35 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from segments import SEGMENTS, samples_sha256, segment
+from small_models import AUDIO_DIR, F32P, PY, REPO, fetch, fetch_source, load_error, load_libsotto
 
-REPO = Path(__file__).resolve().parents[2]
-LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so.0"))
-AUDIO_DIR = Path(os.environ.get("SOTTO_AUDIO_DIR", REPO.parent / "shared" / "audio"))
-PY = os.environ.get("SOTTO_PYTHON") or sys.executable
 HERE = Path(__file__).resolve().parent
 DIM = 192
-F32P = ctypes.POINTER(ctypes.c_float)
-
-
-def fetch(*args: str) -> Path:
-    env = dict(os.environ, SOTTO_PYTHON=PY)
-    cp = subprocess.run([str(REPO / "scripts" / "fetch-model"), "campplus", *args], cwd=REPO, env=env,
-                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
-    if cp.returncode != 0:
-        pytest.fail(f"scripts/fetch-model campplus {' '.join(args)} failed:\n{cp.stderr[-3000:]}")
-    return Path(cp.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="session")
 def campplus_gguf() -> Path:
     if os.environ.get("SOTTO_SPEAKER_MODEL"):
         return Path(os.environ["SOTTO_SPEAKER_MODEL"])
-    return fetch()
+    return fetch("campplus")
 
 
 @pytest.fixture(scope="session")
 def campplus_pt() -> Path:
-    p = fetch("--source-dir") / "campplus_cn_en_common.pt"
-    if not p.is_file():
-        pytest.fail(f"{p} is missing")
-    return p
+    return fetch_source("campplus", "campplus_cn_en_common.pt")
 
 
 class SottoSpeaker:
     """libsotto's CAM++: one loaded model, embeddings of float32 audio."""
 
     def __init__(self, gguf: Path):
-        if not LIB.is_file():
-            pytest.fail(f"{LIB} is missing: meson compile -C build")
-        so = ctypes.CDLL(str(LIB))
+        so = load_libsotto()
         vp, cp = ctypes.c_void_p, ctypes.c_char_p
         so.sotto_speaker_load.argtypes = [cp, ctypes.POINTER(vp), cp]
         so.sotto_speaker_load.restype = ctypes.c_int
@@ -73,11 +53,7 @@ class SottoSpeaker:
             pytest.fail(f"sotto_speaker_load: {self.err.value.decode()}")
 
     def load_error(self, path: Path) -> tuple[int, str]:
-        m = ctypes.c_void_p()
-        rc = self.so.sotto_speaker_load(str(path).encode(), ctypes.byref(m), self.err)
-        if rc == 0:
-            self.so.sotto_speaker_free(m)
-        return rc, self.err.value.decode()
+        return load_error(self.so.sotto_speaker_load, self.so.sotto_speaker_free, path, self.err)
 
     def embed_rc(self, x: np.ndarray) -> tuple[int, np.ndarray, str]:
         x = np.ascontiguousarray(x, np.float32)
@@ -127,4 +103,4 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
 
 
-__all__ = ["AUDIO_DIR", "DIM", "REPO", "SEGMENTS", "cosine", "samples_sha256"]
+__all__ = ["AUDIO_DIR", "DIM", "PY", "REPO", "SEGMENTS", "cosine", "samples_sha256"]

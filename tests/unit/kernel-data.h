@@ -1,6 +1,7 @@
 /*
  * Reproducible test data and double-precision references shared by the
- * kernel tests (test-kernels.c, test-window.c). Include after cmocka.h.
+ * kernel tests (test-kernels.c, test-window.c, test-gemv-i8-avx2.c).
+ * Include after cmocka.h.
  */
 #ifndef SOTTO_TEST_KERNEL_DATA_H
 #define SOTTO_TEST_KERNEL_DATA_H
@@ -116,6 +117,82 @@ to_f16(float f)
 
 	memcpy(&u, &h, sizeof(u));
 	return u;
+}
+
+/* The f16 value of h. */
+static inline double
+f16d(uint16_t h)
+{
+	_Float16 v;
+
+	memcpy(&v, &h, sizeof(v));
+	return (double)v;
+}
+
+/*
+ * The int8 products' data (gemv-i8.c, gemv-i8-avx2.c): F16 weights
+ * [rows][k] the caller frees, row 3 ten times larger, and channel 7 of
+ * x [k][n] made ten times larger.
+ */
+static inline uint16_t *
+i8_data(int rows, int k, float *x, int n)
+{
+	uint16_t *w = malloc((size_t)rows * k * 2);
+	int m, j, kk;
+
+	assert_non_null(w);
+	for (m = 0; m < rows; m++)
+		for (kk = 0; kk < k; kk++)
+			w[(size_t)m * k + kk] = to_f16(frand() * (m == 3 ? 0.5f :
+			    0.05f));
+	for (j = 0; j < n; j++)
+		x[7 * n + j] *= 10.0f;
+	return w;
+}
+
+/*
+ * An int8 product's y (element [m][j] at m * a->ym + j * a->yj; y0 what
+ * it held before) against two references: the weights w as the kernel
+ * rounds them (row scale a->scale[m] = max |w| / 127) in double, where
+ * only the columns' rounding to qx steps is left (bound: half a step of
+ * each column times sum |w|), and the F16 weights themselves (bound:
+ * also half a row step times sum |x|).
+ */
+static inline void
+i8_check(const struct gemv_i8_args *a, const uint16_t *w, const float *y0,
+    double qx)
+{
+	const int rows = a->rows, k = a->k, n = a->n;
+	const ptrdiff_t ym = a->ym, yj = a->yj;
+	const float *x = a->x, *y = a->y;
+	int m, j, kk;
+
+	for (m = 0; m < rows; m++)
+		for (j = 0; j < n; j++) {
+			double max = 0.0, want = 0.0, exact = 0.0, sum_w = 0.0;
+			double sum_x = 0.0;
+			double old = a->accumulate ? y0[m * ym + j * yj] : 0.0;
+			double s = a->scale[m], got = y[m * ym + j * yj] - old;
+
+			for (kk = 0; kk < k; kk++) {
+				max = fmax(max, fabs(x[(size_t)kk * n + j]));
+				sum_x += fabs(x[(size_t)kk * n + j]);
+			}
+			for (kk = 0; kk < k; kk++) {
+				double wv = f16d(w[(size_t)m * k + kk]);
+				double q = s > 0.0 ? rint((float)wv *
+				    (127.0f / (float)(s * 127.0))) : 0.0;
+
+				want += q * s * x[(size_t)kk * n + j];
+				exact += wv * x[(size_t)kk * n + j];
+				sum_w += fabs(q * s);
+			}
+			assert_float_equal(got, want, sum_w * max / qx +
+			    1e-5 * (1.0 + fabs(want)));
+			/* and each weight within half a step of its own */
+			assert_float_equal(got, exact, 0.5 * s * sum_x +
+			    sum_w * max / qx + 1e-5 * (1.0 + fabs(want)));
+		}
 }
 
 static inline double

@@ -23,16 +23,6 @@
 
 #include "kernel-data.h"
 
-/* The f16 value of h. */
-static double
-f16d(uint16_t h)
-{
-	_Float16 v;
-
-	memcpy(&v, &h, sizeof(v));
-	return (double)v;
-}
-
 /* The largest |q| the kernel gives a column of k (its col_qmax). */
 static double
 col_qmax(int k)
@@ -43,18 +33,13 @@ col_qmax(int k)
 }
 
 /*
- * gemv_i8_avx2 against two references: the weights as it rounds them
- * (row scale max |w| / 127) in double, where only the columns' rounding
- * to col_qmax(k) steps is left (bound: half a step of each column times
- * sum |w|), and the F16 weights themselves (bound: also half a row step
- * times sum |x|). Row 3 is ten times larger, channel 7 of x ten times
- * larger; the last rows are padding the kernel must not write.
+ * gemv_i8_avx2 against i8_check's references, the columns rounded to
+ * col_qmax(k) steps; the last rows are padding the kernel must not write.
  */
 static void
 check(int rows, int k, int n, int accumulate, int logits_layout)
 {
 	int padded = gemv_i8_avx2_rows(rows);
-	uint16_t *w = malloc((size_t)rows * k * 2);
 	float *x = frand_array((size_t)k * n, 1.0f);
 	/* one guard row past the end in either layout */
 	float *y = frand_array((size_t)(rows + 1) * n, 1.0f);
@@ -62,62 +47,23 @@ check(int rows, int k, int n, int accumulate, int logits_layout)
 	uint8_t *wp = aligned_alloc(64, gemv_i8_avx2_bytes(rows, k));
 	float *scale = calloc((size_t)padded, sizeof(float));
 	void *scratch = aligned_alloc(64, GEMV_I8_AVX2_SCRATCH_BYTES(k));
-	struct gemv_i8_args a = { 0 };
-	ptrdiff_t ym = logits_layout ? 1 : n, yj = logits_layout ? rows : 1;
-	double qx = col_qmax(k);
-	int m, j, kk;
+	uint16_t *w = i8_data(rows, k, x, n);
+	struct gemv_i8_args a = { .wp = wp, .scale = scale, .rows = rows,
+	    .k = k, .x = x, .ldx = n, .n = n, .y = y,
+	    .ym = logits_layout ? 1 : n, .yj = logits_layout ? rows : 1,
+	    .accumulate = accumulate };
+	int j;
 
-	assert_true(w != NULL && y0 != NULL && wp != NULL && scale != NULL &&
+	assert_true(y0 != NULL && wp != NULL && scale != NULL &&
 	    scratch != NULL);
-	for (m = 0; m < rows; m++)
-		for (kk = 0; kk < k; kk++)
-			w[(size_t)m * k + kk] = to_f16(frand() * (m == 3 ? 0.5f :
-			    0.05f));
-	for (j = 0; j < n; j++)
-		x[7 * n + j] *= 10.0f;
 	memcpy(y0, y, (size_t)(rows + 1) * n * sizeof(float));
 	memset(wp, 0, gemv_i8_avx2_bytes(rows, k));
 	/* in two calls, as a stacked q; k; v is packed */
 	gemv_i8_avx2_pack(w, rows / 2, k, 0, wp, scale);
 	gemv_i8_avx2_pack(w + (size_t)(rows / 2) * k, rows - rows / 2, k,
 	    rows / 2, wp, scale);
-	a.wp = wp;
-	a.scale = scale;
-	a.rows = rows;
-	a.k = k;
-	a.x = x;
-	a.ldx = n;
-	a.n = n;
-	a.y = y;
-	a.ym = ym;
-	a.yj = yj;
-	a.accumulate = accumulate;
 	gemv_i8_avx2(&a, scratch);
-	for (m = 0; m < rows; m++)
-		for (j = 0; j < n; j++) {
-			double max = 0.0, want = 0.0, exact = 0.0, sum_w = 0.0;
-			double sum_x = 0.0;
-			double old = accumulate ? y0[m * ym + j * yj] : 0.0;
-			double s = scale[m], got = y[m * ym + j * yj] - old;
-
-			for (kk = 0; kk < k; kk++) {
-				max = fmax(max, fabs(x[(size_t)kk * n + j]));
-				sum_x += fabs(x[(size_t)kk * n + j]);
-			}
-			for (kk = 0; kk < k; kk++) {
-				double wv = f16d(w[(size_t)m * k + kk]);
-				double q = s > 0.0 ? rint((float)wv *
-				    (127.0f / (float)(s * 127.0))) : 0.0;
-
-				want += q * s * x[(size_t)kk * n + j];
-				exact += wv * x[(size_t)kk * n + j];
-				sum_w += fabs(q * s);
-			}
-			assert_float_equal(got, want, sum_w * max / qx +
-			    1e-5 * (1.0 + fabs(want)));
-			assert_float_equal(got, exact, 0.5 * s * sum_x +
-			    sum_w * max / qx + 1e-5 * (1.0 + fabs(want)));
-		}
+	i8_check(&a, w, y0, col_qmax(k));
 	/* nothing written past the real rows */
 	for (j = 0; j < n; j++)
 		assert_true(logits_layout ? y[(size_t)n * rows + j] ==

@@ -100,85 +100,32 @@ test_gemv_amx(void **state)
 	check_gemv(21, 32, 40, 1, 0);	/* a prompt: three column blocks */
 }
 
-/* The f16 value of h (F16C's conversion). */
-static double
-f16d(uint16_t h)
-{
-	_Float16 v;
-
-	memcpy(&v, &h, sizeof(v));
-	return (double)v;
-}
-
 /*
- * gemv-i8.c against two references: the weights as it rounds them (row
- * scale max |w| / 127) in double, where only the columns' 16-bit rounding
- * is left (bound: half a step of each column times sum |w|), and the F16
- * weights themselves (bound: also half a row step times sum |x|).
- * Row 3 is ten times larger, channel 7 of x ten times larger. Also the
- * weights made bf16 again (gemv_i8_unpack) through gemv_bf16.
+ * gemv-i8.c against i8_check's references, the columns rounded to 16 bits
+ * (32639 steps). Also the weights made bf16 again (gemv_i8_unpack)
+ * through gemv_bf16.
  */
 static void
 check_gemv_i8(int rows, int k, int n, int accumulate, int logits_layout)
 {
-	uint16_t *w = malloc((size_t)rows * k * 2);
 	float *x = frand_array((size_t)k * n, 1.0f);
 	float *y = frand_array((size_t)rows * n, 1.0f);
 	float *y0 = malloc((size_t)rows * n * sizeof(float));
 	uint8_t *wp = aligned_alloc(64, gemv_i8_bytes(rows, k));
 	float *scale = malloc((size_t)rows * sizeof(float));
 	void *scratch = aligned_alloc(64, GEMV_I8_SCRATCH_BYTES(k));
-	struct gemv_i8_args a = { 0 };
-	ptrdiff_t ym = logits_layout ? 1 : n, yj = logits_layout ? rows : 1;
+	uint16_t *w = i8_data(rows, k, x, n);
+	struct gemv_i8_args a = { .wp = wp, .scale = scale, .rows = rows,
+	    .k = k, .x = x, .ldx = n, .n = n, .y = y,
+	    .ym = logits_layout ? 1 : n, .yj = logits_layout ? rows : 1,
+	    .accumulate = accumulate };
 	int m, j, kk;
 
-	assert_true(w != NULL && y0 != NULL && wp != NULL && scale != NULL);
-	for (m = 0; m < rows; m++)
-		for (kk = 0; kk < k; kk++)
-			w[(size_t)m * k + kk] = to_f16(frand() * (m == 3 ? 0.5f :
-			    0.05f));
-	for (j = 0; j < n; j++)
-		x[7 * n + j] *= 10.0f;
+	assert_true(y0 != NULL && wp != NULL && scale != NULL);
 	memcpy(y0, y, (size_t)rows * n * sizeof(float));
 	gemv_i8_pack(w, rows, k, 0, wp, scale, NULL);
-	a.wp = wp;
-	a.scale = scale;
-	a.rows = rows;
-	a.k = k;
-	a.x = x;
-	a.ldx = n;
-	a.n = n;
-	a.y = y;
-	a.ym = ym;
-	a.yj = yj;
-	a.accumulate = accumulate;
 	gemv_i8(&a, scratch);
-	for (m = 0; m < rows; m++)
-		for (j = 0; j < n; j++) {
-			double max = 0.0, want = 0.0, exact = 0.0, sum_w = 0.0;
-			double sum_x = 0.0;
-			double old = accumulate ? y0[m * ym + j * yj] : 0.0;
-			double s = scale[m], got = y[m * ym + j * yj] - old;
-
-			for (kk = 0; kk < k; kk++) {
-				max = fmax(max, fabs(x[(size_t)kk * n + j]));
-				sum_x += fabs(x[(size_t)kk * n + j]);
-			}
-			for (kk = 0; kk < k; kk++) {
-				double wv = f16d(w[(size_t)m * k + kk]);
-				double q = s > 0.0 ? rint((float)wv *
-				    (127.0f / (float)(s * 127.0))) : 0.0;
-
-				want += q * s * x[(size_t)kk * n + j];
-				exact += wv * x[(size_t)kk * n + j];
-				sum_w += fabs(q * s);
-			}
-			assert_float_equal(got, want, sum_w * max / 32639.0 +
-			    1e-5 * (1.0 + fabs(want)));
-			/* and each weight within half a step of its own */
-			assert_float_equal(got, exact, 0.5 * s * sum_x +
-			    sum_w * max / 32639.0 + 1e-5 * (1.0 + fabs(want)));
-		}
+	i8_check(&a, w, y0, 32639.0);
 
 	/* bf16 again: gemv_pack's layout */
 	{

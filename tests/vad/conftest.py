@@ -6,43 +6,25 @@ reference, and the speech of ../shared/audio. Anything missing fails."""
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
-import sys
 import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so.0"))
-AUDIO_DIR = Path(os.environ.get("SOTTO_AUDIO_DIR", REPO.parent / "shared" / "audio"))
-PY = os.environ.get("SOTTO_PYTHON") or sys.executable
+from small_models import AUDIO_DIR, F32P, PY, REPO, fetch, fetch_source, load_error, load_libsotto
+
 CHUNK = 512
-F32P = ctypes.POINTER(ctypes.c_float)
-
-
-def fetch(*args: str) -> Path:
-    env = dict(os.environ, SOTTO_PYTHON=PY)
-    cp = subprocess.run([str(REPO / "scripts" / "fetch-model"), "silero-vad", *args], cwd=REPO, env=env,
-                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=600)
-    if cp.returncode != 0:
-        pytest.fail(f"scripts/fetch-model silero-vad {' '.join(args)} failed:\n{cp.stderr[-3000:]}")
-    return Path(cp.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="session")
 def vad_gguf() -> Path:
-    return fetch()
+    return fetch("silero-vad")
 
 
 @pytest.fixture(scope="session")
 def vad_onnx() -> Path:
-    p = fetch("--source-dir") / "silero_vad.onnx"
-    if not p.is_file():
-        pytest.fail(f"{p} is missing")
-    return p
+    return fetch_source("silero-vad", "silero_vad.onnx")
 
 
 class VadSpan(ctypes.Structure):
@@ -59,9 +41,7 @@ class SottoVad:
     """libsotto's VAD: a loaded network and calls on fresh states."""
 
     def __init__(self, gguf: Path):
-        if not LIB.is_file():
-            pytest.fail(f"{LIB} is missing: meson compile -C build")
-        so = ctypes.CDLL(str(LIB))
+        so = load_libsotto()
         vp, cp = ctypes.c_void_p, ctypes.c_char_p
         sigs = {
             "sotto_vad_load": ([cp, ctypes.POINTER(vp), cp], ctypes.c_int),
@@ -88,11 +68,7 @@ class SottoVad:
             pytest.fail(f"sotto_vad_load: {self.err.value.decode()}")
 
     def load_error(self, path: Path) -> tuple[int, str]:
-        v = ctypes.c_void_p()
-        rc = self.so.sotto_vad_load(str(path).encode(), ctypes.byref(v), self.err)
-        if rc == 0:
-            self.so.sotto_vad_free(v)
-        return rc, self.err.value.decode()
+        return load_error(self.so.sotto_vad_load, self.so.sotto_vad_free, path, self.err)
 
     def probs(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, np.float32)
@@ -185,3 +161,6 @@ def read_wav(path: Path) -> np.ndarray:
 def speech_files() -> list[Path]:
     files = sorted(AUDIO_DIR.glob("*.wav"))
     return files or [AUDIO_DIR / "<no wav files>"]
+
+
+__all__ = ["AUDIO_DIR", "PY", "REPO"]

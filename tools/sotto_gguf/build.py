@@ -5,7 +5,6 @@ weights from different formats give byte-identical files)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from .common import (
     ConvertError,
     WhisperModel,
     _Writer,
+    atomic_output,
     check_tensors,
     progress,
     to_sotto_tensors,
@@ -118,43 +118,15 @@ def filters_for(model: WhisperModel) -> np.ndarray:
     return f
 
 
-def _sync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sync_dir(path: Path) -> None:
-    """The rename itself on disk (best effort: not every filesystem lets a
-    directory be fsynced)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def write_gguf(model: WhisperModel, out: Path, name: str) -> None:
-    """Validate and write. The model is written to a temporary file in the
-    output's directory, flushed to disk, then renamed over `out`: whoever
-    has the old file (a running sottod, a reader) keeps it whole, a new
-    reader gets the whole new one, and a failed or interrupted conversion
-    leaves `out` as it was."""
+    """Validate and write, replacing `out` whole or not at all
+    (atomic_output)."""
     model.hparams.validate()
     check_tensors(model)
     md = metadata(model, name)
     tensors = to_sotto_tensors(model, filters_for(model))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    progress(f"writing {out} ({len(tensors)} tensors, alignment {ALIGNMENT})")
-    try:
+    with atomic_output(out) as tmp:
+        progress(f"writing {out} ({len(tensors)} tensors, alignment {ALIGNMENT})")
         w = _Writer(tmp)
         for key, (kind, val) in md.items():
             if kind == "u32":
@@ -166,11 +138,3 @@ def write_gguf(model: WhisperModel, out: Path, name: str) -> None:
         for tname, a in tensors.items():
             w.tensor(tname, a)
         w.finish()
-        _sync_file(tmp)
-        os.replace(tmp, out)
-        _sync_dir(out.parent)
-    except OSError as e:
-        raise ConvertError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -18,13 +18,11 @@ adds a ReLU; it is left out, docs/speakers.md).
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 
-from .common import ALIGNMENT, FORMAT_VERSION, ConvertError, progress
+from .common import ALIGNMENT, FORMAT_VERSION, ConvertError, atomic_output, finish_gguf, progress, sha256_file
 from .torchzip import load_state_dict
 
 ARCH = "campplus"
@@ -141,10 +139,6 @@ def read_campplus(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _add_meta(w, name: str, source: str, sha: str) -> None:  # noqa: ANN001
     import gguf
 
@@ -167,31 +161,16 @@ def _add_meta(w, name: str, source: str, sha: str) -> None:  # noqa: ANN001
 
 
 def write_campplus_gguf(src: Path, out: Path, name: str = ARCH, source: str | None = None) -> None:
-    """Convert src (a CAM++ .pt) to out: written to a temporary file in
-    out's directory, synced, then renamed over it (as build.py does)."""
+    """Convert src (a CAM++ .pt) to out, replacing it whole or not at all
+    (atomic_output)."""
     import gguf
 
-    from .build import _sync_dir, _sync_file
-
     tensors = read_campplus(src)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     n = sum(a.size for a in tensors.values())
-    progress(f"writing {out} ({len(tensors)} tensors, {n} weights, alignment {ALIGNMENT})")
-    try:
+    with atomic_output(out) as tmp:
+        progress(f"writing {out} ({len(tensors)} tensors, {n} weights, alignment {ALIGNMENT})")
         w = gguf.GGUFWriter(str(tmp), ARCH)
-        _add_meta(w, name, source or src.name, _sha256(src))
+        _add_meta(w, name, source or src.name, sha256_file(src))
         for tname, a in tensors.items():
             w.add_tensor(tname, a)
-        w.write_header_to_file()
-        w.write_kv_data_to_file()
-        w.write_tensors_to_file(progress=False)
-        w.close()
-        _sync_file(tmp)
-        os.replace(tmp, out)
-        _sync_dir(out.parent)
-    except OSError as e:
-        raise ConvertError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        finish_gguf(w)

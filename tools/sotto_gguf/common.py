@@ -10,7 +10,11 @@ there is exactly one mapping onto sotto's tensor names (here) and one back
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +33,60 @@ class ConvertError(Exception):
 def progress(msg: str) -> None:
     """Progress goes to stderr so stdout stays clean for scripts."""
     print(msg, file=sys.stderr, flush=True)
+
+
+def sha256_file(path: Path) -> str:
+    """Hex SHA-256 of a file, read in pieces (sources can be large)."""
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@contextmanager
+def atomic_output(out: Path) -> Iterator[Path]:
+    """Yield a temporary path in out's directory to write the whole file to;
+    when the block ends it is synced and renamed over `out`, and the rename
+    synced. Whoever has the old file (a running sottod, a reader) keeps it
+    whole, a new reader gets the whole new one, and a failed or interrupted
+    write leaves `out` as it was (the temporary file is removed). An OSError
+    in the block or the rename becomes a ConvertError naming `out`."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        yield tmp
+        _sync_file(tmp)
+        os.replace(tmp, out)
+        _sync_dir(out.parent)
+    except OSError as e:
+        raise ConvertError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def _sync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync_dir(path: Path) -> None:
+    """The rename itself on disk (best effort: not every filesystem lets a
+    directory be fsynced)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 HPARAM_KEYS = (
@@ -327,7 +385,13 @@ class _Writer:
         self.w.add_tensor(name, a)
 
     def finish(self) -> None:
-        self.w.write_header_to_file()
-        self.w.write_kv_data_to_file()
-        self.w.write_tensors_to_file(progress=False)
-        self.w.close()
+        finish_gguf(self.w)
+
+
+def finish_gguf(w) -> None:  # noqa: ANN001
+    """Write out and close a gguf.GGUFWriter whose keys and tensors are all
+    added."""
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()

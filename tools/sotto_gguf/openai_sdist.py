@@ -10,12 +10,11 @@ its sha256 before anything is read from it.
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import tarfile
 from pathlib import Path
 
-from .common import ConvertError
+from .common import ConvertError, sha256_file
 
 OPENAI_SDIST = {
     "requirement": "openai-whisper==20250625",
@@ -25,20 +24,12 @@ OPENAI_SDIST = {
 _ASSETS = "openai_whisper-20250625/whisper/assets/"
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with p.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def tarball(cache: Path, python: str) -> Path:
     """The pinned sdist: cache/wheels or cache/dl if there and intact,
     else downloaded into cache/wheels with `python -m pip download`."""
     spec = OPENAI_SDIST
     for c in (cache / "wheels" / spec["filename"], cache / "dl" / spec["filename"]):
-        if c.is_file() and _sha256(c) == spec["sha256"]:
+        if c.is_file() and sha256_file(c) == spec["sha256"]:
             return c
     dest = cache / "wheels"
     dest.mkdir(parents=True, exist_ok=True)
@@ -48,7 +39,7 @@ def tarball(cache: Path, python: str) -> Path:
     p = dest / spec["filename"]
     if cp.returncode != 0 or not p.is_file():
         raise ConvertError(f"pip download {spec['requirement']} failed: {cp.stderr.strip()[-1000:]}")
-    got = _sha256(p)
+    got = sha256_file(p)
     if got != spec["sha256"]:
         raise ConvertError(f"{p}: sha256 {got}, expected {spec['sha256']}")
     return p

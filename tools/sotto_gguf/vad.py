@@ -13,13 +13,11 @@ is taken. Only the `onnx` package is needed (no torch, no onnxruntime).
 
 from __future__ import annotations
 
-import hashlib
-import os
 from pathlib import Path
 
 import numpy as np
 
-from .common import ALIGNMENT, FORMAT_VERSION, ConvertError, progress
+from .common import ALIGNMENT, FORMAT_VERSION, ConvertError, atomic_output, finish_gguf, progress, sha256_file
 
 SAMPLE_RATE = 16000
 CHUNK = 512  # samples per probability
@@ -101,43 +99,23 @@ def read_onnx(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def write_vad_gguf(src: Path, out: Path, name: str = "silero-vad", source: str | None = None) -> None:
-    """Convert src (a Silero VAD ONNX file) to out, written to a temporary
-    file in out's directory, synced, then renamed over it (as build.py
-    writes Whisper models)."""
+    """Convert src (a Silero VAD ONNX file) to out, replacing it whole or
+    not at all (atomic_output)."""
     import gguf
 
-    from .build import _sync_dir, _sync_file
-
     tensors = read_onnx(src)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    progress(f"writing {out} ({len(tensors)} tensors, alignment {ALIGNMENT})")
-    try:
+    with atomic_output(out) as tmp:
+        progress(f"writing {out} ({len(tensors)} tensors, alignment {ALIGNMENT})")
         w = gguf.GGUFWriter(str(tmp), "silero-vad")
         w.add_custom_alignment(ALIGNMENT)
         w.add_key_value("general.name", name, gguf.GGUFValueType.STRING)
         w.add_uint32("sotto.format_version", FORMAT_VERSION)
         w.add_key_value("sotto.source", source or src.name, gguf.GGUFValueType.STRING)
-        w.add_key_value("sotto.source_sha256", _sha256(src), gguf.GGUFValueType.STRING)
+        w.add_key_value("sotto.source_sha256", sha256_file(src), gguf.GGUFValueType.STRING)
         for k, v in (("sample_rate", SAMPLE_RATE), ("chunk", CHUNK), ("context", CONTEXT),
                      ("n_fft", N_FFT), ("hop", HOP), ("hidden", HIDDEN)):
             w.add_uint32(f"silero.{k}", v)
         for tname, a in tensors.items():
             w.add_tensor(tname, a)
-        w.write_header_to_file()
-        w.write_kv_data_to_file()
-        w.write_tensors_to_file(progress=False)
-        w.close()
-        _sync_file(tmp)
-        os.replace(tmp, out)
-        _sync_dir(out.parent)
-    except OSError as e:
-        raise ConvertError(f"cannot write {out}: {e.strerror or e}") from None
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        finish_gguf(w)
