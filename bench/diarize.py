@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 import conversation as conv  # noqa: E402
 import diarize_ref as ref  # noqa: E402
+from bench import cache_root, git_describe  # noqa: E402
 from build import ensure_built  # noqa: E402
 from machine import cpu_model, loadavg, machine_busy_s  # noqa: E402
 from wer import AUDIO_DIR, load_manifest  # noqa: E402
@@ -80,9 +81,7 @@ def log(msg: str) -> None:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("SOTTO_CACHE") or str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                                                / "sotto")
-    d = Path(root) / "bench" / "diarize"
+    d = cache_root() / "bench" / "diarize"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -295,11 +294,6 @@ def report(b: Bench, started: dt.datetime) -> str:
           f"{ref_cpu:.2f} s, {pct(ref_cpu / words_cpu)} ({1000 * ref_cpu / audio:.1f} ms per second), and "
           f"{b.ref.load_cpu_s:.2f} s once to load its model.", "", "```", f"# sotto", b.commands["sotto"], "```", ""]
     return "\n".join(L)
-
-
-def git_describe() -> str:
-    r = subprocess.run(["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True, text=True)
-    return r.stdout.strip() or "unknown"
 
 
 def insert_docs(section: str) -> None:
