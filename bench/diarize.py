@@ -4,7 +4,7 @@
 conversations of 2 to 4 speakers, scored with pyannote.metrics; driven by
 bench/diarize.
 
-    bench/diarize              14 conversations (18 min of audio), CPU best of 3 (~20 min)
+    bench/diarize              14 conversations (18 min of audio), CPU best of 3 (~17 min)
     bench/diarize --quick      2 conversations, 1 run, no docs (~1 min)
 
 Conversations (tests/e2e/conversation.py assembles them): turns of 2-20 s
