@@ -193,7 +193,7 @@ class Bench:
         ref_labels, ref_cpu = self.ref.label(pcm, words, self.calib["threshold"])
         ref_labels_n, _ = self.ref.label(pcm, words, self.calib["threshold"], speakers=n)
         row = {"name": name + (" overlap" if overlap else ""), "speakers": n, "turns": len(turns),
-               "duration": duration, "overlap_s": overlap_s(turns), "words": len(words),
+               "duration": duration, "overlap_s": conv.overlap_s(turns), "words": len(words),
                "cpu_diarize": min(cpu["diarize"]), "cpu_words": min(cpu["words"]), "cpu_ref": ref_cpu}
         for key, labels in (("sotto", [w["speaker"] for w in words]),
                             ("sotto_n", [w["speaker"] for w in conv.words_of(out_n)]),
@@ -214,20 +214,11 @@ class Bench:
         self.machine_cores = (machine_busy_s() - busy0) / (time.monotonic() - t0)
 
 
-def overlap_s(turns: list) -> float:
-    return sum(max(0.0, a.end - b.start) for a, b in zip(turns, turns[1:]))
-
-
-def in_overlap(w: dict, turns: list) -> bool:
-    mid = (w["start"] + w["end"]) / 2
-    return sum(t.start <= mid <= t.end for t in turns) > 1
-
-
 def score(words: list[dict], labels: list[str], turns: list, duration: float) -> dict:
     """DER of the labelled words as turns, the share of words (outside
     overlaps) right under the best mapping, and the speakers found."""
     d = ref.der(turns, ref.turns_of_words(words, labels), duration)
-    kept = [dict(w, speaker=lab) for w, lab in zip(words, labels) if not in_overlap(w, turns)]
+    kept = [dict(w, speaker=lab) for w, lab in zip(words, labels) if not conv.in_overlap(w, turns)]
     right, _ = conv.score({"segments": [{"words": kept}]}, turns)
     return d | {"right": right, "found": len(set(labels)), "scored_words": len(kept)}
 

@@ -143,6 +143,17 @@ def truth_of(word: dict, turns: list[Turn]) -> str:
     return min(turns, key=dist).speaker
 
 
+def overlap_s(turns: list[Turn]) -> float:
+    """Seconds in which two turns overlap."""
+    return sum(max(0.0, a.end - b.start) for a, b in zip(turns, turns[1:]))
+
+
+def in_overlap(word: dict, turns: list[Turn]) -> bool:
+    """Whether a word's middle falls in two turns at once."""
+    mid = (word["start"] + word["end"]) / 2
+    return sum(t.start <= mid <= t.end for t in turns) > 1
+
+
 def words_of(transcript: dict) -> list[dict]:
     return [w for s in transcript["segments"] for w in s.get("words", [])]
 

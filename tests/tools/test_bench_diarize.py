@@ -1,22 +1,28 @@
 """bench/diarize's pieces that need neither torch nor pyannote (CI has
 neither; `bench/diarize --quick` runs the rest): conversations with
-overlapping turns mixed from tests/e2e/conversation.py, the words of a
-labelling made into speech turns for the DER, and the words right with
-those in an overlap left out, on made-up tones and words."""
+overlapping turns mixed (tests/e2e/conversation.py), the words of a
+labelling made into speech turns for the DER (bench/diarize_ref.py), and
+the words right with those in an overlap left out, on made-up tones and
+words."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(REPO / "bench"), str(REPO / "tests" / "e2e")]
+# tests/e2e's conftest puts it on the path in a whole run; bench/ is not
+# put there: its wyoming.py would hide the wyoming package from the tests
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 import conversation as conv  # noqa: E402
-import diarize  # noqa: E402
-import diarize_ref  # noqa: E402
+
+_spec = importlib.util.spec_from_file_location("diarize_ref", REPO / "bench" / "diarize_ref.py")
+diarize_ref = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(diarize_ref)
 
 RATE = conv.RATE
 
@@ -40,7 +46,7 @@ def test_overlapping_turns_are_mixed(tmp_path):
     both[int(2.1 * RATE):int(5.1 * RATE)] += tone(300, 3.0)
     assert np.max(np.abs(pcm[s] - both[s])) < 2 / 32767, "the overlap holds both voices"
     assert np.max(np.abs(pcm[int(5.1 * RATE):int(5.4 * RATE)])) == 0, "a gap is silent"
-    assert abs(diarize.overlap_s(turns) - 0.4) < 1e-9
+    assert abs(conv.overlap_s(turns) - 0.4) < 1e-9
 
 
 def words(*spans) -> list[dict]:
@@ -58,10 +64,10 @@ def test_words_become_turns():
 def test_words_right_leave_out_overlaps():
     turns = [conv.Turn("a", 0.0, 3.0), conv.Turn("b", 2.5, 6.0)]
     ws = words((0.5, 1.0), (1.5, 2.0), (2.6, 2.9), (3.5, 4.0), (4.5, 5.0))
-    assert [diarize.in_overlap(w, turns) for w in ws] == [False, False, True, False, False]
+    assert [conv.in_overlap(w, turns) for w in ws] == [False, False, True, False, False]
     labels = ["S1", "S1", "S1", "S2", "S1"]  # the word in the overlap is not counted
     right, mapping = conv.score({"segments": [{"words": [dict(w, speaker=lab) for w, lab in zip(ws, labels)
-                                                         if not diarize.in_overlap(w, turns)]}]}, turns)
+                                                         if not conv.in_overlap(w, turns)]}]}, turns)
     assert right == 0.75 and mapping == {"S1": "a", "S2": "b"}
 
 
