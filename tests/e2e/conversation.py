@@ -92,19 +92,28 @@ class Turn:
     end: float
 
 
-def assemble(order: list[str], path: Path, min_turn_s: float = 2.0,
+def assemble(order: list[str], path: Path, min_turn_s: float | tuple = 2.0,
              max_turn_s: float = 20.0,
-             gaps_s: tuple = (0.4, 0.2, 0.8, 0.3, 0.6)) -> list[Turn]:
+             gaps_s: tuple = (0.4, 0.2, 0.8, 0.3, 0.6),
+             speech: dict[str, list[np.ndarray]] | None = None) -> list[Turn]:
     """Write to path a conversation whose turns are, in order, the readers
     named in order: each turn takes the reader's next phrases (at least
-    min_turn_s, at most max_turn_s of them), turns apart by the silences
-    of gaps_s in turn (seconds). Returns the turns."""
-    left = {r: speech_of(r) for r in set(order)}
-    pcm, turns, t = [], [], 0
+    min_turn_s, at most max_turn_s of them; a tuple of minimums is taken
+    in turn), turns apart by the silences of gaps_s in turn (seconds; a
+    negative gap is an overlap: the turn starts that long before the
+    previous one ends, the two mixed). speech gives the phrases of
+    readers that are not in READERS (synthetic voices, say); it is not
+    changed. Returns the turns."""
+    speech = speech or {}
+    left = {r: list(speech[r]) if r in speech else speech_of(r)
+            for r in set(order)}
+    placed, turns, end = [], [], 0
     gaps = itertools.cycle(gaps_s)
+    mins = itertools.cycle(min_turn_s if isinstance(min_turn_s, tuple)
+                           else (min_turn_s,))
     for r in order:
-        turn = []
-        while left[r] and (sum(map(len, turn)) < min_turn_s * RATE):
+        turn, want = [], next(mins)
+        while left[r] and (sum(map(len, turn)) < want * RATE):
             nxt = left[r][0]
             if turn and sum(map(len, turn)) + len(nxt) > max_turn_s * RATE:
                 break
@@ -112,13 +121,15 @@ def assemble(order: list[str], path: Path, min_turn_s: float = 2.0,
             turn.append(np.zeros(int(0.2 * RATE), np.float32))
         assert turn, f"{r} has no speech left for a turn"
         audio = np.concatenate(turn[:-1])
-        gap = np.zeros(int(next(gaps) * RATE), np.float32)
-        turns.append(Turn(r, (t + len(gap)) / RATE,
-                          (t + len(gap) + len(audio)) / RATE))
-        pcm += [gap, audio]
-        t += len(gap) + len(audio)
-    pcm.append(np.zeros(int(0.5 * RATE), np.float32))
-    write_wav(path, np.concatenate(pcm))
+        gap = int(next(gaps) * RATE)
+        start = max(0, end + gap)
+        turns.append(Turn(r, start / RATE, (start + len(audio)) / RATE))
+        placed.append((start, audio))
+        end = max(end, start + len(audio))
+    pcm = np.zeros(end + int(0.5 * RATE), np.float32)
+    for start, audio in placed:
+        pcm[start:start + len(audio)] += audio
+    write_wav(path, pcm)
     return turns
 
 
@@ -132,6 +143,17 @@ def truth_of(word: dict, turns: list[Turn]) -> str:
     return min(turns, key=dist).speaker
 
 
+def overlap_s(turns: list[Turn]) -> float:
+    """Seconds in which two turns overlap."""
+    return sum(max(0.0, a.end - b.start) for a, b in zip(turns, turns[1:]))
+
+
+def in_overlap(word: dict, turns: list[Turn]) -> bool:
+    """Whether a word's middle falls in two turns at once."""
+    mid = (word["start"] + word["end"]) / 2
+    return sum(t.start <= mid <= t.end for t in turns) > 1
+
+
 def words_of(transcript: dict) -> list[dict]:
     return [w for s in transcript["segments"] for w in s.get("words", [])]
 
@@ -140,14 +162,20 @@ def score(transcript: dict, turns: list[Turn]) -> tuple[float, dict]:
     """The share of words whose label is their speaker's under the best
     one-to-one mapping of labels to speakers, and that mapping."""
     words = words_of(transcript)
-    truth = [truth_of(w, turns) for w in words]
+    pairs: dict[tuple, int] = {}
+    for w in words:
+        k = (w["speaker"], truth_of(w, turns))
+        pairs[k] = pairs.get(k, 0) + 1
     labels = sorted({w["speaker"] for w in words})
     speakers = sorted({tn.speaker for tn in turns})
+    # each speaker given a label of its own (or none, when there are fewer
+    # labels); counting pairs keeps this quick for a dozen labels
     best, best_map = -1, {}
-    slots = speakers + [None] * max(0, len(labels) - len(speakers))
-    for perm in itertools.permutations(slots, len(labels)):
-        m = dict(zip(labels, perm))
-        right = sum(m[w["speaker"]] == t for w, t in zip(words, truth))
+    slots = labels + [None] * max(0, len(speakers) - len(labels))
+    for perm in itertools.permutations(slots, len(speakers)):
+        right = sum(pairs.get((lab, s), 0) for s, lab in zip(speakers, perm))
         if right > best:
-            best, best_map = right, m
+            best = right
+            best_map = {lab: None for lab in labels} | {
+                lab: s for s, lab in zip(speakers, perm) if lab is not None}
     return best / max(1, len(words)), best_map
