@@ -227,6 +227,30 @@ worker_file_canceled(struct worker_file *f)
 	    "canceled: the client went away" : "sottod is stopping");
 }
 
+/*
+ * Compute thread: speaker labels on f's transcript, the file read twice
+ * more (sotto_diarize() rewinds it). The time counts as the job's. Live
+ * streams wait for it: it has no windows to yield between (~15 ms of
+ * compute a second of audio, docs/speakers.md).
+ */
+static void
+worker_file_label(struct worker_file *f, const struct sotto_reader *rd,
+    const struct worker_file_reader *fr)
+{
+	char e[SOTTO_ERR_MAX];
+
+	if (worker_stopping() || atomic_load(&f->cancel)) {
+		worker_file_canceled(f);
+		return;
+	}
+	if (sotto_diarize(f->params.speakers, f->params.speakers_vad,
+	    &f->params.diarize, rd, f->res, e) == 0)
+		return;
+	f->error = WORKER_FILE_FAILED;
+	snprintf(f->err, sizeof(f->err), "speaker labels failed: %.*s",
+	    (int)sizeof(f->err) - 32, fr->err[0] != '\0' ? fr->err : e);
+}
+
 /* Compute thread: decode and transcribe f; sets its result or error. */
 void
 worker_file_run(struct worker_file *f)
@@ -273,7 +297,8 @@ worker_file_run(struct worker_file *f)
 		f->error = WORKER_FILE_BAD_INPUT;
 		snprintf(f->err, sizeof(f->err), "the file is damaged: %s",
 		    audio_file_problem(fr.af));
-	}
+	} else if (f->params.speakers != NULL)
+		worker_file_label(f, &rd, &fr);
 out:
 	f->compute_s = worker_now() - t0;
 	log_debug("file %llu: %.1f s of audio in %.2f s%s%s",

@@ -1,7 +1,9 @@
 /*
  * The OpenAI audio API (docs/http.md): POST /v1/audio/transcriptions and
  * /v1/audio/translations take a multipart form (file, model, language,
- * prompt, temperature, response_format, timestamp_granularities[]);
+ * prompt, temperature, response_format, timestamp_granularities[],
+ * known_speaker_names[]); diarized_json has the file's speakers labelled
+ * after its transcription, in the same job;
  * GET /v1/models lists the loaded model.
  *
  * evhttp reads the whole upload (at most max_request_bytes) without
@@ -58,6 +60,7 @@ struct http_job {
 	int			 replied;
 	int			 stream;	/* stream=true */
 	int			 streaming;	/* its 200 went out */
+	struct http_speaker_names names;	/* diarized_json's */
 	TAILQ_ENTRY(http_job)	 entry;
 };
 static TAILQ_HEAD(, http_job) http_jobs = TAILQ_HEAD_INITIALIZER(http_jobs);
@@ -247,9 +250,11 @@ http_file_segments(struct worker_file *f, const struct worker_segment *seg,
 static void
 http_stream_end(struct http_job *j, const struct worker_file *f)
 {
-	if (f->error == WORKER_FILE_OK)
+	if (f->error == WORKER_FILE_OK) {
+		if (j->format == HTTP_FORMAT_DIARIZED)
+			http_stream_segments(j->req, f, &j->names);
 		http_stream_done(j->req, f);
-	else
+	} else
 		http_stream_error(j->req, "server_error", f->error ==
 		    WORKER_FILE_CANCELED ? "shutting_down" : f->error ==
 		    WORKER_FILE_BAD_INPUT ? "invalid_audio" : NULL, f->err);
@@ -287,7 +292,7 @@ http_file_done(struct worker_file *f, void *arg)
 	case WORKER_FILE_OK:
 		http_reply_transcript(j->req, j->format, j->task,
 		    (j->granularity & HTTP_GRAN_SEGMENT) != 0,
-		    (j->granularity & HTTP_GRAN_WORD) != 0, f);
+		    (j->granularity & HTTP_GRAN_WORD) != 0, &j->names, f);
 		break;
 	case WORKER_FILE_BAD_INPUT:
 		httpd_reply_param_error(j->req, 400, "invalid_request_error",
@@ -304,6 +309,26 @@ http_file_done(struct worker_file *f, void *arg)
 	}
 	http_job_over(j);
 	worker_file_free(f);
+}
+
+/*
+ * diarized_json: the speaker models into p (loaded by the first such
+ * request); -1 when they do not load, answered 503 with why and what to
+ * do (a fetched model is loaded by the next request).
+ */
+static int
+http_speakers(struct evhttp_request *req, struct worker_file_params *p)
+{
+	char err[PROTO_MSG_MAX];
+
+	if (core_speakers(&p->speakers, &p->speakers_vad, err,
+	    sizeof(err)) != 0) {
+		httpd_reply_error(req, 503, "server_error",
+		    "speaker_model_unavailable", "%s", err);
+		return -1;
+	}
+	sotto_diarize_params_init(&p->diarize);
+	return 0;
 }
 
 static void
@@ -335,6 +360,9 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		    "again", session_count(), core_config()->max_sessions);
 		return;
 	}
+	if (form.format == HTTP_FORMAT_DIARIZED && http_speakers(req,
+	    &form.p) != 0)
+		return;
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (data = malloc(form.file->len + 1)) == NULL) {
 		free(j);
@@ -357,7 +385,9 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	j->task = task;
 	j->t0 = core_now();
 	j->stream = form.stream;
-	if (j->stream)
+	j->names = form.names;
+	/* diarized: the segments come labelled, at the end */
+	if (j->stream && j->format != HTTP_FORMAT_DIARIZED)
 		form.p.segments = http_file_segments;
 	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
 	if ((wf = worker_file_new(http_next_job++, data, form.file->len,
