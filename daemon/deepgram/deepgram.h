@@ -44,6 +44,10 @@ struct dg_params {
 	int		 vad_events;	/* SpeechStarted */
 	int		 endpointing_ms;	/* -1: endpointing=false */
 	int		 utterance_end_ms;	/* 0: no UtteranceEnd */
+	/* pre-recorded (POST) only; the live door ignores them */
+	int		 diarize;	/* speaker labels */
+	int		 utterances;
+	int		 paragraphs;
 	char		 model[DG_MODEL_MAX];	/* echoed; the loaded one runs */
 	char		 language[DG_LANGUAGE_MAX];	/* Whisper's code,
 					   "auto", or "": the config's */
