@@ -8,9 +8,11 @@
  *
  * The file is transcribed as the OpenAI door's uploads are: a worker-file
  * job on the compute thread, counted against max_sessions, waited for by
- * a drain. A client that goes away is noticed when its connection is
- * freed (its reply fails, or sottod stops): the job is canceled at its
- * next window and forgotten when it comes back.
+ * a drain. evhttp does not read a connection whose request waits, so a
+ * client that goes away is not noticed before the reply (the OpenAI door
+ * watches for EV_CLOSED; not done here yet): the file is transcribed to
+ * its end. When evhttp frees the connection first (sottod stopping), the
+ * job is canceled at its next window and forgotten when it comes back.
  */
 #include <stdio.h>
 #include <stdlib.h>
