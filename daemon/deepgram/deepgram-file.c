@@ -8,17 +8,17 @@
  *
  * The file is transcribed as the OpenAI door's uploads are: a worker-file
  * job on the compute thread, counted against max_sessions, waited for by
- * a drain. evhttp does not read a connection whose request waits, so a
- * client that goes away is not noticed before the reply (the OpenAI door
- * watches for EV_CLOSED; not done here yet): the file is transcribed to
- * its end. When evhttp frees the connection first (sottod stopping), the
- * job is canceled at its next window and forgotten when it comes back.
+ * a drain. A client that goes away before the reply (EV_CLOSED:
+ * httpd_watch_close), or a connection evhttp frees first (sottod
+ * stopping), has its job canceled at its next window, forgotten when it
+ * comes back.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -37,6 +37,7 @@
 struct dg_file {
 	struct evhttp_request	*req;		/* NULL once it is gone */
 	struct evhttp_connection *evcon;	/* while it waits */
+	struct event		*closed;	/* the client closes, or NULL */
 	struct worker_file	*job;		/* until done() */
 	struct dg_params	 prm;
 	char			 request_id[DG_ID_MAX];
@@ -60,8 +61,17 @@ dg_file_busy(void)
 }
 
 static void
+dg_file_unwatch(struct dg_file *f)
+{
+	if (f->closed != NULL)
+		event_free(f->closed);
+	f->closed = NULL;
+}
+
+static void
 dg_file_free(struct dg_file *f)
 {
+	dg_file_unwatch(f);
 	TAILQ_REMOVE(&dg_files, f, entry);
 	free(f);
 	core_drain_check();
@@ -74,10 +84,29 @@ dg_file_gone(struct evhttp_connection *evcon, void *arg)
 	struct dg_file *f = arg;
 
 	(void)evcon;
+	dg_file_unwatch(f);
 	f->req = NULL;
 	f->evcon = NULL;
 	if (f->job != NULL)
 		worker_file_cancel(f->job);
+}
+
+/* The client closed its connection before the reply: free it. */
+static void
+dg_file_closed(evutil_socket_t fd, short what, void *arg)
+{
+	struct dg_file *f = arg;
+	struct evhttp_connection *evcon;
+
+	(void)fd;
+	(void)what;
+	log_info("deepgram: the client went away: its transcription is "
+	    "canceled");
+	if ((evcon = f->evcon) == NULL)
+		return;
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	dg_file_gone(evcon, f);
+	evhttp_connection_free(evcon);	/* and its request */
 }
 
 /* evhttp is going away: forget its requests (done() frees the jobs). */
@@ -87,6 +116,7 @@ dg_file_stop(void)
 	struct dg_file *f;
 
 	TAILQ_FOREACH(f, &dg_files, entry) {
+		dg_file_unwatch(f);
 		if (f->evcon != NULL)
 			evhttp_connection_set_closecb(f->evcon, NULL, NULL);
 		f->evcon = NULL;
@@ -304,6 +334,7 @@ dg_file_done(struct worker_file *job, void *arg)
 	    "(%.2f s in all)%s%s", job->duration, job->compute_s,
 	    core_now() - f->t0, job->error ? ": " : "",
 	    job->error ? job->err : "");
+	dg_file_unwatch(f);
 	if (f->req != NULL) {
 		if (f->evcon != NULL)
 			evhttp_connection_set_closecb(f->evcon, NULL, NULL);
@@ -413,4 +444,5 @@ dg_file_request(struct evhttp_request *req)
 	}
 	if ((f->evcon = evhttp_request_get_connection(req)) != NULL)
 		evhttp_connection_set_closecb(f->evcon, dg_file_gone, f);
+	f->closed = httpd_watch_close(req, dg_file_closed, f);
 }

@@ -29,7 +29,6 @@
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -177,26 +176,6 @@ http_job_gone(evutil_socket_t fd, short what, void *arg)
 		evhttp_connection_free(evcon);
 }
 
-/*
- * Watch j's connection for the client closing it (where the event
- * backend can tell: EV_FEATURE_EARLY_CLOSE; elsewhere the job runs on).
- */
-static void
-http_job_watch(struct http_job *j)
-{
-	struct evhttp_connection *evcon;
-	struct bufferevent *bev;
-	evutil_socket_t fd;
-
-	if (!(event_base_get_features(core_base()) & EV_FEATURE_EARLY_CLOSE) ||
-	    (evcon = evhttp_request_get_connection(j->req)) == NULL ||
-	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL ||
-	    (fd = bufferevent_getfd(bev)) < 0)
-		return;
-	if ((j->gone = event_new(core_base(), fd, EV_CLOSED, http_job_gone,
-	    j)) != NULL && event_add(j->gone, NULL) != 0)
-		http_job_unwatch(j);
-}
 
 /*
  * A streamed reply's connection closed before the transcript was done
@@ -398,7 +377,8 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		return;
 	}
 	j->file = wf;
-	http_job_watch(j);
+	/* where the event backend cannot tell, the job runs on */
+	j->gone = httpd_watch_close(req, http_job_gone, j);
 }
 
 void
