@@ -10,14 +10,24 @@ What is measured: the share of segments (OpenAI's have no words) or words
 (Deepgram's) whose label is their speaker's under the best one-to-one
 mapping of labels to speakers, at least RIGHT_MIN; three labels found; a
 single reader is one speaker; each SDK parses the reply into its own model;
-and a speaker model that cannot load is an error in each API's shape.
+a speaker model that cannot load is an error in each API's shape; a
+Deepgram client that goes away has its job canceled; and the same paths
+under ASan/UBSan (build-asan/).
 """
 
 from __future__ import annotations
 
 import itertools
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import numpy as np
 import openai
 import pytest
 from deepgram import DeepgramClient
@@ -235,3 +245,107 @@ def test_missing_speaker_model_is_an_error_in_each_shape(
         assert dg_words(r)
     finally:
         assert d.stop() == 0
+
+
+def _sessions(d) -> float:
+    body = subprocess.run(["curl", "-sS", f"http://{d.base}/metrics"],
+                          capture_output=True, text=True, timeout=30).stdout
+    m = re.search(r"^sottod_sessions (\S+)$", body, re.M)
+    assert m, body
+    return float(m.group(1))
+
+
+def test_deepgram_disconnect_cancels(sd, tmp_path):
+    """curl gives up after 2 s on Deepgram's POST of a 236 s file with
+    diarize=true: the job is canceled at its next window, its session gone
+    within seconds."""
+    long2 = tmp_path / "long2.wav"
+    pcm = conv.read_wav(conv.AUDIO_DIR / "LJ001-0001_to_LJ001-0017_longform.wav")
+    conv.write_wav(long2, np.concatenate([pcm, pcm]))
+    cp = subprocess.run(["curl", "-sS", "--max-time", "2", "--data-binary",
+                         f"@{long2}", "-H", "Content-Type: audio/wav",
+                         f"http://{sd.base}/v1/listen?diarize=true"],
+                        capture_output=True, timeout=60)
+    assert cp.returncode == 28, cp     # curl: operation timed out
+    t0 = time.monotonic()
+    while _sessions(sd) > 0:
+        assert time.monotonic() - t0 < 8, \
+            f"the file still decodes 8 s after its client went away:\n" \
+            f"{sd.log()}"
+        time.sleep(0.1)
+    assert "deepgram: the client went away" in sd.log()
+    assert "canceled: the client went away" in sd.log()
+
+ASAN_SOTTOD = REPO / "build-asan" / "daemon" / "sottod"
+SAN_ENV = {
+    "ASAN_OPTIONS": "halt_on_error=1:detect_leaks=1:abort_on_error=0",
+    "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+    "LSAN_OPTIONS": f"suppressions={REPO / 'tests' / 'lsan.supp'}",
+}
+
+
+def test_sanitized_labels(tiny_model, tmp_path):
+    """The labelling paths under ASan/UBSan (build-asan/): diarized_json
+    with a name, Deepgram's POST with diarize, utterances and paragraphs,
+    one whose client goes away, the refusals, and a second daemon whose
+    speaker model does not load. A short two-reader conversation and
+    beam 1: the sanitized engine is slow, the daemon's code is checked."""
+    if not (ASAN_SOTTOD.is_file() and os.access(ASAN_SOTTOD, os.X_OK)):
+        pytest.fail(f"{ASAN_SOTTOD} is missing: build it with "
+                    "scripts/setup --asan")
+    wav = tmp_path / "two.wav"
+    conv.assemble(["lj", "austen", "lj"], wav, max_turn_s=4.0)
+    for model in (SPEAKER_MODEL, tmp_path / "none.gguf"):
+        d = Daemon(tmp_path / model.stem, tiny_model, env=SAN_ENV,
+                   binary=ASAN_SOTTOD, argv=["--http", "127.0.0.1:0"],
+                   conf=f"[engine]\nspeaker_model = {model}\n"
+                   "[http]\nbeam_size = 1\n")
+        d.start(timeout=180)
+        d.base = f"127.0.0.1:{d.listen_port()}"
+        ok = model == SPEAKER_MODEL
+        try:
+            if ok:
+                r = diarized(d, wav, known_speaker_names=["a" * 63])
+                assert len({s.speaker for s in r.segments}) >= 2, r
+                r = dgc(d).listen.v1.media.transcribe_file(
+                    request=wav.read_bytes(), diarize=True, utterances=True,
+                    paragraphs=True)
+                assert len({w.speaker for w in dg_words(r)}) >= 2
+                # a client gone mid-file: its connection freed, job canceled
+                cp = subprocess.run(
+                    ["curl", "-sS", "--max-time", "1", "--data-binary",
+                     f"@{wav}", f"http://{d.base}/v1/listen?diarize=true"],
+                    capture_output=True, timeout=60)
+                assert cp.returncode == 28, cp
+                t0 = time.monotonic()
+                while _sessions(d) > 0:
+                    assert time.monotonic() - t0 < 60, d.log()
+                    time.sleep(0.2)
+                assert "deepgram: the client went away" in d.log()
+            else:
+                with pytest.raises(openai.InternalServerError):
+                    diarized(d, wav)
+                with pytest.raises(ApiError) as e:
+                    dgc(d).listen.v1.media.transcribe_file(
+                        request=wav.read_bytes(), diarize=True)
+                assert e.value.status_code == 503
+            with pytest.raises(openai.BadRequestError):
+                diarized(d, wav, known_speaker_references=["x"])
+            with pytest.raises(openai.BadRequestError):
+                diarized(d, wav, known_speaker_names=["n"] * 9)
+            for body, status in ((b"", 400),
+                                 (b"not audio", 400 if ok else 503)):
+                with pytest.raises(ApiError) as e:
+                    dgc(d).listen.v1.media.transcribe_file(request=body,
+                                                           diarize=True)
+                assert e.value.status_code == status, e.value.body
+            req = urllib.request.Request(
+                f"http://{d.base}/v1/listen?diarize=true", method="POST",
+                data=b'{"url": "https://example.com/a.wav"}',
+                headers={"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(req, timeout=60)
+            assert e.value.code == 400
+            assert "URL" in json.loads(e.value.read())["err_msg"]
+        finally:
+            assert d.stop() == 0, d.log()
