@@ -227,25 +227,45 @@ worker_file_canceled(struct worker_file *f)
 	    "canceled: the client went away" : "sottod is stopping");
 }
 
+/* Between two pieces embedded: as between two windows. */
+static int
+worker_file_label_progress(void *user)
+{
+	struct worker_file *f = user;
+
+	if (worker_stopping() || atomic_load(&f->cancel))
+		return 1;
+	worker_yield();
+	return 0;
+}
+
 /*
  * Compute thread: speaker labels on f's transcript, the file read twice
  * more (sotto_diarize() rewinds it). The time counts as the job's. Live
- * streams wait for it: it has no windows to yield between (~15 ms of
- * compute a second of audio, docs/speakers.md).
+ * streams run between two pieces embedded (about 3 s of speech, ~40 ms
+ * of compute); the VAD pass before them (~5 ms a second of audio) is not
+ * cut.
  */
 static void
 worker_file_label(struct worker_file *f, const struct sotto_reader *rd,
     const struct worker_file_reader *fr)
 {
 	char e[SOTTO_ERR_MAX];
+	int rc;
 
 	if (worker_stopping() || atomic_load(&f->cancel)) {
 		worker_file_canceled(f);
 		return;
 	}
-	if (sotto_diarize(f->params.speakers, f->params.speakers_vad,
-	    &f->params.diarize, rd, f->res, e) == 0)
+	f->params.diarize.progress = worker_file_label_progress;
+	f->params.diarize.progress_user = f;
+	if ((rc = sotto_diarize(f->params.speakers, f->params.speakers_vad,
+	    &f->params.diarize, rd, f->res, e)) == 0)
 		return;
+	if (rc == SOTTO_ECANCELED) {
+		worker_file_canceled(f);
+		return;
+	}
 	f->error = WORKER_FILE_FAILED;
 	snprintf(f->err, sizeof(f->err), "speaker labels failed: %.*s",
 	    (int)sizeof(f->err) - 32, fr->err[0] != '\0' ? fr->err : e);
