@@ -16,10 +16,7 @@
  * done event. The deltas joined are the text but for the blanks between
  * segments (each segment's text is without outer blanks, as OpenAI's).
  */
-#include <ctype.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
