@@ -332,6 +332,13 @@ struct sotto_diarize_params {
 	int max_speakers;		/* estimated: at most; 0: no limit */
 	float threshold;		/* cosine at which two groups of
 					   pieces are one speaker; 0.5 */
+	/*
+	 * Called after each piece is embedded (NULL: never): non-zero
+	 * stops the labelling with SOTTO_ECANCELED. A daemon runs its
+	 * other work there (sottod's live streams).
+	 */
+	int (*progress)(void *user);
+	void *progress_user;
 };
 
 SOTTO_API void	sotto_diarize_params_init(struct sotto_diarize_params *);

@@ -227,6 +227,50 @@ worker_file_canceled(struct worker_file *f)
 	    "canceled: the client went away" : "sottod is stopping");
 }
 
+/* Between two pieces embedded: as between two windows. */
+static int
+worker_file_label_progress(void *user)
+{
+	struct worker_file *f = user;
+
+	if (worker_stopping() || atomic_load(&f->cancel))
+		return 1;
+	worker_yield();
+	return 0;
+}
+
+/*
+ * Compute thread: speaker labels on f's transcript, the file read twice
+ * more (sotto_diarize() rewinds it). The time counts as the job's. Live
+ * streams run between two pieces embedded (about 3 s of speech, ~40 ms
+ * of compute); the VAD pass before them (~5 ms a second of audio) is not
+ * cut.
+ */
+static void
+worker_file_label(struct worker_file *f, const struct sotto_reader *rd,
+    const struct worker_file_reader *fr)
+{
+	char e[SOTTO_ERR_MAX];
+	int rc;
+
+	if (worker_stopping() || atomic_load(&f->cancel)) {
+		worker_file_canceled(f);
+		return;
+	}
+	f->params.diarize.progress = worker_file_label_progress;
+	f->params.diarize.progress_user = f;
+	if ((rc = sotto_diarize(f->params.speakers, f->params.speakers_vad,
+	    &f->params.diarize, rd, f->res, e)) == 0)
+		return;
+	if (rc == SOTTO_ECANCELED) {
+		worker_file_canceled(f);
+		return;
+	}
+	f->error = WORKER_FILE_FAILED;
+	snprintf(f->err, sizeof(f->err), "speaker labels failed: %.*s",
+	    (int)sizeof(f->err) - 32, fr->err[0] != '\0' ? fr->err : e);
+}
+
 /* Compute thread: decode and transcribe f; sets its result or error. */
 void
 worker_file_run(struct worker_file *f)
@@ -273,7 +317,8 @@ worker_file_run(struct worker_file *f)
 		f->error = WORKER_FILE_BAD_INPUT;
 		snprintf(f->err, sizeof(f->err), "the file is damaged: %s",
 		    audio_file_problem(fr.af));
-	}
+	} else if (f->params.speakers != NULL)
+		worker_file_label(f, &rd, &fr);
 out:
 	f->compute_s = worker_now() - t0;
 	log_debug("file %llu: %.1f s of audio in %.2f s%s%s",

@@ -93,6 +93,14 @@ struct worker_file_params {
 	float		 temperature;	/* the first; fallback by 0.2 to 1 */
 	const char	*prompt;	/* NULL or copied */
 	int		 word_timestamps;	/* segments get their words */
+	/*
+	 * Speaker labels (sotto_diarize(), after the transcript; needs
+	 * word_timestamps): the models from core_speakers(), or NULL for
+	 * none. A labelling that fails fails the job.
+	 */
+	const struct sotto_speaker *speakers;
+	const struct sotto_vad	*speakers_vad;
+	struct sotto_diarize_params diarize;
 	/* NULL, or told of the segments while the file is transcribed */
 	worker_file_segments_fn *segments;
 };

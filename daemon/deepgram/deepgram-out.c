@@ -113,32 +113,49 @@ dg_results(struct dg_conn *c, double start, double end,
 void
 dg_send_metadata(struct dg_conn *c)
 {
-	struct json_object *o = json_object_new_object(),
-	    *models = json_object_new_array(), *info = json_object_new_object();
+	struct json_object *o = json_object_new_object();
 	struct sha256_ctx h = c->sha;
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+
+	dg_sha256_hex(&h, hex);
+	json_object_object_add(o, "type", json_object_new_string("Metadata"));
+	dg_metadata_fill(o, c->request_id, hex, c->created,
+	    (double)c->fed / SOTTO_SAMPLE_RATE);
+	dg_send(c, o);
+}
+
+void
+dg_sha256_hex(struct sha256_ctx *h, char hex[2 * SHA256_DIGEST_SIZE + 1])
+{
 	uint8_t d[SHA256_DIGEST_SIZE];
-	char hex[2 * SHA256_DIGEST_SIZE + 1], uuid[DG_ID_MAX];
 	size_t i;
 
-	sha256_digest(&h, sizeof(d), d);
+	sha256_digest(h, sizeof(d), d);
 	for (i = 0; i < sizeof(d); i++)
 		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+void
+dg_metadata_fill(struct json_object *o, const char *request_id,
+    const char *sha256_hex, const char *created, double duration)
+{
+	struct json_object *models = json_object_new_array(),
+	    *info = json_object_new_object();
+	char uuid[DG_ID_MAX];
+
 	dg_model_uuid(uuid);
-	json_object_object_add(o, "type", json_object_new_string("Metadata"));
 	json_object_object_add(o, "transaction_key",
 	    json_object_new_string("deprecated"));
 	json_object_object_add(o, "request_id",
-	    json_object_new_string(c->request_id));
-	json_object_object_add(o, "sha256", json_object_new_string(hex));
-	json_object_object_add(o, "created", json_object_new_string(c->created));
-	json_object_object_add(o, "duration", dg_seconds((double)c->fed /
-	    SOTTO_SAMPLE_RATE));
+	    json_object_new_string(request_id));
+	json_object_object_add(o, "sha256", json_object_new_string(sha256_hex));
+	json_object_object_add(o, "created", json_object_new_string(created));
+	json_object_object_add(o, "duration", dg_seconds(duration));
 	json_object_object_add(o, "channels", json_object_new_int(1));
 	json_object_array_add(models, json_object_new_string(uuid));
 	json_object_object_add(o, "models", models);
 	json_object_object_add(info, uuid, dg_model_info());
 	json_object_object_add(o, "model_info", info);
-	dg_send(c, o);
 }
 
 /* An Error message: variant is the kind, msg what to do about it. */

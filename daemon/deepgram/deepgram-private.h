@@ -20,6 +20,8 @@
 
 #define DG_ID_MAX	40
 
+struct evhttp_request;
+
 /* Why the session is ending. */
 enum dg_ending {
 	DG_END_NONE,
@@ -63,9 +65,29 @@ void	dg_send(struct dg_conn *, struct json_object *);
 struct json_object *dg_results(struct dg_conn *, double start, double end,
 	    struct json_object *alternative);
 void	dg_send_metadata(struct dg_conn *);
+/* Metadata's fields (request id, sha256 as hex, model) into o. */
+void	dg_metadata_fill(struct json_object *o, const char *request_id,
+	    const char *sha256_hex, const char *created, double duration);
+void	dg_sha256_hex(struct sha256_ctx *, char hex[2 * SHA256_DIGEST_SIZE +
+	    1]);
 void	dg_send_error(struct dg_conn *, const char *variant, const char *msg);
 void	dg_send_event(struct dg_conn *, const char *type, const char *key,
 	    double t);
+
+/* deepgram.c */
+void	dg_request_id(char out[DG_ID_MAX]);
+/* now as Deepgram's "created": ISO 8601, UTC */
+void	dg_created(char out[32]);
+/* The query and the language: 0, or a 400 sent. */
+int	dg_check(struct evhttp_request *, struct dg_params *);
+/* An HTTP error as Deepgram's: {err_code, err_msg, request_id}. */
+void	dg_refuse(struct evhttp_request *, int status, const char *code,
+	    const char *msg);
+
+/* deepgram-file.c: pre-recorded audio, POST /v1/listen */
+void	dg_file_request(struct evhttp_request *);
+int	dg_file_busy(void);
+void	dg_file_stop(void);
 
 /* deepgram-audio.c: audio, the session, Finalize and CloseStream */
 int	dg_audio(struct dg_conn *, const uint8_t *, size_t, char *msg);
@@ -74,6 +96,25 @@ void	dg_session_over(struct dg_conn *);
 void	dg_conn_free_audio(struct dg_conn *);
 
 /* deepgram-result.c: the session's events */
+/* One alternative being built: its words, transcript and confidence. */
+struct dg_alt {
+	struct json_object	*words;
+	char			*text;
+	size_t			 len;
+	double			 conf;
+	int			 n;
+	double			 first, last;	/* its words' span */
+};
+/*
+ * Add Whisper's word w (n bytes, blanks trimmed) over [start, end] as
+ * Deepgram's (word lower case and bare, punctuated_word); a word with
+ * nothing left is not added.
+ */
+void	dg_alt_add(struct dg_alt *, int punctuate, const char *w, size_t n,
+	    double start, double end, double conf);
+/* The alternative as Deepgram's object (a's words and text taken). */
+struct json_object *dg_alt_object(struct dg_alt *);
+
 void	dg_session_event(struct dg_conn *, const char *json);
 void	dg_utterance_check(struct dg_conn *, double now);
 void	dg_finalize_done(struct dg_conn *);

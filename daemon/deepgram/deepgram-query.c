@@ -3,8 +3,10 @@
  * upgrade (docs/http.md, "Deepgram live transcription") and the client's
  * JSON control messages. A bad value of a parameter sottod uses is an
  * error naming it (the upgrade is then answered 400, as Deepgram does);
- * parameters it does not use (diarize, smart_format's numerals, tag,
- * ...) are ignored, as Deepgram ignores unknown ones.
+ * parameters it does not use (smart_format's numerals, tag, ...) are
+ * ignored, as Deepgram ignores unknown ones; diarize, utterances and
+ * paragraphs are read for pre-recorded audio (the live door has no
+ * speaker labels yet).
  * Free of the daemon's state, so tests/fuzz/fuzz-deepgram.c can drive
  * it.
  */
@@ -225,6 +227,12 @@ dg_param(const char *k, const char *v, struct dg_params *p, char *msg)
 		rc = dg_bool(v, &p->interim_results);
 	else if (strcmp(k, "punctuate") == 0 || strcmp(k, "smart_format") == 0)
 		rc = dg_bool(v, &p->punctuate);
+	else if (strcmp(k, "diarize") == 0)
+		rc = dg_bool(v, &p->diarize);
+	else if (strcmp(k, "utterances") == 0)
+		rc = dg_bool(v, &p->utterances);
+	else if (strcmp(k, "paragraphs") == 0)
+		rc = dg_bool(v, &p->paragraphs);
 	else if (strcmp(k, "vad_events") == 0)
 		rc = dg_bool(v, &p->vad_events);
 	else if (strcmp(k, "endpointing") == 0)
@@ -249,7 +257,7 @@ dg_known(const char *k)
 	static const char *const keys[] = { "encoding", "language", "model",
 	    "sample_rate", "channels", "interim_results", "punctuate",
 	    "smart_format", "vad_events", "endpointing", "utterance_end_ms",
-	    "keywords", "keyterm" };
+	    "keywords", "keyterm", "diarize", "utterances", "paragraphs" };
 	size_t i;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)

@@ -18,16 +18,6 @@
 
 #include "deepgram-private.h"
 
-/* One alternative being built: its words, transcript and confidence. */
-struct dg_alt {
-	struct json_object	*words;
-	char			*text;
-	size_t			 len;
-	double			 conf;
-	int			 n;
-	double			 first, last;	/* its words' span */
-};
-
 /* Deepgram's word: lower case, without the punctuation around it. */
 static char *
 dg_plain(const char *w, size_t n)
@@ -51,7 +41,7 @@ dg_plain(const char *w, size_t n)
 }
 
 /* Add w (n bytes, Whisper's, blanks trimmed here) over [start, end]. */
-static void
+void
 dg_alt_add(struct dg_alt *a, int punctuate, const char *w, size_t n,
     double start, double end, double conf)
 {
@@ -114,7 +104,7 @@ dg_alt_spread(struct dg_alt *a, int punctuate, const char *text,
 }
 
 /* The alternative as Deepgram's object (a's words taken). */
-static struct json_object *
+struct json_object *
 dg_alt_object(struct dg_alt *a)
 {
 	struct json_object *o = json_object_new_object();

@@ -219,7 +219,7 @@ static const struct peer_ops dg_ops = {
 };
 
 /* A request id as Deepgram's: a random (version 4) UUID. */
-static void
+void
 dg_request_id(char out[DG_ID_MAX])
 {
 	uint8_t b[16] = { 0 };
@@ -233,19 +233,26 @@ dg_request_id(char out[DG_ID_MAX])
 	    b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
+void
+dg_created(char out[32])
+{
+	struct tm tm;
+	time_t now = time(NULL);
+
+	gmtime_r(&now, &tm);
+	strftime(out, 32, "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+}
+
 static struct dg_conn *
 dg_conn_new(const struct dg_params *prm)
 {
 	struct dg_conn *c;
-	struct tm tm;
-	time_t now = time(NULL);
 
 	if ((c = calloc(1, sizeof(*c))) == NULL)
 		return NULL;
 	c->prm = *prm;
 	dg_request_id(c->request_id);
-	gmtime_r(&now, &tm);
-	strftime(c->created, sizeof(c->created), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	dg_created(c->created);
 	sha256_init(&c->sha);
 	if ((c->conn = ws_conn_new(&dg_io, c,
 	    core_config()->max_frame_bytes)) == NULL) {
@@ -256,7 +263,7 @@ dg_conn_new(const struct dg_params *prm)
 }
 
 /* Refuse the upgrade as Deepgram does: {err_code, err_msg, request_id}. */
-static void
+void
 dg_refuse(struct evhttp_request *req, int status, const char *code,
     const char *msg)
 {
@@ -272,7 +279,7 @@ dg_refuse(struct evhttp_request *req, int status, const char *code,
 }
 
 /* The query and the language, before the upgrade: 0, or a 400 sent. */
-static int
+int
 dg_check(struct evhttp_request *req, struct dg_params *prm)
 {
 	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
@@ -301,6 +308,10 @@ dg_request(struct evhttp_request *req)
 	struct peer *p;
 	int gone;
 
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST) {
+		dg_file_request(req);	/* pre-recorded audio */
+		return;
+	}
 	if (ws_upgrade_check(req, accept) != 0 || dg_check(req, &prm) != 0)
 		return;
 	if (session_count() >= core_config()->max_sessions) {
@@ -331,11 +342,18 @@ static const struct httpd_route dg_routes[] = {
 	    dg_request },
 };
 
+static const struct door dg_door = {
+	.name = "deepgram",
+	.busy = dg_file_busy,
+	.stop = dg_file_stop,
+};
+
 int
 deepgram_start(char *err, size_t errlen)
 {
 	if (!httpd_on())
 		return 0;
+	core_door_add(&dg_door);
 	if (httpd_routes(dg_routes, 1) != 0) {
 		snprintf(err, errlen, "deepgram: cannot add /v1/listen");
 		return -1;

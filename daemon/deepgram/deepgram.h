@@ -1,5 +1,6 @@
 /*
- * The Deepgram door: Deepgram's live transcription WebSocket at
+ * The Deepgram door: Deepgram's live transcription WebSocket (and its
+ * pre-recorded POST) at
  * /v1/listen on the HTTP listener, for the clients (deepgram-sdk, voice
  * agent frameworks) that speak it. Binary messages are audio, text
  * messages KeepAlive, Finalize and CloseStream; the server sends
@@ -12,6 +13,9 @@
  * deepgram-audio.c: audio in, the live session, Finalize and CloseStream
  * deepgram-result.c: what the session says, as Results and the events
  *   around them
+ * deepgram-file.c: pre-recorded audio, POST /v1/listen with the file as
+ *   the body, answered when it is transcribed (words, utterances,
+ *   paragraphs, speakers)
  * deepgram-out.c: the server messages' JSON
  */
 #ifndef SOTTOD_DEEPGRAM_H
@@ -44,6 +48,10 @@ struct dg_params {
 	int		 vad_events;	/* SpeechStarted */
 	int		 endpointing_ms;	/* -1: endpointing=false */
 	int		 utterance_end_ms;	/* 0: no UtteranceEnd */
+	/* pre-recorded (POST) only; the live door ignores them */
+	int		 diarize;	/* speaker labels */
+	int		 utterances;
+	int		 paragraphs;
 	char		 model[DG_MODEL_MAX];	/* echoed; the loaded one runs */
 	char		 language[DG_LANGUAGE_MAX];	/* Whisper's code,
 					   "auto", or "": the config's */

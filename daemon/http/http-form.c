@@ -2,8 +2,9 @@
  * The form of the OpenAI audio API's POST requests (docs/http.md): the
  * multipart body split by multipart.c, each field checked (file, model,
  * language, prompt, temperature, response_format,
- * timestamp_granularities[], stream), unknown fields ignored as OpenAI
- * ignores them.
+ * timestamp_granularities[], stream, known_speaker_names[]), unknown
+ * fields ignored as OpenAI ignores them (chunking_strategy: sottod
+ * always goes through a file in 30 s windows).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -85,6 +86,32 @@ http_temperature(const char *v, float *ret)
 	return 0;
 }
 
+/*
+ * known_speaker_names[] names the speakers in order of first appearance
+ * (sottod has no voices to match them with: known_speaker_references[]
+ * is refused).
+ */
+static int
+http_speaker_name(struct http_form *f, const struct multipart_part *p,
+    char *msg, size_t msglen)
+{
+	struct http_speaker_names *n = &f->names;
+
+	if (n->n == HTTP_SPEAKER_NAMES) {
+		snprintf(msg, msglen, "known_speaker_names[]: at most %d "
+		    "names", HTTP_SPEAKER_NAMES);
+		return -1;
+	}
+	if (p->len == 0 || http_field(p, n->name[n->n],
+	    sizeof(n->name[0])) != 0) {
+		snprintf(msg, msglen, "known_speaker_names[]: a name is 1 to "
+		    "%d bytes of text", HTTP_SPEAKER_NAME_MAX - 1);
+		return -1;
+	}
+	n->n++;
+	return 0;
+}
+
 /* One form field into f; -1 with msg. */
 static int
 http_form_field(struct http_form *f, const struct multipart_part *p,
@@ -109,6 +136,17 @@ http_form_field(struct http_form *f, const struct multipart_part *p,
 		f->p.prompt = f->prompt;
 		return 0;
 	}
+	if (strcmp(p->name, "known_speaker_names[]") == 0 ||
+	    strcmp(p->name, "known_speaker_names") == 0)
+		return http_speaker_name(f, p, msg, msglen);
+	if (strcmp(p->name, "known_speaker_references[]") == 0 ||
+	    strcmp(p->name, "known_speaker_references") == 0) {
+		snprintf(msg, msglen, "%s: sottod does not match voices to "
+		    "reference clips; leave them out (known_speaker_names[] "
+		    "alone names the speakers in the order they first speak)",
+		    p->name);
+		return -1;
+	}
 	if (strcmp(p->name, "model") != 0 && strcmp(p->name, "language") &&
 	    strcmp(p->name, "temperature") && strcmp(p->name,
 	    "response_format") && strcmp(p->name, "timestamp_granularities[]")
@@ -131,7 +169,7 @@ http_form_field(struct http_form *f, const struct multipart_part *p,
 		if (http_format_parse(v, &f->format) == 0)
 			return 0;
 		snprintf(msg, msglen, "response_format: '%s' is not json, "
-		    "text, srt, vtt or verbose_json", v);
+		    "text, srt, vtt, verbose_json or diarized_json", v);
 		return -1;
 	}
 	if (strcmp(p->name, "timestamp_granularities[]") == 0) {
@@ -202,10 +240,19 @@ http_form(struct evhttp_request *req, enum sotto_task task,
 		    "response_format verbose_json");
 		return -1;
 	}
+	if (f->format == HTTP_FORMAT_DIARIZED &&
+	    task == SOTTO_TASK_TRANSLATE) {
+		f->param = "response_format";
+		snprintf(msg, msglen, "response_format: diarized_json is for "
+		    "transcriptions (translations have no speakers)");
+		return -1;
+	}
 	/* OpenAI's default: segments; words only when asked for */
 	if (f->granularity == 0)
 		f->granularity = HTTP_GRAN_SEGMENT;
-	f->p.word_timestamps = (f->granularity & HTTP_GRAN_WORD) != 0;
+	/* speaker labels are decided word by word */
+	f->p.word_timestamps = (f->granularity & HTTP_GRAN_WORD) != 0 ||
+	    f->format == HTTP_FORMAT_DIARIZED;
 	if (f->stream && task == SOTTO_TASK_TRANSLATE) {
 		f->param = "stream";
 		snprintf(msg, msglen, "stream: translations are not streamed "

@@ -29,6 +29,7 @@ struct http_form {
 	enum http_format format;
 	int granularity;		/* HTTP_GRAN_* */
 	int stream;			/* stream=true: Server-Sent Events */
+	struct http_speaker_names names;	/* known_speaker_names[] */
 	char prompt[HTTP_PROMPT_MAX + 1];
 };
 
@@ -49,6 +50,9 @@ int	http_form(struct evhttp_request *, enum sotto_task,
  */
 void	http_stream_start(struct evhttp_request *);
 void	http_stream_delta(struct evhttp_request *, const char *text);
+/* diarized_json: each labelled segment as a delta and a segment event. */
+void	http_stream_segments(struct evhttp_request *, const struct worker_file *,
+	    const struct http_speaker_names *);
 void	http_stream_done(struct evhttp_request *, const struct worker_file *);
 void	http_stream_error(struct evhttp_request *, const char *type,
 	    const char *code, const char *msg);

@@ -1,7 +1,8 @@
 /*
- * A transcript in each response_format of OpenAI's audio API: json and
- * verbose_json (json-c), text, and srt and vtt as `sotto transcribe -f
- * srt|vtt` writes them (common/output.c). docs/http.md shows them.
+ * A transcript in each response_format of OpenAI's audio API: json,
+ * verbose_json and diarized_json (json-c), text, and srt and vtt as
+ * `sotto transcribe -f srt|vtt` writes them (common/output.c).
+ * docs/http.md shows them.
  */
 #include <ctype.h>
 #include <math.h>
@@ -20,7 +21,7 @@
 #include "worker.h"
 
 static const char *const http_format_names[] = {
-	"json", "text", "srt", "vtt", "verbose_json",
+	"json", "text", "srt", "vtt", "verbose_json", "diarized_json",
 };
 
 int
@@ -78,6 +79,18 @@ http_seconds(double x)
 	while (n > 2 && buf[n - 1] == '0' && buf[n - 2] != '.')
 		buf[--n] = '\0';
 	return json_object_new_double_s(x, buf);
+}
+
+/* OpenAI's usage of a transcription billed by duration. */
+struct json_object *
+http_usage(const struct worker_file *f)
+{
+	struct json_object *u = json_object_new_object();
+
+	json_object_object_add(u, "type", json_object_new_string("duration"));
+	json_object_object_add(u, "seconds",
+	    json_object_new_int((int)ceil(f->duration)));
+	return u;
 }
 
 static struct json_object *
@@ -139,12 +152,85 @@ http_words(const struct sotto_result *res)
 	return a;
 }
 
+/*
+ * A speaker as OpenAI labels them: known_speaker_names[] for the first
+ * ones, else letters by number (A, B, ..., Z, AA, AB, ...). A segment
+ * without a label (no words) is the first speaker's: the field is
+ * required.
+ */
+static void
+http_speaker_label(int speaker, const struct http_speaker_names *names,
+    char *buf, size_t len)
+{
+	char tmp[16];
+	size_t n = 0, i;
+	int k;
+
+	if (speaker < 1)
+		speaker = 1;
+	if (names != NULL && speaker <= names->n) {
+		snprintf(buf, len, "%s", names->name[speaker - 1]);
+		return;
+	}
+	for (k = speaker; k > 0 && n < sizeof(tmp); k = (k - 1) / 26)
+		tmp[n++] = (char)('A' + (k - 1) % 26);
+	for (i = 0; i < n && i + 1 < len; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[i] = '\0';
+}
+
+struct json_object *
+http_diarized_segment(const struct sotto_segment *s, int i,
+    const struct http_speaker_names *names)
+{
+	struct json_object *o = json_object_new_object();
+	char id[24], who[HTTP_SPEAKER_NAME_MAX];
+	size_t a, b;
+
+	snprintf(id, sizeof(id), "seg_%d", i);
+	http_speaker_label(s->speaker, names, who, sizeof(who));
+	for (a = 0; isspace((unsigned char)s->text[a]); a++)
+		;
+	for (b = strlen(s->text); b > a &&
+	    isspace((unsigned char)s->text[b - 1]); b--)
+		;
+	json_object_object_add(o, "type",
+	    json_object_new_string("transcript.text.segment"));
+	json_object_object_add(o, "id", json_object_new_string(id));
+	json_object_object_add(o, "start", http_seconds(s->start));
+	json_object_object_add(o, "end", http_seconds(s->end));
+	json_object_object_add(o, "text",
+	    json_object_new_string_len(s->text + a, (int)(b - a)));
+	json_object_object_add(o, "speaker", json_object_new_string(who));
+	return o;
+}
+
+/* diarized_json: OpenAI's TranscriptionDiarized. */
+static struct json_object *
+http_diarized(const struct worker_file *f, const char *text,
+    const struct http_speaker_names *names)
+{
+	struct json_object *o = json_object_new_object(), *segs;
+	int i;
+
+	json_object_object_add(o, "task", json_object_new_string("transcribe"));
+	json_object_object_add(o, "duration", http_seconds(f->duration));
+	json_object_object_add(o, "text", json_object_new_string(text));
+	segs = json_object_new_array_ext(f->res->n_segments);
+	for (i = 0; i < f->res->n_segments; i++)
+		json_object_array_add(segs, http_diarized_segment(
+		    &f->res->segments[i], i, names));
+	json_object_object_add(o, "segments", segs);
+	json_object_object_add(o, "usage", http_usage(f));
+	return o;
+}
+
 /* json and verbose_json (with segments, words or both). */
 static struct json_object *
 http_json(enum http_format format, enum sotto_task task, int segments,
     int words, const struct worker_file *f, const char *text)
 {
-	struct json_object *o = json_object_new_object(), *u, *segs;
+	struct json_object *o = json_object_new_object(), *segs;
 	int i;
 
 	if (format == HTTP_FORMAT_VERBOSE) {
@@ -167,11 +253,7 @@ http_json(enum http_format format, enum sotto_task task, int segments,
 			    http_segment(&f->res->segments[i], i));
 		json_object_object_add(o, "segments", segs);
 	}
-	u = json_object_new_object();
-	json_object_object_add(u, "type", json_object_new_string("duration"));
-	json_object_object_add(u, "seconds",
-	    json_object_new_int((int)ceil(f->duration)));
-	json_object_object_add(o, "usage", u);
+	json_object_object_add(o, "usage", http_usage(f));
 	return o;
 }
 
@@ -208,7 +290,7 @@ http_reply_text(struct evhttp_request *req, enum http_format format,
 void
 http_reply_transcript(struct evhttp_request *req, enum http_format format,
     enum sotto_task task, int segments, int words,
-    const struct worker_file *f)
+    const struct http_speaker_names *names, const struct worker_file *f)
 {
 	char *text;
 
@@ -217,7 +299,9 @@ http_reply_transcript(struct evhttp_request *req, enum http_format format,
 		    "out of memory");
 		return;
 	}
-	if (format == HTTP_FORMAT_JSON || format == HTTP_FORMAT_VERBOSE)
+	if (format == HTTP_FORMAT_DIARIZED)
+		httpd_reply_object(req, HTTP_OK, http_diarized(f, text, names));
+	else if (format == HTTP_FORMAT_JSON || format == HTTP_FORMAT_VERBOSE)
 		httpd_reply_object(req, HTTP_OK, http_json(format, task,
 		    segments, words, f, text));
 	else

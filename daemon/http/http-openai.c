@@ -1,7 +1,9 @@
 /*
  * The OpenAI audio API (docs/http.md): POST /v1/audio/transcriptions and
  * /v1/audio/translations take a multipart form (file, model, language,
- * prompt, temperature, response_format, timestamp_granularities[]);
+ * prompt, temperature, response_format, timestamp_granularities[],
+ * known_speaker_names[]); diarized_json has the file's speakers labelled
+ * after its transcription, in the same job;
  * GET /v1/models lists the loaded model.
  *
  * evhttp reads the whole upload (at most max_request_bytes) without
@@ -27,7 +29,6 @@
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -58,6 +59,7 @@ struct http_job {
 	int			 replied;
 	int			 stream;	/* stream=true */
 	int			 streaming;	/* its 200 went out */
+	struct http_speaker_names names;	/* diarized_json's */
 	TAILQ_ENTRY(http_job)	 entry;
 };
 static TAILQ_HEAD(, http_job) http_jobs = TAILQ_HEAD_INITIALIZER(http_jobs);
@@ -174,26 +176,6 @@ http_job_gone(evutil_socket_t fd, short what, void *arg)
 		evhttp_connection_free(evcon);
 }
 
-/*
- * Watch j's connection for the client closing it (where the event
- * backend can tell: EV_FEATURE_EARLY_CLOSE; elsewhere the job runs on).
- */
-static void
-http_job_watch(struct http_job *j)
-{
-	struct evhttp_connection *evcon;
-	struct bufferevent *bev;
-	evutil_socket_t fd;
-
-	if (!(event_base_get_features(core_base()) & EV_FEATURE_EARLY_CLOSE) ||
-	    (evcon = evhttp_request_get_connection(j->req)) == NULL ||
-	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL ||
-	    (fd = bufferevent_getfd(bev)) < 0)
-		return;
-	if ((j->gone = event_new(core_base(), fd, EV_CLOSED, http_job_gone,
-	    j)) != NULL && event_add(j->gone, NULL) != 0)
-		http_job_unwatch(j);
-}
 
 /*
  * A streamed reply's connection closed before the transcript was done
@@ -247,9 +229,11 @@ http_file_segments(struct worker_file *f, const struct worker_segment *seg,
 static void
 http_stream_end(struct http_job *j, const struct worker_file *f)
 {
-	if (f->error == WORKER_FILE_OK)
+	if (f->error == WORKER_FILE_OK) {
+		if (j->format == HTTP_FORMAT_DIARIZED)
+			http_stream_segments(j->req, f, &j->names);
 		http_stream_done(j->req, f);
-	else
+	} else
 		http_stream_error(j->req, "server_error", f->error ==
 		    WORKER_FILE_CANCELED ? "shutting_down" : f->error ==
 		    WORKER_FILE_BAD_INPUT ? "invalid_audio" : NULL, f->err);
@@ -287,7 +271,7 @@ http_file_done(struct worker_file *f, void *arg)
 	case WORKER_FILE_OK:
 		http_reply_transcript(j->req, j->format, j->task,
 		    (j->granularity & HTTP_GRAN_SEGMENT) != 0,
-		    (j->granularity & HTTP_GRAN_WORD) != 0, f);
+		    (j->granularity & HTTP_GRAN_WORD) != 0, &j->names, f);
 		break;
 	case WORKER_FILE_BAD_INPUT:
 		httpd_reply_param_error(j->req, 400, "invalid_request_error",
@@ -304,6 +288,26 @@ http_file_done(struct worker_file *f, void *arg)
 	}
 	http_job_over(j);
 	worker_file_free(f);
+}
+
+/*
+ * diarized_json: the speaker models into p (loaded by the first such
+ * request); -1 when they do not load, answered 503 with why and what to
+ * do (a fetched model is loaded by the next request).
+ */
+static int
+http_speakers(struct evhttp_request *req, struct worker_file_params *p)
+{
+	char err[PROTO_MSG_MAX];
+
+	if (core_speakers(&p->speakers, &p->speakers_vad, err,
+	    sizeof(err)) != 0) {
+		httpd_reply_error(req, 503, "server_error",
+		    "speaker_model_unavailable", "%s", err);
+		return -1;
+	}
+	sotto_diarize_params_init(&p->diarize);
+	return 0;
 }
 
 static void
@@ -335,6 +339,9 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		    "again", session_count(), core_config()->max_sessions);
 		return;
 	}
+	if (form.format == HTTP_FORMAT_DIARIZED && http_speakers(req,
+	    &form.p) != 0)
+		return;
 	if ((j = calloc(1, sizeof(*j))) == NULL ||
 	    (data = malloc(form.file->len + 1)) == NULL) {
 		free(j);
@@ -357,7 +364,9 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	j->task = task;
 	j->t0 = core_now();
 	j->stream = form.stream;
-	if (j->stream)
+	j->names = form.names;
+	/* diarized: the segments come labelled, at the end */
+	if (j->stream && j->format != HTTP_FORMAT_DIARIZED)
 		form.p.segments = http_file_segments;
 	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
 	if ((wf = worker_file_new(http_next_job++, data, form.file->len,
@@ -368,7 +377,8 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 		return;
 	}
 	j->file = wf;
-	http_job_watch(j);
+	/* where the event backend cannot tell, the job runs on */
+	j->gone = httpd_watch_close(req, http_job_gone, j);
 }
 
 void

@@ -8,11 +8,15 @@
  * "text", and its usage. The deltas joined are that text (the first one
  * without its leading blank). A failure after the 200 is an error event
  * ({"type": "error", "error": {...}}, which the SDK raises) instead.
+ *
+ * With response_format=diarized_json the speakers are known only once
+ * the whole file is labelled: then each segment comes at the end, as a
+ * transcript.text.delta with its segment_id and a transcript.text.segment
+ * with its speaker (as OpenAI's diarizing model sends them), before the
+ * done event. The deltas joined are the text but for the blanks between
+ * segments (each segment's text is without outer blanks, as OpenAI's).
  */
-#include <ctype.h>
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -67,19 +71,36 @@ http_stream_delta(struct evhttp_request *req, const char *text)
 }
 
 void
+http_stream_segments(struct evhttp_request *req, const struct worker_file *f,
+    const struct http_speaker_names *names)
+{
+	struct json_object *seg, *o, *v;
+	int i;
+
+	for (i = 0; i < f->res->n_segments; i++) {
+		seg = http_diarized_segment(&f->res->segments[i], i, names);
+		o = http_stream_new("transcript.text.delta");
+		if (json_object_object_get_ex(seg, "text", &v))
+			json_object_object_add(o, "delta",
+			    json_object_get(v));
+		if (json_object_object_get_ex(seg, "id", &v))
+			json_object_object_add(o, "segment_id",
+			    json_object_get(v));
+		http_stream_event(req, o);
+		http_stream_event(req, seg);
+	}
+}
+
+void
 http_stream_done(struct evhttp_request *req, const struct worker_file *f)
 {
-	struct json_object *o = http_stream_new("transcript.text.done"), *u;
+	struct json_object *o = http_stream_new("transcript.text.done");
 	char *text = http_text(f->res);
 
 	json_object_object_add(o, "text", json_object_new_string(
 	    text != NULL ? text : ""));
 	free(text);
-	u = json_object_new_object();
-	json_object_object_add(u, "type", json_object_new_string("duration"));
-	json_object_object_add(u, "seconds",
-	    json_object_new_int((int)ceil(f->duration)));
-	json_object_object_add(o, "usage", u);
+	json_object_object_add(o, "usage", http_usage(f));
 	http_stream_event(req, o);
 	evhttp_send_reply_end(req);
 }

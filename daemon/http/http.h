@@ -12,6 +12,7 @@
 #include "sotto.h"
 
 struct evhttp_request;
+struct json_object;
 struct worker_file;
 
 /* Add the routes, when there is a listener; registers the door. */
@@ -24,13 +25,35 @@ enum http_format {
 	HTTP_FORMAT_SRT,
 	HTTP_FORMAT_VTT,
 	HTTP_FORMAT_VERBOSE,
+	HTTP_FORMAT_DIARIZED,	/* diarized_json: segments with speaker */
 };
 int	http_format_parse(const char *, enum http_format *);
 /* The whole text of a result, without outer blanks (NULL: no memory). */
 char	*http_text(const struct sotto_result *);
-/* verbose_json has segments, words (their own array) or both. */
+
+/* usage: {"type": "duration", "seconds"} of f's audio */
+struct json_object *http_usage(const struct worker_file *);
+
+/* known_speaker_names[]: the labels of the first speakers, in order. */
+#define HTTP_SPEAKER_NAMES	8
+#define HTTP_SPEAKER_NAME_MAX	64
+struct http_speaker_names {
+	char	name[HTTP_SPEAKER_NAMES][HTTP_SPEAKER_NAME_MAX];
+	int	n;
+};
+/*
+ * diarized_json's segment i (speaker labelled by names), as OpenAI's
+ * TranscriptionDiarizedSegment and its stream's transcript.text.segment.
+ */
+struct json_object *http_diarized_segment(const struct sotto_segment *,
+	    int i, const struct http_speaker_names *names);
+/*
+ * verbose_json has segments, words (their own array) or both;
+ * diarized_json's speakers are named by names.
+ */
 void	http_reply_transcript(struct evhttp_request *, enum http_format,
 	    enum sotto_task, int segments, int words,
+	    const struct http_speaker_names *names,
 	    const struct worker_file *);
 /*
  * http-language.c: Whisper's English name of a language code ("en":

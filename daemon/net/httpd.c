@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -214,6 +215,28 @@ httpd_reply_object(struct evhttp_request *req, int code,
 	else
 		httpd_reply_json(req, code, s);
 	json_object_put(o);
+}
+
+struct event *
+httpd_watch_close(struct evhttp_request *req,
+    void (*fn)(evutil_socket_t, short, void *), void *arg)
+{
+	struct evhttp_connection *evcon;
+	struct bufferevent *bev;
+	struct event *ev;
+	evutil_socket_t fd;
+
+	if (!(event_base_get_features(core_base()) & EV_FEATURE_EARLY_CLOSE) ||
+	    (evcon = evhttp_request_get_connection(req)) == NULL ||
+	    (bev = evhttp_connection_get_bufferevent(evcon)) == NULL ||
+	    (fd = bufferevent_getfd(bev)) < 0 ||
+	    (ev = event_new(core_base(), fd, EV_CLOSED, fn, arg)) == NULL)
+		return NULL;
+	if (event_add(ev, NULL) != 0) {
+		event_free(ev);
+		return NULL;
+	}
+	return ev;
 }
 
 const char *

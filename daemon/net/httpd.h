@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 struct evhttp_request;
 struct json_object;
 
@@ -50,6 +52,16 @@ void	httpd_reply_param_error(struct evhttp_request *, int status,
 void	httpd_reply_object(struct evhttp_request *, int code,
 	    struct json_object *o);
 const char *httpd_method_name(struct evhttp_request *);
+/*
+ * Watch req's connection for the client closing it while its reply waits
+ * (evhttp does not read a connection then, so it would not notice):
+ * fn(fd, EV_CLOSED, arg) runs on the loop when it does. The event, for
+ * event_free; NULL where the event backend cannot tell
+ * (EV_FEATURE_EARLY_CLOSE, epoll's EPOLLRDHUP) or on failure: the
+ * request then waits on.
+ */
+struct event *httpd_watch_close(struct evhttp_request *,
+	    void (*fn)(evutil_socket_t, short, void *), void *arg);
 /*
  * 1 when req carries "Authorization: Bearer TOKEN" or no [http] token is
  * set; otherwise a 401 was sent and 0 is returned.

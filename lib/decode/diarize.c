@@ -227,7 +227,8 @@ embeddable(const struct diar_piece *p)
 /* Pass 2: each embeddable piece embedded as its audio passes. */
 static int
 embed_pieces(struct diar *d, const struct sotto_speaker *spk,
-    const struct sotto_reader *rd, char *err)
+    const struct sotto_diarize_params *dp, const struct sotto_reader *rd,
+    char *err)
 {
 	float *block = malloc(READ_BLOCK * sizeof(float)), *buf = NULL;
 	size_t pos = 0, longest = 1;
@@ -263,6 +264,10 @@ embed_pieces(struct diar *d, const struct sotto_speaker *spk,
 			rc = sotto_speaker_embed(spk, buf, p->end - p->start,
 			    d->emb + (size_t)cur * SOTTO_SPEAKER_DIM, err);
 			d->embedded[cur] = rc == 0;
+			if (rc == 0 && dp->progress != NULL &&
+			    dp->progress(dp->progress_user) != 0)
+				rc = err_set(err, SOTTO_ECANCELED, "speaker "
+				    "labels: canceled");
 		}
 		pos += (size_t)got;
 	}
@@ -445,7 +450,7 @@ sotto_diarize(const struct sotto_speaker *spk, const struct sotto_vad *v,
 		return rc;
 	if ((rc = word_bounds(&d, res, err)) != 0 ||
 	    (rc = make_pieces(&d, v, rd, res, err)) != 0 ||
-	    (rc = embed_pieces(&d, spk, rd, err)) != 0)
+	    (rc = embed_pieces(&d, spk, dp, rd, err)) != 0)
 		goto out;
 	if ((k = cluster_pieces(&d, dp, err)) < 0) {
 		rc = k;
