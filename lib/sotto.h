@@ -355,6 +355,36 @@ SOTTO_API int	sotto_diarize(const struct sotto_speaker *,
 	    const struct sotto_reader *, struct sotto_result *res, char *err);
 
 /*
+ * Live speaker labels (docs/speakers.md, "Live"): a stream's pieces
+ * (its finals) labelled as they come, against the running centroids of
+ * the speakers seen so far; a label once given is never changed, a new
+ * voice gets the next number. Feed it the stream's audio (the same
+ * samples as sotto_stream_push(): it keeps the last 45 s) and ask for the
+ * speaker of each final by its times in seconds from the first sample
+ * pushed. One embedding per call: ~13 ms per second of the piece, at
+ * most 10 s of it. A track borrows the model (outlive the track); one
+ * thread at a time.
+ */
+struct sotto_speaker_track;
+
+/* threshold: the cosine at which a piece joins a speaker; 0: 0.5 */
+SOTTO_API int	sotto_speaker_track_new(const struct sotto_speaker *,
+	    float threshold, struct sotto_speaker_track **ret, char *err);
+SOTTO_API void	sotto_speaker_track_free(struct sotto_speaker_track *);
+SOTTO_API int	sotto_speaker_track_push(struct sotto_speaker_track *,
+	    const float *pcm, size_t n, char *err);
+/*
+ * *speaker: 1 for "S1", ... of the audio from start to end (seconds).
+ * A piece under 1 s takes the nearest speaker already known and starts
+ * none (except the first). SOTTO_EINVAL when its audio is no longer
+ * kept (*speaker is then 0).
+ */
+SOTTO_API int	sotto_speaker_track_label(struct sotto_speaker_track *,
+	    double start, double end, int *speaker, char *err);
+/* Speakers so far. */
+SOTTO_API int	sotto_speaker_track_count(const struct sotto_speaker_track *);
+
+/*
  * Mix frames of interleaved samples (channels per frame) to mono in out,
  * as every input should be before it is resampled or transcribed: a
  * sample that is not a number (NaN, infinite) counts as 0 and the mix is

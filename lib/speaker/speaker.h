@@ -164,4 +164,33 @@ void	cluster_params_init(struct cluster_params *);
 int	cluster_ahc(const float *emb, const float *w, int n, int dim,
 	    const struct cluster_params *p, int *labels, char *err);
 
+/* ---- track.c ---- */
+
+/*
+ * Live labels (track.c): the cosine with a speaker's centroid at which a
+ * piece of at least 1 s is that speaker (docs/speakers.md, "Live").
+ */
+#define TRACK_THRESHOLD	0.5f
+
+/* The speakers seen so far; sum and weight owned (track_clear). */
+struct track_state {
+	float *sum;		/* [n][SPK_DIM]: each speaker's pieces'
+				   embeddings times their seconds */
+	double *weight;		/* [n]: their seconds */
+	int n;
+	float threshold;
+};
+
+void	track_init(struct track_state *, float threshold);	/* 0: default */
+void	track_clear(struct track_state *);
+/*
+ * The speaker (1, 2, ...) of a piece of seconds whose embedding is emb
+ * (unit length): the nearest one at or over the threshold, which it
+ * joins, else a new one; a piece under 1 s takes the nearest and changes
+ * nothing (the first piece starts speaker 1). *ret_cos (may be NULL): the
+ * cosine with the nearest centroid (-2: none). SOTTO_ENOMEM.
+ */
+int	track_decide(struct track_state *, const float *emb, double seconds,
+	    float *ret_cos, char *err);
+
 #endif

@@ -1,0 +1,252 @@
+/*
+ * Live speaker labels (sotto_speaker_track_*): each final of a stream is
+ * given a speaker as it comes, and never another one later.
+ *
+ * Why online and not the files' clustering: a label must go out with its
+ * final (docs/protocol.md), and labels once sent cannot be renumbered, so
+ * the speakers are decided one piece at a time against what came before:
+ * the running centroid of each speaker seen so far (the sum of its
+ * pieces' embeddings, each weighing its seconds, so a long piece counts
+ * for more). A piece joins the nearest speaker when their cosine is at
+ * least the threshold, else it is a new speaker. The figures that set it
+ * (docs/speakers.md, "What the scores look like"): one reader's 1.5 s
+ * pieces score 0.70 or more at the 1st percentile, two readers' 0.32 at
+ * most, and a centroid, the mean of many pieces, is surer than one piece.
+ *
+ * Short pieces embed unreliably (under ~1 s the same reader's scores
+ * spread down towards the other readers'): a final under TRACK_LONG_S
+ * takes the nearest known speaker and changes nothing, so a word or two
+ * ("Yes.") can neither start a speaker of its own nor pull a centroid
+ * away. Only the first piece of a stream, short or not, starts S1 then.
+ *
+ * The audio: a final is committed up to a 30 s window (and a catch-up)
+ * after it was spoken, so the last TRACK_KEEP_S seconds are kept here,
+ * fed the same samples as the stream; a final's audio that is no longer
+ * kept is cut to what is.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "speaker.h"
+
+#define TRACK_KEEP_S	45	/* audio kept: a window, a catch-up, margin */
+#define TRACK_LONG_S	1.0	/* a piece this long may start a speaker */
+#define TRACK_SHORT_S	0.5	/* a shorter piece is widened to this */
+#define TRACK_MAX_S	10.0	/* a longer piece: its middle 10 s */
+
+/* Ownership: everything owned; the model is borrowed. */
+struct sotto_speaker_track {
+	const struct sotto_speaker *spk;
+	struct track_state st;
+	float *pcm;			/* kept audio, from sample base on */
+	size_t n, cap;			/* cap: 2 x TRACK_KEEP_S */
+	uint64_t base;			/* stream sample index of pcm[0] */
+};
+
+void
+track_init(struct track_state *t, float threshold)
+{
+	memset(t, 0, sizeof(*t));
+	t->threshold = threshold > 0 ? threshold : TRACK_THRESHOLD;
+}
+
+void
+track_clear(struct track_state *t)
+{
+	free(t->sum);
+	free(t->weight);
+	t->sum = NULL;
+	t->weight = NULL;
+	t->n = 0;
+}
+
+/* The cosine of emb with speaker k's centroid (sum scaled to length 1). */
+static float
+track_cosine(const struct track_state *t, int k, const float *emb)
+{
+	const float *c = t->sum + (size_t)k * SPK_DIM;
+	double dot = 0, norm = 0;
+	int i;
+
+	for (i = 0; i < SPK_DIM; i++) {
+		dot += (double)c[i] * emb[i];
+		norm += (double)c[i] * c[i];
+	}
+	return norm > 0 ? (float)(dot / sqrt(norm)) : 0.0f;
+}
+
+static int
+track_add(struct track_state *t, const float *emb, double w, char *err)
+{
+	float *sum;
+	double *weight;
+	int i;
+
+	if ((sum = realloc(t->sum, (size_t)(t->n + 1) * SPK_DIM *
+	    sizeof(*sum))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	t->sum = sum;
+	if ((weight = realloc(t->weight, (size_t)(t->n + 1) *
+	    sizeof(*weight))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	t->weight = weight;
+	for (i = 0; i < SPK_DIM; i++)
+		t->sum[(size_t)t->n * SPK_DIM + i] = (float)w * emb[i];
+	t->weight[t->n] = w;
+	return ++t->n;
+}
+
+int
+track_decide(struct track_state *t, const float *emb, double seconds,
+    float *ret_cos, char *err)
+{
+	float best = -2.0f, c;
+	int k, i, at = -1;
+
+	for (k = 0; k < t->n; k++)
+		if ((c = track_cosine(t, k, emb)) > best) {
+			best = c;
+			at = k;
+		}
+	if (ret_cos != NULL)
+		*ret_cos = best;
+	if (at < 0)
+		return track_add(t, emb, seconds, err);
+	if (seconds < TRACK_LONG_S)
+		return at + 1;
+	if (best < t->threshold)
+		return track_add(t, emb, seconds, err);
+	for (i = 0; i < SPK_DIM; i++)
+		t->sum[(size_t)at * SPK_DIM + i] += (float)seconds * emb[i];
+	t->weight[at] += seconds;
+	return at + 1;
+}
+
+int
+sotto_speaker_track_new(const struct sotto_speaker *spk, float threshold,
+    struct sotto_speaker_track **ret, char *err)
+{
+	struct sotto_speaker_track *tr;
+
+	*ret = NULL;
+	if (spk == NULL)
+		return err_set(err, SOTTO_EINVAL, "speaker track: no model");
+	if (threshold < 0 || threshold >= 1)
+		return err_set(err, SOTTO_EINVAL, "speaker track: threshold "
+		    "%g: use a cosine in (0, 1), or 0 for %.2f", threshold,
+		    TRACK_THRESHOLD);
+	if ((tr = calloc(1, sizeof(*tr))) == NULL)
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	tr->spk = spk;
+	track_init(&tr->st, threshold);
+	tr->cap = (size_t)2 * TRACK_KEEP_S * SOTTO_SAMPLE_RATE;
+	if ((tr->pcm = malloc(tr->cap * sizeof(float))) == NULL) {
+		free(tr);
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	}
+	*ret = tr;
+	return 0;
+}
+
+void
+sotto_speaker_track_free(struct sotto_speaker_track *tr)
+{
+	if (tr == NULL)
+		return;
+	track_clear(&tr->st);
+	free(tr->pcm);
+	free(tr);
+}
+
+/* Keep the last TRACK_KEEP_S s once the buffer is full (or pcm[m] is
+   more than it holds: then only its tail). */
+int
+sotto_speaker_track_push(struct sotto_speaker_track *tr, const float *pcm,
+    size_t m, char *err)
+{
+	size_t keep = (size_t)TRACK_KEEP_S * SOTTO_SAMPLE_RATE, drop;
+
+	if (m > 0 && pcm == NULL)
+		return err_set(err, SOTTO_EINVAL, "speaker track: no samples");
+	if (m > keep) {
+		tr->base += tr->n + (m - keep);
+		tr->n = 0;
+		pcm += m - keep;
+		m = keep;
+	}
+	if (tr->n + m > tr->cap) {
+		drop = tr->n + m - keep;	/* n + m - drop == keep */
+		memmove(tr->pcm, tr->pcm + drop, (tr->n - drop) *
+		    sizeof(float));
+		tr->n -= drop;
+		tr->base += drop;
+	}
+	memcpy(tr->pcm + tr->n, pcm, m * sizeof(float));
+	tr->n += m;
+	return 0;
+}
+
+/* Sample index (stream) of t seconds, within [lo, hi]. */
+static uint64_t
+track_sample(double t, uint64_t lo, uint64_t hi)
+{
+	double s = t * SOTTO_SAMPLE_RATE;
+
+	if (s <= (double)lo)
+		return lo;
+	if (s >= (double)hi)
+		return hi;
+	return (uint64_t)s;
+}
+
+int
+sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
+    double end, int *speaker, char *err)
+{
+	uint64_t lo = tr->base, hi = tr->base + tr->n, a, b, mid, half;
+	float emb[SPK_DIM];
+	double seconds;
+	int rc;
+
+	*speaker = 0;
+	if (!(end >= start))
+		return err_set(err, SOTTO_EINVAL, "speaker track: a piece "
+		    "from %.2f s to %.2f s", start, end);
+	a = track_sample(start, lo, hi);
+	b = track_sample(end, lo, hi);
+	seconds = (double)(b - a) / SOTTO_SAMPLE_RATE;
+	/* widened around its middle: a short final's own audio is all
+	   there is of its speaker for sure */
+	half = (uint64_t)(TRACK_SHORT_S * SOTTO_SAMPLE_RATE / 2);
+	if (seconds < TRACK_SHORT_S) {
+		mid = a + (b - a) / 2;
+		a = track_sample((double)(mid > half ? mid - half : 0) /
+		    SOTTO_SAMPLE_RATE, lo, hi);
+		b = track_sample((double)(mid + half) / SOTTO_SAMPLE_RATE,
+		    lo, hi);
+	}
+	half = (uint64_t)(TRACK_MAX_S * SOTTO_SAMPLE_RATE / 2);
+	if (seconds > TRACK_MAX_S) {
+		mid = a + (b - a) / 2;
+		a = mid - half;
+		b = mid + half;
+	}
+	if (b - a < SPK_FRAME + 2 * SPK_SHIFT)
+		return err_set(err, SOTTO_EINVAL, "speaker track: the audio "
+		    "from %.2f s to %.2f s is no longer kept", start, end);
+	if ((rc = sotto_speaker_embed(tr->spk, tr->pcm + (a - lo), b - a,
+	    emb, err)) != 0)
+		return rc;
+	if ((rc = track_decide(&tr->st, emb, seconds, NULL, err)) < 0)
+		return rc;
+	*speaker = rc;
+	return 0;
+}
+
+int
+sotto_speaker_track_count(const struct sotto_speaker_track *tr)
+{
+	return tr->st.n;
+}
