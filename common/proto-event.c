@@ -228,6 +228,16 @@ proto_event_language(const char *session, const char *language,
 	return proto_event_done(o);
 }
 
+/* "S1", "S2", ...: the labels of sotto transcribe --diarize's json. */
+static struct json_object *
+proto_json_speaker(int speaker)
+{
+	char s[16];
+
+	snprintf(s, sizeof(s), "S%d", speaker);
+	return json_object_new_string(s);
+}
+
 /* faster-whisper's Word fields: word, start, end, probability. */
 static struct json_object *
 proto_json_words(const struct proto_segment *seg)
@@ -269,6 +279,9 @@ proto_event_final(const char *session, int64_t id,
 		    proto_json_seconds(segs[i].end));
 		json_object_object_add(s, "text",
 		    proto_json_text(segs[i].text));
+		if (segs[i].speaker > 0)
+			json_object_object_add(s, "speaker",
+			    proto_json_speaker(segs[i].speaker));
 		if (segs[i].words != NULL)
 			json_object_object_add(s, "words",
 			    proto_json_words(&segs[i]));

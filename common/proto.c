@@ -310,6 +310,8 @@ proto_open_fields(struct json_object *o, struct msg_open *m, char *msg)
 	if ((rc = proto_get_str(o, "prompt", m->prompt, sizeof(m->prompt),
 	    msg)) < 0)
 		return rc;
+	if ((rc = proto_get_bool(o, "diarize", &m->diarize, msg)) < 0)
+		return rc;
 	return 0;
 }
 

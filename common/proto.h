@@ -98,6 +98,8 @@ struct msg_open {
 						   default 0 */
 	char		 prompt[PROTO_PROMPT_MAX];	/* vocabulary (names,
 						   terms); "" none */
+	int		 diarize;		/* finals carry speaker
+						   labels; default 0 */
 };
 
 struct msg_subscribe {
@@ -189,6 +191,7 @@ struct proto_segment {
 	const char	*text;
 	const struct proto_word *words;	/* NULL: no "words" field */
 	int		 n_words;
+	int		 speaker;	/* 1: "S1", ...; 0: no "speaker" */
 };
 
 char	*proto_event_hello(const char *server, const char *model);

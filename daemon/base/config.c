@@ -86,6 +86,7 @@ static const struct config_key config_keys[] = {
 	S("http", "token", config_parse_token, http_token, RESTART),
 	I("mic", "channels", mic_channels, 1, 32, RESTART),
 	S("mic", "device", config_parse_string, mic_device, RESTART),
+	B("mic", "diarize", mic_diarize, RESTART),
 	B("mic", "enabled", mic_enabled, RESTART),
 	S("mic", "language", config_parse_language, mic_language, RESTART),
 	I("mic", "rate", mic_rate, 8000, 192000, RESTART),
@@ -153,6 +154,7 @@ config_defaults(struct config *cfg)
 	CONFIG_SET(cfg->vad_model, "silero-vad");
 	CONFIG_SET(cfg->speaker_model, "campplus");
 	cfg->mic_enabled = 0;
+	cfg->mic_diarize = 0;
 	CONFIG_SET(cfg->mic_device, "default");
 	cfg->mic_rate = 16000;
 	cfg->mic_channels = 1;

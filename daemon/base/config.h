@@ -46,6 +46,7 @@ struct config {
 	int	mic_rate;		/* rate = 16000 */
 	int	mic_channels;		/* channels = 1 */
 	char	mic_language[16];	/* language = [engine] language */
+	int	mic_diarize;		/* diarize = no */
 
 	/* [http] (daemon/net/httpd.c, daemon/http) */
 	char	http_listen[64];	/* listen = ADDR:PORT; "" off */

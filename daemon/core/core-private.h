@@ -111,8 +111,9 @@ int	session_busy(void);
 double	session_max_lag(void);
 int64_t	session_last_final(const struct session *);
 void	session_free_all(void);
+/* diarize: label the speakers ([mic] diarize) */
 struct session *session_shared_new(const char *name, int rate,
-	    int channels, const char *language);
+	    int channels, const char *language, int diarize);
 void	session_shared_audio(struct session *, const int16_t *, size_t frames);
 double	session_overload_s(const struct session *);
 int	session_mic_start(char *err, size_t errlen);

@@ -70,8 +70,8 @@ peer_dispatch_open(struct peer *p, const struct proto_frame *f)
 	if (session_count() >= core.cfg.max_sessions)
 		return peer_fail(p, PROTO_E_BUSY, "all %d sessions are in use",
 		    core.cfg.max_sessions);
-	if ((s = session_open(p, &m, msg)) == NULL)
-		return peer_fail(p, PROTO_E_BAD_VALUE, "OPEN: %s", msg);
+	if ((s = session_open(p, &m, msg, &e)) == NULL)
+		return peer_fail(p, e, "OPEN: %s", msg);
 	ev = proto_event_opened(session_name(s), -1, 0);
 	peer_send(p, PEER_EVENT_CONTROL, ev);
 	free(ev);

@@ -226,7 +226,8 @@ session_mic_start(char *err, size_t errlen)
 	    sizeof(*mic.buf));
 	mic.retry = evtimer_new(core.base, session_mic_retry_cb, NULL);
 	mic.session = session_shared_new("mic", core.cfg.mic_rate,
-	    core.cfg.mic_channels, core.cfg.mic_language);
+	    core.cfg.mic_channels, core.cfg.mic_language,
+	    core.cfg.mic_diarize);
 	if (mic.buf == NULL || mic.retry == NULL || mic.session == NULL) {
 		snprintf(err, errlen, "mic: cannot set up the session");
 		return -1;

@@ -20,12 +20,30 @@
 
 static uint64_t session_next_id = 1;
 
+/*
+ * The speaker model for a session that asked for labels (OPEN diarize,
+ * [mic] diarize), into *ret (NULL when none asked): 0, or -1 with why in
+ * msg. Loaded by the first such session (core_speakers()).
+ */
+static int
+session_speakers(int diarize, const struct sotto_speaker **ret, char *msg)
+{
+	const struct sotto_vad *vad;
+
+	*ret = NULL;
+	if (!diarize)
+		return 0;
+	return core_speakers(ret, &vad, msg, PROTO_MSG_MAX);
+}
+
 static struct session *
 session_new(const char *name, const struct sotto_stream_params *sp,
-    enum proto_format format, int rate, int channels, int live, char *msg)
+    enum proto_format format, int rate, int channels, int live,
+    const struct sotto_speaker *spk, char *msg)
 {
 	struct sotto_stream_params p = *sp;
 	struct session *s;
+	char err[SOTTO_ERR_MAX];
 
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(msg, PROTO_MSG_MAX, "out of memory");
@@ -42,6 +60,13 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 		if (s->src != NULL)
 			snprintf(msg, PROTO_MSG_MAX, "out of memory");
 		source_client_free(s->src);
+		free(s);
+		return NULL;
+	}
+	if (spk != NULL && worker_stream_speakers(s->ws, spk, err) != 0) {
+		snprintf(msg, PROTO_MSG_MAX, "speaker labels: %.200s", err);
+		source_client_free(s->src);
+		worker_queue(s->ws, WORKER_FREE);
 		free(s);
 		return NULL;
 	}
@@ -98,36 +123,40 @@ session_check_language(const char *language, char *msg)
 	return session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg);
 }
 
-/*
- * A new client session for p, or NULL with msg (and the error is then
- * PROTO_E_BUSY when over max_sessions, else PROTO_E_BAD_VALUE).
- */
 struct session *
-session_open(struct peer *p, const struct msg_open *m, char *msg)
+session_open(struct peer *p, const struct msg_open *m, char *msg,
+    enum proto_error *err)
 {
+	const struct sotto_speaker *spk;
 	struct sotto_stream_params sp;
 	struct session *s;
 	uint64_t r = 0;
 	char name[PROTO_SESSION_MAX];
 
+	*err = PROTO_E_BAD_VALUE;
 	if (session_params(m->language, m->task, &sp, msg) != 0)
 		return NULL;
+	if (session_speakers(m->diarize, &spk, msg) != 0) {
+		*err = PROTO_E_UNAVAILABLE;
+		return NULL;
+	}
 	sp.word_timestamps = m->word_timestamps;
 	sp.prompt = m->prompt;
 	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
 		r ^= (uint64_t)(core_now() * 1e9) ^ session_next_id << 48;
 	snprintf(name, sizeof(name), "%016llx", (unsigned long long)r);
 	if ((s = session_new(name, &sp, m->format, m->rate, m->channels,
-	    m->live, msg)) == NULL)
+	    m->live, spk, msg)) == NULL)
 		return NULL;
 	s->owner = p;
 	s->source = p->ops->name;
 	core_count_session(s->source);
 	TAILQ_INSERT_TAIL(&s->subs, p, sub_entry);
 	p->session = s;
-	log_info("session %s: opened (%s %d Hz x%d, language %s%s)",
+	log_info("session %s: opened (%s %d Hz x%d, language %s%s%s)",
 	    s->name, proto_format_name(m->format), m->rate, m->channels,
-	    sp.language ? sp.language : "auto", m->live ? ", live" : "");
+	    sp.language ? sp.language : "auto", m->live ? ", live" : "",
+	    spk != NULL ? ", speaker labels" : "");
 	return s;
 }
 
@@ -154,25 +183,25 @@ session_open_live(struct peer *p, const char *language, const char *prompt,
 	m.since = -1;
 	m.live = 1;
 	m.word_timestamps = words;
-	if ((s = session_open(p, &m, msg)) == NULL) {
-		*err = PROTO_E_BAD_VALUE;
+	if ((s = session_open(p, &m, msg, err)) == NULL)
 		return NULL;
-	}
 	p->state = PEER_STREAMING;
 	return s;
 }
 
 struct session *
 session_shared_new(const char *name, int rate, int channels,
-    const char *language)
+    const char *language, int diarize)
 {
+	const struct sotto_speaker *spk;
 	struct sotto_stream_params sp;
 	struct session *s;
 	char msg[PROTO_MSG_MAX];
 
 	if (session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg) != 0 ||
+	    session_speakers(diarize, &spk, msg) != 0 ||
 	    (s = session_new(name, &sp, PROTO_FORMAT_S16LE, rate, channels, 1,
-	    msg)) == NULL) {
+	    spk, msg)) == NULL) {
 		log_warnx("session %s: %s", name, msg);
 		return NULL;
 	}

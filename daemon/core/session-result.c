@@ -137,6 +137,7 @@ session_finals(struct session *s, const struct worker_result *r)
 			segs[n].start = r->finals[i + n].start;
 			segs[n].end = r->finals[i + n].end;
 			segs[n].text = r->finals[i + n].text;
+			segs[n].speaker = r->finals[i + n].speaker;
 			segs[n].words = words[n] = final_words(&r->finals[i +
 			    n]);
 			segs[n].n_words = words[n] != NULL ?

@@ -20,18 +20,18 @@ struct peer;
 struct session;
 
 /*
- * A new client session for p, or NULL with msg (the reason, for a
- * bad_value error).
+ * A new client session for p, or NULL with msg and *err: PROTO_E_BAD_VALUE
+ * (a language or task the model does not take), PROTO_E_UNAVAILABLE (the
+ * speaker labels it asked for: their model does not load).
  */
 struct session *session_open(struct peer *, const struct msg_open *,
-	    char *msg);
+	    char *msg, enum proto_error *err);
 /*
  * A live session of 16 kHz mono f32 samples for p, for the doors that
  * decode their own wire format (Wyoming, Realtime, Deepgram): language
  * ("" for the config's, "auto"), prompt (the vocabulary, "" for none),
  * word times if words. p is streaming after it. NULL with msg and *err:
- * PROTO_E_BUSY over max_sessions, PROTO_E_BAD_VALUE for a language the
- * model does not take.
+ * PROTO_E_BUSY over max_sessions, else as session_open's.
  */
 struct session *session_open_live(struct peer *, const char *language,
 	    const char *prompt, int words, char *msg, enum proto_error *err);

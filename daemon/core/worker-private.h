@@ -28,6 +28,7 @@ struct worker_stream {
 	struct model_ref *model;	/* the model it runs on */
 	/* compute thread only: */
 	struct sotto_stream *stream;
+	struct sotto_speaker_track *track;	/* owned; NULL: no labels */
 	int		 failed;
 	double		 t_offset;	/* audio of earlier streams */
 	int		 quiet;		/* fed audio ends quietly */

@@ -24,6 +24,13 @@ worker_stream_follow(struct worker_stream *ws)
 }
 
 int
+worker_stream_speakers(struct worker_stream *ws,
+    const struct sotto_speaker *spk, char *err)
+{
+	return sotto_speaker_track_new(spk, 0, &ws->track, err) == 0 ? 0 : -1;
+}
+
+int
 worker_stream_push(struct worker_stream *ws, const float *pcm, size_t n)
 {
 	size_t cap;
@@ -82,6 +89,32 @@ copy_words(struct worker_segment *f, const struct sotto_segment *s,
 }
 
 /*
+ * The speaker of final f (session times: the track has every sample the
+ * session's engine streams had), decided now, on the compute thread:
+ * one embedding of the final's audio (~13 ms per second of it), so the
+ * label goes out with the final and no later event is needed. A label
+ * that cannot be had leaves the final without one, and says so in the
+ * log: the transcript matters more.
+ */
+static void
+label(struct worker_stream *ws, struct worker_segment *f)
+{
+	char err[SOTTO_ERR_MAX];
+	int i;
+
+	if (ws->track == NULL)
+		return;
+	if (sotto_speaker_track_label(ws->track, f->start, f->end,
+	    &f->speaker, err) != 0) {
+		log_warnx("stream %llu: no speaker for %.2f-%.2f s: %s",
+		    (unsigned long long)ws->id, f->start, f->end, err);
+		return;
+	}
+	for (i = 0; i < f->n_words; i++)
+		f->words[i].speaker = f->speaker;
+}
+
+/*
  * Append copies of an update's finals and take its partial; times move
  * by the stream's offset (a following stream's earlier engine streams).
  */
@@ -105,12 +138,14 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
 			f->end = u->finals[i].end + t0;
 			f->words = NULL;
 			f->n_words = 0;
+			f->speaker = 0;
 			if ((f->text = strdup(u->finals[i].text ?
 			    u->finals[i].text : "")) == NULL)
 				return -1;
 			r->n_finals++;
 			if (copy_words(f, &u->finals[i], t0) != 0)
 				return -1;
+			label(ws, f);
 		}
 	}
 	free(r->partial);
@@ -151,6 +186,8 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 	pthread_mutex_lock(&ws->lock);
 	n = ws->n_pending < max ? ws->n_pending : max;
 	rc = n ? sotto_stream_push(ws->stream, ws->pending, n, err) : 0;
+	if (rc == 0 && n > 0 && ws->track != NULL)
+		rc = sotto_speaker_track_push(ws->track, ws->pending, n, err);
 	if (rc == 0 && n > 0)
 		ws->quiet = worker_pause(ws->pending, n);
 	if (rc == 0 && n > 0) {	/* pending is NULL until audio came */

@@ -202,6 +202,7 @@ worker_stream_free(struct worker_stream *ws)
 	int idle;
 
 	sotto_stream_free(ws->stream);
+	sotto_speaker_track_free(ws->track);
 	models_drop(ws->model);
 	pthread_mutex_destroy(&ws->lock);
 	free(ws->pending);

@@ -32,6 +32,7 @@ struct worker_segment {
 	char			*text;
 	struct sotto_word	*words;		/* owned; NULL: none asked */
 	int			 n_words;
+	int			 speaker;	/* 1 is "S1"; 0: none */
 };
 
 struct worker_file;
@@ -63,6 +64,13 @@ struct worker_stream *worker_stream_new(uint64_t id,
 	    const struct sotto_stream_params *, int live);
 /* Before its first job: move to the new model after a reload. */
 void	worker_stream_follow(struct worker_stream *);
+/*
+ * Before its first job: label each final with its speaker (live speaker
+ * labels, docs/speakers.md), with spk (core_speakers(): it outlives the
+ * stream). 0, or -1 with why in err.
+ */
+int	worker_stream_speakers(struct worker_stream *,
+	    const struct sotto_speaker *, char *err);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
 size_t	worker_stream_pending(struct worker_stream *);
 int	worker_queue(struct worker_stream *, enum worker_kind);

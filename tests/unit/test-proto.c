@@ -235,11 +235,13 @@ test_open(void **state)
 	assert_int_equal(m.since, -1);
 	assert_int_equal(m.live, 0);
 	assert_int_equal(m.word_timestamps, 0);
+	assert_int_equal(m.diarize, 0);
 	assert_int_equal(proto_parse_open(S("{\"format\":\"opus\",\"rate\":"
 	    "48000,\"channels\":2,\"language\":\"de\",\"task\":\"translate\","
 	    "\"session\":\"ab12-_\",\"since\":41,\"live\":true,"
-	    "\"word_timestamps\":true}"), &m, msg), PROTO_OK);
+	    "\"word_timestamps\":true,\"diarize\":true}"), &m, msg), PROTO_OK);
 	assert_int_equal(m.word_timestamps, 1);
+	assert_int_equal(m.diarize, 1);
 	assert_int_equal(m.format, PROTO_FORMAT_OPUS);
 	assert_int_equal(m.rate, 48000);
 	assert_int_equal(m.channels, 2);
@@ -279,6 +281,7 @@ test_open_bad_fields(void **state)
 		{ "{\"live\":1}", PROTO_E_BAD_JSON },
 		{ "{\"live\":\"yes\"}", PROTO_E_BAD_JSON },
 		{ "{\"word_timestamps\":1}", PROTO_E_BAD_JSON },
+		{ "{\"diarize\":\"yes\"}", PROTO_E_BAD_JSON },
 	};
 	struct msg_open m;
 	char msg[PROTO_MSG_MAX];
@@ -348,8 +351,8 @@ test_events(void **state)
 {
 	const struct proto_word words[2] = { { 0.5, 0.75, " Hello", 0.98765 },
 	    { 0.75, 1.25, ",", 1.0 } };
-	struct proto_segment segs[2] = { { 0.5, 1.25, " Hello", words, 2 },
-	    { 1.25, 2.0, " \"world\"\n", NULL, 0 } };
+	struct proto_segment segs[2] = { { 0.5, 1.25, " Hello", words, 2, 0 },
+	    { 1.25, 2.0, " \"world\"\n", NULL, 0, 12 } };
 	const struct proto_session_info list[2] = {
 	    { "ab12", "ws", "streaming", 12.5, 0.25, 0.125 },
 	    { "file-3", "http", "transcribing", -1, -1, -1 } };
@@ -387,6 +390,11 @@ test_events(void **state)
 	    "probability"), "0.9877");
 	assert_false(json_object_object_get_ex(json_object_array_get_idx(a,
 	    1), "words", NULL));
+	/* a speaker where a segment has one (live labels), none without */
+	assert_false(json_object_object_get_ex(json_object_array_get_idx(a,
+	    0), "speaker", NULL));
+	assert_string_equal(field(json_object_array_get_idx(a, 1), "speaker"),
+	    "S12");
 	json_object_put(o);
 
 	o = event_json(proto_event_partial("s1", "caf\xc3\xa9 \xe2\x82", 3, 4,
