@@ -57,6 +57,13 @@ static const char usage_text[] =
 "      --chunk-ms N          audio per frame [100]\n"
 "      --word-timestamps     finals carry words with their times (jsonl:\n"
 "                            \"words\" in each final segment)\n"
+"      --diarize             label each speaker, as they come: S1, S2, ...\n"
+"                            (a new voice gets the next label; labels\n"
+"                            never change). text starts a line 'S1: ' at\n"
+"                            each change of speaker, vtt cues <v S1>,\n"
+"                            srt '[S1] ', jsonl \"speaker\" on each final\n"
+"                            segment and unit. sottod needs its speaker\n"
+"                            model (scripts/fetch-model campplus)\n"
 "      --prompt TEXT         vocabulary: names and terms to spell as given\n"
 "                            (\"Gutenberg, Dashwood\"), kept before every\n"
 "                            window's text as faster-whisper's hotwords\n"
@@ -79,7 +86,8 @@ static const char usage_text[] =
 "received: the message on stderr says how many seconds are missing.\n";
 
 enum { OPT_FAST = 256, OPT_REALTIME, OPT_TASK, OPT_OPUS, OPT_RAW, OPT_RATE,
-	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS, OPT_RESUME, OPT_PROMPT };
+	OPT_CHANNELS, OPT_CHUNK, OPT_WORDS, OPT_RESUME, OPT_PROMPT,
+	OPT_LIVE_SPEAKERS };
 
 static const struct option long_options[] = {
 	{ "socket", required_argument, NULL, 's' },
@@ -95,6 +103,7 @@ static const struct option long_options[] = {
 	{ "channels", required_argument, NULL, OPT_CHANNELS },
 	{ "chunk-ms", required_argument, NULL, OPT_CHUNK },
 	{ "word-timestamps", no_argument, NULL, OPT_WORDS },
+	{ "diarize", no_argument, NULL, OPT_LIVE_SPEAKERS },
 	{ "resume", no_argument, NULL, OPT_RESUME },
 	{ "prompt", required_argument, NULL, OPT_PROMPT },
 	{ "help", no_argument, NULL, 'h' },
@@ -128,6 +137,7 @@ stream_option(struct stream_opts *o, int c, const char *arg)
 	case OPT_FAST: o->fast = 1; return 0;
 	case OPT_REALTIME: o->fast = 0; return 0;
 	case OPT_WORDS: o->words = 1; return 0;
+	case OPT_LIVE_SPEAKERS: o->diarize = 1; return 0;
 	case OPT_RESUME: o->resume = 1; return 0;
 	case OPT_PROMPT:
 		if (strlen(arg) >= PROTO_PROMPT_MAX)
@@ -226,6 +236,9 @@ stream_open_frame(struct conn *c, const struct stream_opts *o, int is_stdin)
 		json_object_object_add(m, "live", json_object_new_boolean(1));
 	if (o->words)
 		json_object_object_add(m, "word_timestamps",
+		    json_object_new_boolean(1));
+	if (o->diarize)
+		json_object_object_add(m, "diarize",
 		    json_object_new_boolean(1));
 	if (o->prompt != NULL)
 		json_object_object_add(m, "prompt",

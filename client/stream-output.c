@@ -5,6 +5,11 @@
  * unit is redrawn in place, its committed words plain and the tentative
  * ones dimmed) and each closed unit is a cue; from an older one, each
  * final is a line and each final segment a cue, the partial dimmed.
+ *
+ * With speaker labels (OPEN diarize) a unit is one speaker's: text starts
+ * a line with "S1: " at each change of speaker, as sotto transcribe
+ * --diarize's txt starts a turn; a vtt cue opens with a voice span
+ * (<v S1>), an srt cue with "[S1] ", as transcribe's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -108,9 +113,31 @@ stream_output_time(FILE *f, double t, char sep)
 	    ms / 1000 % 60, sep, ms % 1000);
 }
 
+/* A unit's or segment's "speaker" ("" without one). */
+static const char *
+stream_output_speaker(struct json_object *o)
+{
+	const char *s = stream_output_str(o, "speaker");
+
+	return s != NULL ? s : "";
+}
+
+/* text: "S1: " when the speaker is not the last line's. */
+static void
+stream_output_turn(struct stream_output *o, struct json_object *u)
+{
+	const char *spk = stream_output_speaker(u);
+
+	if (*spk == '\0' || strcmp(spk, o->speaker) == 0)
+		return;
+	fprintf(o->f, "%s: ", spk);
+	snprintf(o->speaker, sizeof(o->speaker), "%s", spk);
+}
+
 static void
 stream_output_cue(struct stream_output *o, struct json_object *seg)
 {
+	const char *spk = stream_output_speaker(seg);
 	char sep = o->format == STREAM_SRT ? ',' : '.';
 
 	o->cue++;
@@ -121,7 +148,11 @@ stream_output_cue(struct stream_output *o, struct json_object *seg)
 	fputs(" --> ", o->f);
 	stream_output_time(o->f, o->time_offset + stream_output_num(seg,
 	    "end"), sep);
-	fprintf(o->f, "\n%s\n\n", stream_output_trim(stream_output_str(seg,
+	fputc('\n', o->f);
+	if (*spk != '\0')
+		fprintf(o->f, o->format == STREAM_SRT ? "[%s] " : "<v %s>",
+		    spk);
+	fprintf(o->f, "%s\n\n", stream_output_trim(stream_output_str(seg,
 	    "text")));
 }
 
@@ -204,10 +235,11 @@ stream_output_unit(struct stream_output *o, struct json_object *ev)
 		return;		/* a resume sent it again */
 	o->last_unit = id;
 	stream_output_clear(o);
-	if (o->format == STREAM_TEXT)
+	if (o->format == STREAM_TEXT) {
+		stream_output_turn(o, ev);
 		fprintf(o->f, "%s\n", stream_output_trim(stream_output_str(ev,
 		    "text")));
-	else
+	} else
 		stream_output_cue(o, ev);
 }
 
@@ -229,6 +261,13 @@ stream_output_final(struct stream_output *o, struct json_object *ev)
 			stream_output_cue(o, seg);
 			continue;
 		}
+		if (strcmp(stream_output_speaker(seg), o->speaker) != 0 &&
+		    any) {
+			fputc('\n', o->f);
+			any = 0;
+		}
+		if (!any)
+			stream_output_turn(o, seg);
 		fprintf(o->f, "%s%s", any ? " " : "", stream_output_trim(
 		    stream_output_str(seg, "text")));
 		any = 1;

@@ -27,7 +27,7 @@ struct stream_opts {
 	const char *prompt;		/* --prompt: NULL none */
 	enum stream_format format;
 	enum proto_format raw_format, send_format;
-	int fast, rate, channels, chunk_ms, quiet, words, resume;
+	int fast, rate, channels, chunk_ms, quiet, words, resume, diarize;
 };
 
 struct stream_src {

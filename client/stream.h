@@ -120,6 +120,7 @@ struct stream_output {
 	 */
 	double		 time_offset;
 	char		 session[64];
+	char		 speaker[16];	/* text: the last line's, "" none */
 };
 
 int	stream_output_format(const char *, enum stream_format *);

@@ -47,6 +47,7 @@ caption_send(struct caption *c, const char *tentative, int closed)
 	u.first_final = c->first_final;
 	u.last_final = c->last_final;
 	u.closed = closed;
+	u.speaker = c->speaker;
 	c->emit(c->arg, &u);
 }
 
@@ -209,6 +210,15 @@ caption_final(struct caption *c, int64_t final_id, double start,
 		caption_word(c, final_id, text + from, at - from, t0, t1);
 		t0 = t1;
 	}
+}
+
+void
+caption_speaker(struct caption *c, int speaker)
+{
+	if (speaker == c->speaker)
+		return;
+	caption_close(c);
+	c->speaker = speaker;
 }
 
 /* Whether what clients saw of the open unit is what it is now. */

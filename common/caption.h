@@ -38,6 +38,7 @@ struct caption_unit {
 	const char	*tentative;	/* "" when closed */
 	int64_t		 first_final, last_final;	/* finals in it */
 	int		 closed;
+	int		 speaker;	/* its finals' (1: "S1"); 0: none */
 };
 
 /* Called for each change: the open unit grew, or a unit closed. */
@@ -53,6 +54,7 @@ struct caption {
 	char		*shown;		/* tentative text clients last saw */
 	size_t		 shown_len;	/* and the length of text then */
 	int		 oom;		/* a copy failed: text may be short */
+	int		 speaker;	/* the open unit's, 0: no labels */
 	caption_emit	 emit;
 	void		*arg;
 };
@@ -68,6 +70,12 @@ void	caption_free(struct caption *);
  */
 void	caption_final(struct caption *, int64_t final_id, double start,
 	    double end, const char *text);
+/*
+ * The speaker of the finals that follow (live speaker labels): a change
+ * closes the open unit, so that a unit, a line or a cue, is one
+ * speaker's, as sotto transcribe --diarize's cues are.
+ */
+void	caption_speaker(struct caption *, int speaker);
 /*
  * After a step: the tentative text that follows the committed words
  * ("" none) and the audio decoded so far. With no tentative text and

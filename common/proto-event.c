@@ -179,6 +179,16 @@ proto_event_partial(const char *session, const char *text, double start,
  * A caption unit (common/caption.h), open or closed: committed text,
  * tentative text, the finals it holds.
  */
+/* "S1", "S2", ...: the labels of sotto transcribe --diarize's json. */
+static struct json_object *
+proto_json_speaker(int speaker)
+{
+	char s[16];
+
+	snprintf(s, sizeof(s), "S%d", speaker);
+	return json_object_new_string(s);
+}
+
 char *
 proto_event_unit(const char *session, const struct proto_unit *u)
 {
@@ -197,6 +207,9 @@ proto_event_unit(const char *session, const struct proto_unit *u)
 	    json_object_new_int64(u->first_final));
 	json_object_object_add(o, "last_final",
 	    json_object_new_int64(u->last_final));
+	if (u->speaker > 0)
+		json_object_object_add(o, "speaker",
+		    proto_json_speaker(u->speaker));
 	return proto_event_done(o);
 }
 
@@ -226,16 +239,6 @@ proto_event_language(const char *session, const char *language,
 	json_object_object_add(o, "settled",
 	    json_object_new_boolean(settled));
 	return proto_event_done(o);
-}
-
-/* "S1", "S2", ...: the labels of sotto transcribe --diarize's json. */
-static struct json_object *
-proto_json_speaker(int speaker)
-{
-	char s[16];
-
-	snprintf(s, sizeof(s), "S%d", speaker);
-	return json_object_new_string(s);
 }
 
 /* faster-whisper's Word fields: word, start, end, probability. */

@@ -214,6 +214,7 @@ struct proto_unit {
 	const char	*text, *tentative;
 	int		 closed;
 	int64_t		 first_final, last_final;	/* -1: none */
+	int		 speaker;	/* 1: "S1"; 0: no "speaker" */
 };
 char	*proto_event_unit(const char *session, const struct proto_unit *);
 char	*proto_event_error(enum proto_error, const char *message);

@@ -107,6 +107,7 @@ session_unit(void *arg, const struct caption_unit *u)
 	pu.closed = u->closed;
 	pu.first_final = u->first_final;
 	pu.last_final = u->last_final;
+	pu.speaker = u->speaker;
 	if ((ev = proto_event_unit(s->name, &pu)) == NULL) {
 		log_warnx("session %s: out of memory", s->name);
 		return;
@@ -157,9 +158,11 @@ session_finals(struct session *s, const struct worker_result *r)
 			s->final_end = segs[n - 1].end;
 		session_broadcast(s, PEER_EVENT_FINAL, ev);
 		/* after the final: the units it closes come from it */
-		for (k = 0; k < n; k++)
+		for (k = 0; k < n; k++) {
+			caption_speaker(&s->caption, segs[k].speaker);
 			caption_final(&s->caption, s->next_final,
 			    segs[k].start, segs[k].end, segs[k].text);
+		}
 		s->next_final++;
 	}
 }

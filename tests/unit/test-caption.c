@@ -26,7 +26,7 @@ struct seen {
 		int64_t	 id, first, last;
 		double	 start, end;
 		char	 text[256], tentative[256];
-		int	 closed;
+		int	 closed, speaker;
 	} u[MAX_SEEN];
 };
 
@@ -45,6 +45,7 @@ record(void *arg, const struct caption_unit *u)
 	snprintf(s->u[s->n].tentative, sizeof(s->u[0].tentative), "%s",
 	    u->tentative);
 	s->u[s->n].closed = u->closed;
+	s->u[s->n].speaker = u->speaker;
 	s->n++;
 }
 
@@ -199,6 +200,49 @@ test_pause_and_open(void **state)
 	caption_free(&c);
 }
 
+/*
+ * Live speaker labels: a change of speaker closes the unit, even inside
+ * a sentence; each unit carries its finals' speaker, also while open.
+ */
+static void
+test_speakers(void **state)
+{
+	struct caption c;
+	struct seen s = { 0 };
+	int i;
+
+	(void)state;
+	caption_init(&c, record, &s);
+	caption_speaker(&c, 1);
+	caption_final(&c, 0, 0, 1, " We went");
+	caption_partial(&c, " to", 1, 1.5);
+	caption_speaker(&c, 1);
+	caption_final(&c, 1, 1, 2, " to the");
+	caption_speaker(&c, 2);
+	caption_final(&c, 2, 2.1, 3, " Where?");
+	caption_speaker(&c, 1);
+	caption_final(&c, 3, 3.2, 4, " market");
+	caption_flush(&c);
+	for (i = 0; i < s.n; i++)
+		if (s.u[i].closed)
+			break;
+	assert_true(i < s.n);
+	assert_string_equal(s.u[i].text, " We went to the");
+	assert_int_equal(s.u[i].speaker, 1);
+	assert_int_equal(s.u[i].last, 1);
+	for (i++; i < s.n && !s.u[i].closed; i++)
+		;
+	assert_string_equal(s.u[i].text, " Where?");
+	assert_int_equal(s.u[i].speaker, 2);
+	for (i++; i < s.n && !s.u[i].closed; i++)
+		assert_int_equal(s.u[i].speaker, 1);
+	assert_string_equal(s.u[i].text, " market");
+	assert_int_equal(s.u[i].speaker, 1);
+	/* the open units were their speaker's too */
+	assert_int_equal(s.u[0].speaker, 1);
+	caption_free(&c);
+}
+
 int
 main(void)
 {
@@ -206,6 +250,7 @@ main(void)
 		cmocka_unit_test(test_sentences),
 		cmocka_unit_test(test_length_and_clause),
 		cmocka_unit_test(test_pause_and_open),
+		cmocka_unit_test(test_speakers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

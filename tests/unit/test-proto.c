@@ -467,7 +467,8 @@ test_units(void **state)
 {
 	struct msg_open o;
 	struct msg_subscribe sub;
-	struct proto_unit u = { 3, 1.5, 4.25, " Hello there.", "", 1, 7, 9 };
+	struct proto_unit u = { 3, 1.5, 4.25, " Hello there.", "", 1, 7, 9,
+	    0 };
 	struct json_object *j;
 	char msg[PROTO_MSG_MAX], *ev;
 
@@ -485,10 +486,21 @@ test_units(void **state)
 	    "\"since_unit\":-1}"), &sub, msg), PROTO_OK);
 	assert_int_equal(sub.since_unit, -1);
 	assert_int_equal(sub.since, PROTO_SINCE_NONE);
+	/* a unit's speaker (live labels), absent without one */
+	u.speaker = 2;
+	ev = proto_event_unit("abc", &u);
+	assert_non_null(ev);
+	j = json_tokener_parse(ev);
+	assert_string_equal(json_object_get_string(json_object_object_get(j,
+	    "speaker")), "S2");
+	json_object_put(j);
+	free(ev);
+	u.speaker = 0;
 	ev = proto_event_unit("abc", &u);
 	assert_non_null(ev);
 	j = json_tokener_parse(ev);
 	assert_non_null(j);
+	assert_false(json_object_object_get_ex(j, "speaker", NULL));
 	assert_string_equal(json_object_get_string(json_object_object_get(j,
 	    "type")), "unit");
 	assert_int_equal(json_object_get_int64(json_object_object_get(j,
