@@ -47,7 +47,7 @@ caption_send(struct caption *c, const char *tentative, int closed)
 	u.first_final = c->first_final;
 	u.last_final = c->last_final;
 	u.closed = closed;
-	u.speaker = c->speaker;
+	u.speaker = c->len > 0 ? c->speaker : 0;	/* not yet known */
 	c->emit(c->arg, &u);
 }
 

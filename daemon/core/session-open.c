@@ -13,6 +13,7 @@
 
 #include "core-private.h"
 #include "log.h"
+#include "model-path.h"
 #include "peer.h"
 #include "session-private.h"
 #include "source-client.h"
@@ -29,11 +30,23 @@ static int
 session_speakers(int diarize, const struct sotto_speaker **ret, char *msg)
 {
 	const struct sotto_vad *vad;
+	char why[1024];
+	/* what the client's message is put after: "OPEN: " */
+	const size_t room = PROTO_MSG_MAX - 8;
 
 	*ret = NULL;
-	if (!diarize)
+	if (!diarize || core_speakers(ret, &vad, why, sizeof(why)) == 0)
 		return 0;
-	return core_speakers(ret, &vad, msg, PROTO_MSG_MAX);
+	/* the loader's reason can be long (every directory it looked in):
+	   then what to do comes first, the whole of it is in the log */
+	if (strlen(why) < room)
+		snprintf(msg, PROTO_MSG_MAX, "%s", why);
+	else
+		snprintf(msg, PROTO_MSG_MAX, "speaker labels need the speaker "
+		    "model %.40s, which does not load: run '%s campplus' "
+		    "(sottod's log says why)", core.cfg.speaker_model,
+		    model_fetch_command());
+	return -1;
 }
 
 static struct session *
