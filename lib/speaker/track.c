@@ -7,17 +7,37 @@
  * the speakers are decided one piece at a time against what came before:
  * the running centroid of each speaker seen so far (the sum of its
  * pieces' embeddings, each weighing its seconds, so a long piece counts
- * for more). A piece joins the nearest speaker when their cosine is at
- * least the threshold, else it is a new speaker. The figures that set it
- * (docs/speakers.md, "What the scores look like"): one reader's 1.5 s
- * pieces score 0.70 or more at the 1st percentile, two readers' 0.32 at
- * most, and a centroid, the mean of many pieces, is surer than one piece.
+ * for more). The figures behind the rules (docs/speakers.md, "What the
+ * scores look like"): one reader's 1.5 s pieces score 0.70 or more at the
+ * 1st percentile but as low as 0.33, two readers' 0.32 at most; on 3 s
+ * pieces one reader's score 0.68 or more. A centroid, the mean of many
+ * pieces, is surer than one piece. So a piece of at least 1 s:
  *
- * Short pieces embed unreliably (under ~1 s the same reader's scores
- * spread down towards the other readers'): a final under TRACK_LONG_S
- * takes the nearest known speaker and changes nothing, so a word or two
- * ("Yes.") can neither start a speaker of its own nor pull a centroid
- * away. Only the first piece of a stream, short or not, starts S1 then.
+ * - joins the nearest speaker at a cosine of threshold (0.5) or more,
+ *   and moves its centroid;
+ * - starts a new speaker under TRACK_NEW (0.3), or under the threshold
+ *   when it is TRACK_SURE_S (3 s) or longer;
+ * - in between (a short piece that is neither clearly one speaker nor
+ *   clearly another: live finals of a noisy recording are often 1-2 s)
+ *   takes the nearest speaker and moves nothing. A wrong new speaker
+ *   would stay for the whole session; a wrong nearest one is one final.
+ *
+ * What is embedded: the final's audio, and for a final under
+ * TRACK_CONTEXT_S (2 s) the finals just before it with it, back to 2 s,
+ * as long as no pause of TRACK_PAUSE_S (0.3 s) separates them: one
+ * voice's words run on, a turn mostly starts after a pause. Live finals
+ * are often a word or three (0.4-1.5 s); alone, a noisy recording's
+ * pieces of 1 s scored 0.25-0.45 with their own speaker (jfk.wav), with
+ * the run before them 0.65-0.77. A turn that starts without a pause
+ * makes its first final's embedding a mix, which lands in the band
+ * above (the nearest, nothing moved) rather than starting a speaker.
+ *
+ * Under TRACK_LONG_S (1 s) a piece embeds unreliably: it takes the
+ * nearest speaker and changes nothing, so a word or two ("Yes.") can
+ * neither start a speaker of its own nor pull a centroid away. The
+ * first piece of a stream starts S1 whatever its length; when it is
+ * short S1 has no centroid yet, and the first piece of 1 s or more
+ * gives it one.
  *
  * The audio: a final is committed up to a 30 s window (and a catch-up)
  * after it was spoken, so the last TRACK_KEEP_S seconds are kept here,
@@ -33,7 +53,12 @@
 
 #define TRACK_KEEP_S	45	/* audio kept: a window, a catch-up, margin */
 #define TRACK_LONG_S	1.0	/* a piece this long may start a speaker */
-#define TRACK_SHORT_S	0.5	/* a shorter piece is widened to this */
+#define TRACK_SURE_S	3.0	/* ... under the threshold, not only TRACK_NEW */
+#define TRACK_NEW	0.3f	/* under it, surely another speaker */
+#define TRACK_CONTEXT_S	2.0	/* a shorter piece: embedded with the finals
+				   just before it to this length */
+#define TRACK_PAUSE_S	0.3	/* a pause this long may be a new turn */
+#define TRACK_SHORT_S	0.5	/* shorter and alone: widened to this */
 #define TRACK_MAX_S	10.0	/* a longer piece: its middle 10 s */
 
 /* Ownership: everything owned; the model is borrowed. */
@@ -43,6 +68,9 @@ struct sotto_speaker_track {
 	float *pcm;			/* kept audio, from sample base on */
 	size_t n, cap;			/* cap: 2 x TRACK_KEEP_S */
 	uint64_t base;			/* stream sample index of pcm[0] */
+	double run_start, last_end;	/* the finals without a pause so far
+					   (seconds): where they began, and
+					   the last one's end */
 };
 
 void
@@ -98,29 +126,43 @@ track_add(struct track_state *t, const float *emb, double w, char *err)
 	return ++t->n;
 }
 
+/* Speaker k (0-based) takes the piece: its centroid moves. */
+static int
+track_join(struct track_state *t, int k, const float *emb, double w)
+{
+	int i;
+
+	for (i = 0; i < SPK_DIM; i++)
+		t->sum[(size_t)k * SPK_DIM + i] += (float)w * emb[i];
+	t->weight[k] += w;
+	return k + 1;
+}
+
 int
 track_decide(struct track_state *t, const float *emb, double seconds,
     float *ret_cos, char *err)
 {
 	float best = -2.0f, c;
-	int k, i, at = -1;
+	int k, at = -1;
 
 	for (k = 0; k < t->n; k++)
-		if ((c = track_cosine(t, k, emb)) > best) {
+		if (t->weight[k] > 0 && (c = track_cosine(t, k, emb)) > best) {
 			best = c;
 			at = k;
 		}
 	if (ret_cos != NULL)
 		*ret_cos = best;
-	if (at < 0)
-		return track_add(t, emb, seconds, err);
+	if (t->n == 0)		/* the first piece: S1, a centroid if long */
+		return track_add(t, emb, seconds < TRACK_LONG_S ? 0 : seconds,
+		    err);
 	if (seconds < TRACK_LONG_S)
-		return at + 1;
-	if (best < t->threshold)
+		return at >= 0 ? at + 1 : 1;
+	if (at < 0)		/* S1 began short: this is its centroid */
+		return track_join(t, 0, emb, seconds);
+	if (best >= t->threshold)
+		return track_join(t, at, emb, seconds);
+	if (best < TRACK_NEW || seconds >= TRACK_SURE_S)
 		return track_add(t, emb, seconds, err);
-	for (i = 0; i < SPK_DIM; i++)
-		t->sum[(size_t)at * SPK_DIM + i] += (float)seconds * emb[i];
-	t->weight[at] += seconds;
 	return at + 1;
 }
 
@@ -140,6 +182,7 @@ sotto_speaker_track_new(const struct sotto_speaker *spk, float threshold,
 	if ((tr = calloc(1, sizeof(*tr))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	tr->spk = spk;
+	tr->last_end = -1e9;
 	track_init(&tr->st, threshold);
 	tr->cap = (size_t)2 * TRACK_KEEP_S * SOTTO_SAMPLE_RATE;
 	if ((tr->pcm = malloc(tr->cap * sizeof(float))) == NULL) {
@@ -205,7 +248,8 @@ int
 sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
     double end, int *speaker, char *err)
 {
-	uint64_t lo = tr->base, hi = tr->base + tr->n, a, b, mid, half;
+	uint64_t lo = tr->base, hi = tr->base + tr->n, a, b, mid, half, ctx;
+	uint64_t run;
 	float emb[SPK_DIM];
 	double seconds;
 	int rc;
@@ -217,15 +261,23 @@ sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
 	a = track_sample(start, lo, hi);
 	b = track_sample(end, lo, hi);
 	seconds = (double)(b - a) / SOTTO_SAMPLE_RATE;
-	/* widened around its middle: a short final's own audio is all
-	   there is of its speaker for sure */
+	/* a short final is embedded with the finals just before it (no
+	   pause between them: most likely the same voice), to
+	   TRACK_CONTEXT_S; one alone under TRACK_SHORT_S is widened
+	   around its middle */
+	if (start - tr->last_end >= TRACK_PAUSE_S)
+		tr->run_start = start;
+	tr->last_end = end;
+	ctx = (uint64_t)(TRACK_CONTEXT_S * SOTTO_SAMPLE_RATE);
+	if (b - a < ctx) {
+		run = track_sample(tr->run_start, lo, hi);
+		a = b - run > ctx ? b - ctx : run;
+	}
 	half = (uint64_t)(TRACK_SHORT_S * SOTTO_SAMPLE_RATE / 2);
-	if (seconds < TRACK_SHORT_S) {
+	if (b - a < 2 * half) {
 		mid = a + (b - a) / 2;
-		a = track_sample((double)(mid > half ? mid - half : 0) /
-		    SOTTO_SAMPLE_RATE, lo, hi);
-		b = track_sample((double)(mid + half) / SOTTO_SAMPLE_RATE,
-		    lo, hi);
+		a = mid - lo > half ? mid - half : lo;
+		b = hi - mid > half ? mid + half : hi;
 	}
 	half = (uint64_t)(TRACK_MAX_S * SOTTO_SAMPLE_RATE / 2);
 	if (seconds > TRACK_MAX_S) {

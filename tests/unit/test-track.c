@@ -2,8 +2,9 @@
  * Unit tests for lib/speaker/track.c's decision (track_decide): pieces
  * around a few random directions get one label per direction, in order
  * of first appearance, and keep it; a short piece never starts a speaker
- * nor moves a centroid; the threshold; a speaker's centroid follows its
- * pieces weighted by their seconds.
+ * nor moves a centroid; the join threshold, the new-speaker one and the
+ * band between them; a speaker's centroid follows its pieces weighted by
+ * their seconds.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -87,7 +88,11 @@ test_turns(void **state)
 	track_clear(&t);
 }
 
-/* Short pieces: the nearest speaker, never a new one, no centroid moved. */
+/*
+ * Short pieces: the nearest speaker, never a new one, no centroid moved.
+ * A short first piece starts S1 without a centroid: the first long one
+ * gives it one.
+ */
 static void
 test_short(void **state)
 {
@@ -100,33 +105,40 @@ test_short(void **state)
 	direction(a, &seed);
 	direction(b, &seed);
 	track_init(&t, 0);
-	/* the first piece starts S1 even when short */
-	assert_int_equal(track_decide(&t, a, 0.6, NULL, NULL), 1);
+	assert_int_equal(track_decide(&t, b, 0.6, NULL, NULL), 1);
+	assert_float_equal(t.weight[0], 0.0, 0);
+	/* a long piece of another voice is S1's centroid, not S2 */
 	near(x, a, 0.5f, &seed);
-	assert_int_equal(track_decide(&t, x, 3.0, NULL, NULL), 1);
+	assert_int_equal(track_decide(&t, x, 3.0, &c, NULL), 1);
+	assert_float_equal(c, -2.0f, 0);
+	assert_float_equal(t.weight[0], 3.0, 1e-9);
 	memcpy(before, t.sum, sizeof(before));
 	/* another voice, short: S1 still, and S1 unchanged */
 	assert_int_equal(track_decide(&t, b, 0.9, &c, NULL), 1);
-	assert_true(c < 0.5f);
+	assert_true(c < 0.3f);
 	assert_int_equal(t.n, 1);
 	assert_memory_equal(before, t.sum, sizeof(before));
-	/* the same voice, long: S2 */
+	/* the same voice, 1 s: S2 */
 	assert_int_equal(track_decide(&t, b, 1.0, NULL, NULL), 2);
 	track_clear(&t);
 }
 
-/* Exactly at the threshold joins; just under starts a new speaker. */
+/*
+ * Over the threshold joins; under TRACK_NEW starts a speaker; in between a
+ * piece of 3 s or more starts one, a shorter one takes the nearest and
+ * moves nothing.
+ */
 static void
 test_threshold(void **state)
 {
-	float a[DIM], x[DIM], y[DIM], c;
+	float a[DIM], x[DIM], y[DIM], z[DIM], before[DIM], c;
 	struct track_state t;
 	uint32_t seed = 3;
 	int i;
 
 	(void)state;
 	direction(a, &seed);
-	/* x: cosine 0.7 with a; y: 0.6 */
+	/* x: cosine 0.7 with a; y: 0.6; z: 0.2 */
 	direction(x, &seed);
 	c = 0;
 	for (i = 0; i < DIM; i++)
@@ -136,17 +148,30 @@ test_threshold(void **state)
 	normalise(x);
 	for (i = 0; i < DIM; i++) {
 		y[i] = 0.6f * a[i] + 0.8f * x[i];
+		z[i] = 0.2f * a[i] + sqrtf(1 - 0.04f) * x[i];
 		x[i] = 0.7f * a[i] + sqrtf(1 - 0.49f) * x[i];
 	}
 	track_init(&t, 0.65f);
 	assert_int_equal(track_decide(&t, a, 2.0, NULL, NULL), 1);
 	assert_int_equal(track_decide(&t, x, 2.0, &c, NULL), 1);
 	assert_float_equal(c, 0.7f, 1e-4);
+	assert_float_equal(t.weight[0], 4.0, 1e-9);
 	track_clear(&t);
+
 	track_init(&t, 0.65f);
 	assert_int_equal(track_decide(&t, a, 2.0, NULL, NULL), 1);
-	assert_int_equal(track_decide(&t, y, 2.0, &c, NULL), 2);
+	memcpy(before, t.sum, sizeof(before));
+	assert_int_equal(track_decide(&t, y, 2.9, &c, NULL), 1);
 	assert_float_equal(c, 0.6f, 1e-4);
+	assert_int_equal(t.n, 1);
+	assert_memory_equal(before, t.sum, sizeof(before));
+	assert_int_equal(track_decide(&t, y, 3.0, NULL, NULL), 2);
+	track_clear(&t);
+
+	track_init(&t, 0.65f);
+	assert_int_equal(track_decide(&t, a, 2.0, NULL, NULL), 1);
+	assert_int_equal(track_decide(&t, z, 1.0, &c, NULL), 2);
+	assert_float_equal(c, 0.2f, 1e-4);
 	track_clear(&t);
 }
 
