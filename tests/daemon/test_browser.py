@@ -13,9 +13,12 @@ against a real sottod with the real tiny.en model.
   real-time audio path can drop a few hundred milliseconds, which is no
   fault of the page or sottod. That what the page sent is the file's
   speech, converted right, is checked on its own against the file.
+  With "label speakers" on: every caption has a speaker label, and the
+  .txt download heads each turn with it.
 - Shared microphone: sottod captures a fake ALSA device (sottofake, as in
   test_mic.py); the page follows the mic session and must show the finals
-  `sotto listen` shows.
+  `sotto listen` shows. With [mic] diarize: two readers, two labels, as
+  `sotto listen` has them, each in its colour.
 
 SOTTO_SCREENSHOT=PATH saves the page in the first test there, once 20 s
 of speech are captioned and a partial shows (scripts/screenshot makes
@@ -24,6 +27,7 @@ docs/live-captions.png this way).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -35,7 +39,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AUDIO_DIR, BUILD, SOTTO, percentile, report, werlib
+from conftest import (AUDIO_DIR, BUILD, SOTTO, fetch_model, percentile,
+                      report, werlib)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -203,6 +208,10 @@ def page_state(drv) -> dict:
           partial: p.textContent,
           finals: [...document.querySelectorAll("#finals .final")]
             .map((f) => f.textContent),
+          speakers: [...document.querySelectorAll("#finals .final")]
+            .map((f) => [f.dataset.speaker || "", f.style.color]),
+          turns: [...document.querySelectorAll("#finals .who")]
+            .map((f) => f.textContent),
           sent_s: sotto.rate ? sotto.sent / sotto.rate : 0,
         };""")
 
@@ -249,12 +258,14 @@ def test_browser_own_microphone(http_daemon, manifest, tiny_model, tmp_path):
     wav = write_wav(tmp_path / "speech.wav", joined(SPEECH, GAP_S, 1.0))
     duration = os.path.getsize(wav) / 2 / RATE
     ref = " ".join(manifest[n] for n in SPEECH)
-    d = http_daemon()
+    d = http_daemon(conf=f"[engine]\nspeaker_model = "
+                    f"{fetch_model('campplus')}\n")
     drv = browser(wav)
     try:
         drv.get(d.page)
         assert drv.title.startswith("sotto")
         drv.execute_script(RECORD_JS)
+        drv.find_element("id", "diarize").click()
         drv.find_element("id", "start").click()
         wait_state(drv, "streaming", 30)
         # Until the fake microphone has played the whole file.
@@ -311,7 +322,17 @@ def test_browser_own_microphone(http_daemon, manifest, tiny_model, tmp_path):
     # The downloads hold the same finals.
     assert vtt.startswith("WEBVTT\n\n")
     assert vtt.count(" --> ") == n_segments > 0
-    assert " ".join(txt.split()) == " ".join(text.split())
+    # with speaker labels: every caption has one, each turn is headed by
+    # it (in the page, the .txt and the .vtt)
+    labels = [who for who, _ in st["speakers"]]
+    assert all(re.fullmatch(r"S\d+", w) for w in labels), st["speakers"]
+    changes = [k for k, _ in itertools.groupby(labels)]
+    assert st["turns"] == [f"{w}:" for w in changes], (st["turns"], labels)
+    assert changes[0] == "S1" and len(set(labels)) >= 2, labels
+    assert vtt.count("<v S") == n_segments, vtt
+    assert re.sub(r"S\d+: ", "", " ".join(txt.split())) == \
+        " ".join(text.split()), txt
+    assert len(re.findall(r"S\d+: ", txt)) == len(changes), txt
 
 
 def test_browser_follows_mic_session(http_daemon, tmp_path):
@@ -330,7 +351,8 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
     d = http_daemon(env={"ALSA_CONFIG_PATH":
                          f"/usr/share/alsa/alsa.conf:{rc}"},
                     conf="[mic]\nenabled = yes\ndevice = sottomic\n"
-                    "rate = 16000\nchannels = 1\n")
+                    "rate = 16000\nchannels = 1\ndiarize = yes\n"
+                    f"[engine]\nspeaker_model = {fetch_model('campplus')}\n")
     drv = browser()
     listen = None
     try:
@@ -377,12 +399,25 @@ def test_browser_follows_mic_session(http_daemon, tmp_path):
     assert saw_partial and st["partials"] > 0, st
     # the page shows the caption units `sotto listen` gets, each closed
     # unit a caption
-    units = [e["text"].strip() for e in map(json.loads, out.splitlines())
-             if e["type"] == "unit" and e["closed"]]
-    finals = [u for u in units if u]
+    closed = [e for e in map(json.loads, out.splitlines())
+              if e["type"] == "unit" and e["closed"] and e["text"].strip()]
+    finals = [e["text"].strip() for e in closed]
     assert st["finals"] == finals[:len(st["finals"])], (st["finals"], finals)
     text = " ".join(st["finals"]).lower()
     assert "fellow americans" in text and "respectable" in text, text
+    # [mic] diarize: the two readers are S1 and S2, for every listener
+    # alike, and the page shows each in its own colour
+    labels = [who for who, _ in st["speakers"]]
+    assert labels == [e["speaker"] for e in closed][:len(labels)], \
+        (labels, closed)
+    spoke = {who: f for who, f in zip(labels, st["finals"])}
+    assert "americans" in " ".join(f for f, who in zip(st["finals"], labels)
+                                   if who == "S1").lower(), spoke
+    assert "respectable" in " ".join(f for f, who in zip(st["finals"], labels)
+                                     if who == "S2").lower(), spoke
+    colours = dict(st["speakers"])
+    assert set(colours) == {"S1", "S2"} and colours["S1"] != colours["S2"], \
+        st["speakers"]
     report(f"browser, sottod's microphone: {len(st['finals'])} caption units as "
            f"`sotto listen` shows them, {st['partials']} partials")
 
