@@ -86,11 +86,18 @@ check_engine(const struct config *cfg, const char *path,
 		snprintf(err, errlen, "%s: %s", where, msg);
 		return -1;
 	}
-	/* Labels are optional: the model is checked when the file names it. */
-	if (lines != NULL && config_line(lines, "engine", "speaker_model") > 0 &&
+	/* Labels are optional: the model is checked when the file names it,
+	   or when the microphone is to be labelled ([mic] diarize) */
+	if (((lines != NULL && config_line(lines, "engine",
+	    "speaker_model") > 0) || (cfg->mic_enabled && cfg->mic_diarize)) &&
 	    speakers_check(cfg, msg, sizeof(msg)) != 0) {
-		check_origin(lines, path, "engine", "speaker_model", 0, where,
-		    sizeof(where));
+		if (lines != NULL && config_line(lines, "engine",
+		    "speaker_model") > 0)
+			check_origin(lines, path, "engine", "speaker_model", 0,
+			    where, sizeof(where));
+		else
+			check_origin(lines, path, "mic", "diarize", 0, where,
+			    sizeof(where));
 		snprintf(err, errlen, "%s: %s", where, msg);
 		return -1;
 	}

@@ -46,6 +46,7 @@ const char test_every_key[] =
     "rate = 48000\n"
     "channels = 2\n"
     "language = de\n"
+    "diarize = yes\n"
     "[http]\n"
     "listen = [::1]:8000\n"
     "token = 0123456789abcdef-_.~+/=\n"

@@ -51,6 +51,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.mic_rate, 16000);
 	assert_int_equal(cfg.mic_channels, 1);
 	assert_string_equal(cfg.mic_language, "auto");
+	assert_int_equal(cfg.mic_diarize, 0);
 }
 
 /* The limits and timeouts of connections all apply on SIGHUP. */
@@ -100,6 +101,7 @@ test_every_key_set(void **state)
 	assert_int_equal(cfg.mic_rate, 48000);
 	assert_int_equal(cfg.mic_channels, 2);
 	assert_string_equal(cfg.mic_language, "de");
+	assert_int_equal(cfg.mic_diarize, 1);
 	assert_string_equal(cfg.http_listen, "[::1]:8000");
 	assert_string_equal(cfg.http_token, "0123456789abcdef-_.~+/=");
 	assert_int_equal(cfg.http_max_request_bytes, 100 * 1048576);
