@@ -99,11 +99,12 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     assert evs and evs[-1]["type"] == "end", f"{evs}:\n{d.log()}"
     done.append("a stream ended before any audio")
 
-    # A short stream with word times and a vocabulary, then STATUS on the
-    # same connection.
+    # A short stream with word times, a vocabulary and live speaker
+    # labels, then STATUS on the same connection.
     c.send(jframe(MSG_OPEN, {"format": "s16le", "rate": 16000,
                              "channels": 1, "word_timestamps": True,
-                             "prompt": "Americans, fellow"}))
+                             "prompt": "Americans, fellow",
+                             "diarize": True}))
     assert c.event()["type"] == "opened"
     for i in range(0, len(jfk), 16000):
         c.send(frame(MSG_AUDIO, jfk[i:i + 16000]))
@@ -112,10 +113,13 @@ def test_sanitized_daemon_every_door(tiny_model, tmp_path):
     text = " ".join(s["text"] for e in evs if e["type"] == "final"
                     for s in e["segments"])
     assert "fellow" in text.lower(), f"{evs}:\n{d.log()}"
+    assert {s.get("speaker") for e in evs if e["type"] == "final"
+            for s in e["segments"]} == {"S1"}, evs
     c.send(frame(MSG_STATUS))
     assert c.event()["type"] == "status"
     c.close()
-    done.append("a stream with word times and a vocabulary, status")
+    done.append("a stream with word times, a vocabulary and speaker "
+                "labels, status")
 
     # Bad frames: a wrong type, then a frame cut by the connection's end.
     c = RawClient(d.socket)

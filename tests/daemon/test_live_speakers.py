@@ -11,7 +11,7 @@ takes them.
 - Every final segment and caption unit carries its label (decided with
   the final, so no later event), and a unit is one speaker's.
 - `sotto stream --diarize` text starts a line "S1: " at each change of
-  speaker, vtt cues open with <v S1>.
+  speaker, vtt cues open with <v S1>, srt cues with [S1].
 - A single reader stays S1; over the WebSocket too.
 - OPEN with diarize on a sottod whose speaker model does not load is
   refused (unavailable) with what to run; the same OPEN without it works.
@@ -107,11 +107,11 @@ def test_live_labels_conversation(sd, tmp_path):
             (label, in_units, in_finals)
 
 
-def test_text_and_vtt_turns(sd, tmp_path):
+def test_text_vtt_srt_turns(sd, tmp_path):
     path = tmp_path / "short.wav"
     conv.assemble(["lj", "austen", "lj"], path, max_turn_s=6)
     out = {}
-    for fmt in ("text", "vtt"):
+    for fmt in ("text", "vtt", "srt"):
         cp = subprocess.run([str(SOTTO), "stream", "-s", sd.socket, "--fast",
                              "--diarize", "-f", fmt, str(path)],
                             capture_output=True, text=True, timeout=300)
@@ -125,6 +125,8 @@ def test_text_and_vtt_turns(sd, tmp_path):
     assert cues and len(cues) == out["vtt"].count(" --> "), out["vtt"]
     assert [k for k, _ in itertools.groupby(cues)] == \
         ["S1", "S2", "S1"], out["vtt"]
+    srt = re.findall(r"^\[(S\d+)\] ", out["srt"], re.M)
+    assert srt == cues, out["srt"]
 
 
 def test_single_reader_stays_s1_over_websocket(sd):
