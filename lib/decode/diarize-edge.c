@@ -21,10 +21,11 @@
 #define EDGE_WIN_S	1.5	/* a window's length */
 #define EDGE_HOP_S	0.5	/* the most between windows' starts */
 #define EDGE_MAX_CAND	3	/* the piece's speaker and its neighbours' */
+#define EDGE_LONGEST_S	30.0	/* longer: cut at no word, not looked at */
 
 #define SEC(t)	((size_t)llround((t) * SOTTO_SAMPLE_RATE))
 
-/* The state of one call; sub and cent owned. */
+/* The state of one call; cent, sub and of owned. */
 struct edges {
 	const struct diar_piece *p;
 	int n, k;
@@ -35,17 +36,6 @@ struct edges {
 	int *of;		/* [n_sub] the piece each part is of */
 	int n_sub, cap;
 };
-
-static float
-dot(const float *x, const float *y)
-{
-	float s = 0.0f;
-	int i;
-
-	for (i = 0; i < SOTTO_SPEAKER_DIM; i++)
-		s += x[i] * y[i];
-	return s;
-}
 
 /* Whether pieces i and j (i < j) are neighbours with no gap. */
 static int
@@ -76,7 +66,8 @@ windows_of(const struct edges *e, int i)
 	size_t len = e->p[i].end - e->p[i].start, win = SEC(EDGE_WIN_S);
 	int c[EDGE_MAX_CAND];
 
-	if (e->k < 2 || len < win + SEC(EDGE_HOP_S) || candidates(e, i, c) < 2)
+	if (e->k < 2 || len < win + SEC(EDGE_HOP_S) ||
+	    len > SEC(EDGE_LONGEST_S) || candidates(e, i, c) < 2)
 		return 0;
 	return 1 + (int)ceil((double)(len - win) / SEC(EDGE_HOP_S));
 }
@@ -123,7 +114,7 @@ cut_piece(void *user, int i, const float *pcm, size_t n, char *err)
 		    err)) != 0 || (rc = diarize_progress(e->dp, err)) != 0)
 			return rc;
 		for (j = 0, best = -INFINITY; j < m; j++) {
-			s = dot(emb, e->cent + (size_t)c[j] *
+			s = diarize_dot(emb, e->cent + (size_t)c[j] *
 			    SOTTO_SPEAKER_DIM);
 			if (s > best) {
 				best = s;
@@ -155,7 +146,7 @@ means(struct edges *e, const float *sum, char *err)
 	for (g = 0; g < e->k; g++) {
 		float *c = e->cent + (size_t)g * SOTTO_SPEAKER_DIM;
 
-		norm = sqrtf(dot(c, c));
+		norm = sqrtf(diarize_dot(c, c));
 		for (j = 0; norm > 0.0f && j < SOTTO_SPEAKER_DIM; j++)
 			c[j] /= norm;
 	}

@@ -15,7 +15,9 @@
  * more are clustered (speaker/cluster.c), weighted by their length; a
  * shorter embedded piece joins the group whose mean embedding it is
  * nearest; a piece too short to embed takes the speaker of the nearest
- * piece in time. diarize-label.c then labels the words and segments.
+ * piece in time. diarize-edge.c then looks for a change of speaker
+ * inside the pieces at a change with no pause, and diarize-label.c
+ * labels the words and segments.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -313,8 +315,8 @@ embed_pieces(struct diar *d, const struct sotto_speaker *spk,
 	return rc;
 }
 
-static float
-dot(const float *x, const float *y)
+float
+diarize_dot(const float *x, const float *y)
 {
 	float s = 0.0f;
 	int i;
@@ -402,7 +404,7 @@ join_nearest(struct diar *d, int k, char *err)
 		if (d->p[i].label >= 0 || !d->embedded[i])
 			continue;
 		for (j = 0, best = -INFINITY; j < k; j++) {
-			s = dot(d->emb + (size_t)i * SOTTO_SPEAKER_DIM,
+			s = diarize_dot(d->emb + (size_t)i * SOTTO_SPEAKER_DIM,
 			    c + (size_t)j * SOTTO_SPEAKER_DIM);
 			if (s > best) {
 				best = s;

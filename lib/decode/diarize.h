@@ -41,6 +41,9 @@ int	diarize_stream(const struct diar_piece *p, int n, const int *want,
 	    const struct sotto_reader *rd, diar_piece_fn fn, void *user,
 	    char *err);
 
+/* The dot product of two embeddings (their cosine: unit length). */
+float	diarize_dot(const float *x, const float *y);
+
 /* dp's progress called: 0, or SOTTO_ECANCELED when it says stop. */
 int	diarize_progress(const struct sotto_diarize_params *dp, char *err);
 
