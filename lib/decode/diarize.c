@@ -15,7 +15,9 @@
  * more are clustered (speaker/cluster.c), weighted by their length; a
  * shorter embedded piece joins the group whose mean embedding it is
  * nearest; a piece too short to embed takes the speaker of the nearest
- * piece in time. diarize-label.c then labels the words and segments.
+ * piece in time. diarize-edge.c then looks for a change of speaker
+ * inside the pieces at a change with no pause, and diarize-label.c
+ * labels the words and segments.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -44,6 +46,7 @@ struct diar {
 	int *embedded;		/* [n] 1 if emb[i] is set */
 	size_t *bounds;		/* word ends, samples, in time order */
 	int n_bounds;
+	float *cent;		/* [k][SOTTO_SPEAKER_DIM] each group's sum */
 };
 
 void
@@ -60,6 +63,7 @@ diar_free(struct diar *d)
 	free(d->emb);
 	free(d->embedded);
 	free(d->bounds);
+	free(d->cent);
 }
 
 static int
@@ -216,6 +220,43 @@ gather(const struct diar_piece *p, const float *block, size_t pos,
 		    (b - a) * sizeof(float));
 }
 
+int
+diarize_stream(const struct diar_piece *p, int n, const int *want,
+    const struct sotto_reader *rd, diar_piece_fn fn, void *user, char *err)
+{
+	float *block = malloc(READ_BLOCK * sizeof(float)), *buf = NULL;
+	size_t pos = 0, longest = 1;
+	long got = 1;
+	int i, cur = 0, rc = 0;
+
+	for (i = 0; i < n; i++)
+		if (want[i] && p[i].end - p[i].start > longest)
+			longest = p[i].end - p[i].start;
+	buf = calloc(longest, sizeof(float));
+	if (block == NULL || buf == NULL)
+		rc = err_set(err, SOTTO_ENOMEM, "out of memory");
+	while (rc == 0 && cur < n && got > 0) {
+		if ((got = rd->read(rd->user, block, READ_BLOCK, err)) < 0) {
+			rc = (int)got;
+			break;
+		}
+		if (got == 0)	/* shorter than at pass 1: not embedded */
+			break;
+		for (; cur < n && rc == 0; cur++) {
+			if (!want[cur])
+				continue;
+			gather(&p[cur], block, pos, (size_t)got, buf);
+			if (p[cur].end > pos + (size_t)got)
+				break;	/* the rest of it in the next block */
+			rc = fn(user, cur, buf, p[cur].end - p[cur].start, err);
+		}
+		pos += (size_t)got;
+	}
+	free(block);
+	free(buf);
+	return rc != 0 ? rc : rd->rewind(rd->user, err);
+}
+
 static int
 embeddable(const struct diar_piece *p)
 {
@@ -224,60 +265,58 @@ embeddable(const struct diar_piece *p)
 	    SOTTO_SAMPLE_RATE;
 }
 
+int
+diarize_progress(const struct sotto_diarize_params *dp, char *err)
+{
+	if (dp->progress != NULL && dp->progress(dp->progress_user) != 0)
+		return err_set(err, SOTTO_ECANCELED, "speaker labels: "
+		    "canceled");
+	return 0;
+}
+
+/* The embedding of one piece's audio (a diar_piece_fn). */
+struct embed_one {
+	struct diar *d;
+	const struct sotto_speaker *spk;
+	const struct sotto_diarize_params *dp;
+};
+
+static int
+embed_one(void *user, int i, const float *pcm, size_t n, char *err)
+{
+	struct embed_one *e = user;
+	int rc = sotto_speaker_embed(e->spk, pcm, n, e->d->emb +
+	    (size_t)i * SOTTO_SPEAKER_DIM, err);
+
+	e->d->embedded[i] = rc == 0;
+	return rc != 0 ? rc : diarize_progress(e->dp, err);
+}
+
 /* Pass 2: each embeddable piece embedded as its audio passes. */
 static int
 embed_pieces(struct diar *d, const struct sotto_speaker *spk,
     const struct sotto_diarize_params *dp, const struct sotto_reader *rd,
     char *err)
 {
-	float *block = malloc(READ_BLOCK * sizeof(float)), *buf = NULL;
-	size_t pos = 0, longest = 1;
-	long got = 1;
-	int i, cur = 0, rc = 0;
+	struct embed_one e = { d, spk, dp };
+	int *want = calloc(d->n ? d->n : 1, sizeof(int)), i, rc;
 
-	for (i = 0; i < d->n; i++)
-		if (embeddable(&d->p[i]) && d->p[i].end - d->p[i].start >
-		    longest)
-			longest = d->p[i].end - d->p[i].start;
 	d->emb = malloc((size_t)(d->n ? d->n : 1) * SOTTO_SPEAKER_DIM *
 	    sizeof(float));
 	d->embedded = calloc(d->n ? d->n : 1, sizeof(int));
-	buf = calloc(longest, sizeof(float));
-	if (block == NULL || buf == NULL || d->emb == NULL ||
-	    d->embedded == NULL)
-		rc = err_set(err, SOTTO_ENOMEM, "out of memory");
-	while (rc == 0 && cur < d->n && got > 0) {
-		if ((got = rd->read(rd->user, block, READ_BLOCK, err)) < 0) {
-			rc = (int)got;
-			break;
-		}
-		if (got == 0)	/* shorter than at pass 1: not embedded */
-			break;
-		for (; cur < d->n && rc == 0; cur++) {
-			struct diar_piece *p = &d->p[cur];
-
-			if (!embeddable(p))
-				continue;
-			gather(p, block, pos, (size_t)got, buf);
-			if (p->end > pos + (size_t)got)
-				break;	/* the rest of it in the next block */
-			rc = sotto_speaker_embed(spk, buf, p->end - p->start,
-			    d->emb + (size_t)cur * SOTTO_SPEAKER_DIM, err);
-			d->embedded[cur] = rc == 0;
-			if (rc == 0 && dp->progress != NULL &&
-			    dp->progress(dp->progress_user) != 0)
-				rc = err_set(err, SOTTO_ECANCELED, "speaker "
-				    "labels: canceled");
-		}
-		pos += (size_t)got;
+	if (want == NULL || d->emb == NULL || d->embedded == NULL) {
+		free(want);
+		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	}
-	free(block);
-	free(buf);
+	for (i = 0; i < d->n; i++)
+		want[i] = embeddable(&d->p[i]);
+	rc = diarize_stream(d->p, d->n, want, rd, embed_one, &e, err);
+	free(want);
 	return rc;
 }
 
-static float
-dot(const float *x, const float *y)
+float
+diarize_dot(const float *x, const float *y)
 {
 	float s = 0.0f;
 	int i;
@@ -344,7 +383,8 @@ out:
 
 /*
  * Embedded pieces left out of the clustering join the group whose mean
- * embedding is nearest. k: the groups.
+ * embedding is nearest. k: the groups, whose embeddings summed (each
+ * piece's weighed by its length) are kept in d->cent.
  */
 static int
 join_nearest(struct diar *d, int k, char *err)
@@ -364,7 +404,7 @@ join_nearest(struct diar *d, int k, char *err)
 		if (d->p[i].label >= 0 || !d->embedded[i])
 			continue;
 		for (j = 0, best = -INFINITY; j < k; j++) {
-			s = dot(d->emb + (size_t)i * SOTTO_SPEAKER_DIM,
+			s = diarize_dot(d->emb + (size_t)i * SOTTO_SPEAKER_DIM,
 			    c + (size_t)j * SOTTO_SPEAKER_DIM);
 			if (s > best) {
 				best = s;
@@ -372,7 +412,7 @@ join_nearest(struct diar *d, int k, char *err)
 			}
 		}
 	}
-	free(c);
+	d->cent = c;
 	return 0;
 }
 
@@ -459,6 +499,9 @@ sotto_diarize(const struct sotto_speaker *spk, const struct sotto_vad *v,
 	if ((rc = join_nearest(&d, k, err)) != 0)
 		goto out;
 	fill_gaps(&d);
+	if ((rc = diarize_edges(&d.p, &d.n, d.cent, k, spk, dp, rd,
+	    err)) != 0)
+		goto out;
 	rc = diarize_label(res, d.p, d.n, err);
 out:
 	if (rc != 0)

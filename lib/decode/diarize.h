@@ -27,4 +27,37 @@ struct diar_piece {
 int	diarize_label(struct sotto_result *res, const struct diar_piece *pieces,
 	    int n, char *err);
 
+/* Called by diarize_stream() with piece i's audio, pcm[n]; 0 or an error. */
+typedef int (*diar_piece_fn)(void *user, int i, const float *pcm, size_t n,
+    char *err);
+
+/*
+ * Reads rd to its end, calling fn with the audio of each piece i of
+ * p[n] (sorted, apart) that want[i] asks for, as it passes, then rewinds
+ * rd; memory holds the longest piece asked for. A piece the audio ends
+ * before is skipped. 0 or the first error.
+ */
+int	diarize_stream(const struct diar_piece *p, int n, const int *want,
+	    const struct sotto_reader *rd, diar_piece_fn fn, void *user,
+	    char *err);
+
+/* The dot product of two embeddings (their cosine: unit length). */
+float	diarize_dot(const float *x, const float *y);
+
+/* dp's progress called: 0, or SOTTO_ECANCELED when it says stop. */
+int	diarize_progress(const struct sotto_diarize_params *dp, char *err);
+
+/*
+ * Speaker changes inside pieces (diarize-edge.c): each piece that
+ * touches one of another speaker is embedded again in short windows and
+ * cut where they change speaker. *p[*n] (malloc'd, labelled, sorted) may
+ * be replaced by a longer array. sum[k][SOTTO_SPEAKER_DIM]: each group's
+ * embeddings summed; dp's progress is called after each window. 0 or an
+ * error (*p then as it was).
+ */
+int	diarize_edges(struct diar_piece **p, int *n, const float *sum, int k,
+	    const struct sotto_speaker *spk,
+	    const struct sotto_diarize_params *dp,
+	    const struct sotto_reader *rd, char *err);
+
 #endif

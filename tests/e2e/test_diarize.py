@@ -223,6 +223,33 @@ def test_cost(conversations, diarize_models, diarized):
     assert labelled < 2 * plain + 5
 
 
+def test_change_without_pause(diarize_models, tmp_path):
+    """Turns that meet with no pause (each starts as the last ends, or
+    0.3 s before it: one region of speech to the VAD) are told apart at
+    the change, not about every 3 s where the pieces are cut: the words
+    in the first 1.5 s of each turn after the first, which a piece
+    spanning the change would give the previous speaker, are mostly
+    their own speaker's (diarize-edge.c)."""
+    path = tmp_path / "touching.wav"
+    turns = conv.assemble(["austen", "lj", "jfk", "austen", "lj", "jfk",
+                           "lj", "austen"], path, min_turn_s=3.0,
+                          gaps_s=(0.0, -0.3))
+    cp, _ = _run(_diarize_args(diarize_models, "--diarize", "--speakers",
+                               "3", "-f", "json", path), "--speakers 3")
+    out = parse_json_lines(cp.stdout)[0]
+    words = [w for w in conv.words_of(out) if not conv.in_overlap(w, turns)]
+    _, mapping = conv.score({"segments": [{"words": words}]}, turns)
+    near = [w for w in words for t in turns[1:]
+            if t.start <= (w["start"] + w["end"]) / 2 < t.start + 1.5]
+    right = sum(mapping.get(w["speaker"]) == conv.truth_of(w, turns)
+                for w in near)
+    report(f"diarize turns with no pause: {right} of the {len(near)} words "
+           f"in the first 1.5 s of a turn right")
+    assert len(near) >= 10, "too few words near the changes: the check is void"
+    assert right >= 0.8 * len(near), (
+        f"{right} of {len(near)} words near a change have their speaker")
+
+
 @pytest.mark.parametrize("extra, name, check", [
     (["--speakers", "2"], "three", lambda n: n == 2),
     (["--max-speakers", "2"], "three", lambda n: n <= 2),

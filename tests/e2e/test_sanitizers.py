@@ -92,15 +92,21 @@ def test_asan_corrupt_model(tiny_model, tmp_path):
 
 
 def test_asan_diarize(tiny_model, tmp_path):
-    """--diarize: two speakers with a pause between and a file with no
-    speech, with the number of speakers estimated, then with --vad (its
-    VAD shared) and --speakers 3 (more than the pieces' groups)."""
+    """--diarize: two speakers with a pause between, the same overlapping
+    (pieces of two speakers touch: diarize-edge.c looks inside them) and
+    a file with no speech, with the number of speakers estimated, then
+    with --vad (its VAD shared) and --speakers 3 (more than the pieces'
+    groups)."""
     quiet = tmp_path / "quiet.wav"
     subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", quiet, "trim", "0", "2"], check=True)
     two = tmp_path / "two.wav"
     subprocess.run(["sox", AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav", quiet,
                     AUDIO_DIR / "jfk.wav", two], check=True)
+    # jfk.wav mixed in 6.3 s into the 7.1 s of the other: no pause between
+    touch = tmp_path / "touch.wav"
+    subprocess.run(["sox", "-m", AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav",
+                    f"|sox {AUDIO_DIR / 'jfk.wav'} -p pad 6.3", touch], check=True)
     for extra in ([], ["--vad", "--speakers", "3"]):
-        cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--diarize", *extra, two, quiet])
+        cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--diarize", *extra, two, touch, quiet])
         assert cp.returncode == 0, cp.stderr[-3000:]
         assert '"speaker":"S1"' in cp.stdout and "your country" in cp.stdout.lower()
