@@ -175,7 +175,7 @@ session_open(struct peer *p, const struct msg_open *m, char *msg,
 
 struct session *
 session_open_live(struct peer *p, const char *language, const char *prompt,
-    int words, char *msg, enum proto_error *err)
+    int words, int diarize, char *msg, enum proto_error *err)
 {
 	struct msg_open m;
 	struct session *s;
@@ -196,6 +196,7 @@ session_open_live(struct peer *p, const char *language, const char *prompt,
 	m.since = -1;
 	m.live = 1;
 	m.word_timestamps = words;
+	m.diarize = diarize;
 	if ((s = session_open(p, &m, msg, err)) == NULL)
 		return NULL;
 	p->state = PEER_STREAMING;

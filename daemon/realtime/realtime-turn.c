@@ -70,8 +70,8 @@ rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 {
 	enum proto_error e;
 
-	if (session_open_live(c->peer, c->cfg.language, c->cfg.prompt, 0, msg,
-	    &e) == NULL) {
+	if (session_open_live(c->peer, c->cfg.language, c->cfg.prompt, 0, 0,
+	    msg, &e) == NULL) {
 		c->err = e;
 		return -1;
 	}
