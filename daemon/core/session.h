@@ -43,6 +43,12 @@ struct session *session_open_live(struct peer *, const char *language,
  * that can refuse a bad language before they accept a connection.
  */
 int	session_check_language(const char *language, char *msg);
+/*
+ * Whether speaker labels can be had (their model loads, and stays): 0,
+ * or -1 with msg saying what to run. For doors that refuse them before
+ * a session opens.
+ */
+int	session_check_speakers(char *msg);
 /* Audio of the format OPEN named; *ret_error is PROTO_OK or why not. */
 void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
 	    enum proto_error *ret_error);

@@ -347,7 +347,8 @@ dg_request(struct evhttp_request *req)
 		return;
 	}
 	c->peer = p;
-	p->flags |= PEER_NO_RESUME;
+	/* after a Finalize the next session goes on with the labels */
+	p->flags |= PEER_NO_RESUME | PEER_KEEP_SPEAKERS;
 	p->state = PEER_READY;
 	peer_timer(p);
 	log_debug("peer %llu: Deepgram live transcription, request %s",

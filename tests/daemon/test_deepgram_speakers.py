@@ -7,7 +7,8 @@ turns, tests/e2e/conversation.py) several times faster than it plays.
 - Every final word has `speaker`, an int from 0 (sottod's "S1"), as the
   SDK's ListenV1Results word has it; most words get their reader's label
   under the best mapping; labels come in order of first appearance and a
-  reader keeps the label of their first turn.
+  reader keeps the label of their first turn, across a Finalize too (the
+  session after it goes on with the labels).
 - Without diarize the words have none.
 - diarize=true on a sottod whose speaker model does not load is refused
   at the upgrade as the pre-recorded door refuses it (503,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import json
+import time
 
 import pytest
 from websockets.sync.client import connect
@@ -55,13 +57,25 @@ def pcm16(path) -> bytes:
     return (pcm.clip(-1, 1) * 32767).astype("<i2").tobytes()
 
 
-def live(d, data: bytes, **query) -> list:
-    """The final Results' words of data streamed 8x as fast as it plays."""
+def live(d, data: bytes, finalize_s: float | None = None, **query) -> list:
+    """The final Results' words of data streamed 8x as fast as it plays;
+    with finalize_s, a Finalize there (its Results awaited), then the
+    rest: a new session of the connection."""
+    cut = len(data) if finalize_s is None else int(finalize_s * conv.RATE) * 2
     with client(d, "none").listen.v1.connect(
             model="nova-3", encoding="linear16", sample_rate=conv.RATE,
             channels=1, punctuate="true", **query) as conn:
         reader = Reader(conn)
-        stream(conn, reader, data, PER_S, speed=8.0, piece_s=0.2)
+        stream(conn, reader, data[:cut], PER_S, speed=8.0, piece_s=0.2)
+        if cut < len(data):
+            conn.send_finalize()
+            deadline = time.monotonic() + 120
+            while not any(getattr(m, "from_finalize", False)
+                          for _, m in reader.msgs):
+                assert time.monotonic() < deadline, d.log()[-3000:]
+                time.sleep(0.1)
+            rest = data[cut:]
+            stream(conn, reader, rest, PER_S, speed=8.0, piece_s=0.2)
         conn.send_close_stream()
         msgs = reader.join(300)
     assert msgs[-1].type == "Metadata", [m.type for m in msgs][-3:]
@@ -72,7 +86,10 @@ def live(d, data: bytes, **query) -> list:
 def test_live_diarize_conversation(sd, tmp_path):
     path = tmp_path / "conversation.wav"
     turns = conv.assemble(CONVERSATION, path)
-    words = live(sd, pcm16(path), diarize="true")
+    # a Finalize in the pause before the fifth turn: the session after it
+    # goes on with the labels
+    cut = (turns[3].end + turns[4].start) / 2
+    words = live(sd, pcm16(path), finalize_s=cut, diarize="true")
     assert words
     assert all(isinstance(w.speaker, int) and w.speaker >= 0
                for w in words), [w for w in words if w.speaker is None]
@@ -80,8 +97,9 @@ def test_live_diarize_conversation(sd, tmp_path):
           for w in words]
     share, mapping = conv.score({"segments": [{"words": ws}]}, turns)
     report(f"Deepgram live diarize=true, {len(turns)} turns of 3 readers "
-           f"({turns[-1].end:.1f} s): {share:.1%} of {len(ws)} words "
-           f"right, {len(set(mapping))} labels")
+           f"({turns[-1].end:.1f} s, a Finalize at {cut:.1f} s): "
+           f"{share:.1%} of {len(ws)} words right, {len(set(mapping))} "
+           f"labels")
     assert share >= MIN_RIGHT, (share, mapping, ws)
     # 0-based, in order of first appearance, one per reader
     order = list(dict.fromkeys(w["speaker"] for w in ws))
