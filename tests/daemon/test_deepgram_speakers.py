@@ -25,8 +25,9 @@ import pytest
 from websockets.sync.client import connect
 
 import conversation as conv
-from conftest import Daemon, fetch_model, report
+from conftest import fetch_model, report
 from test_deepgram import Reader, client, status, stream
+from test_http_speakers import _start
 
 # Measured on this conversation, sent 8 times faster than it plays: see
 # docs/speakers.md "Live" (the socket's figure is 98.9 %); the same bound
@@ -34,14 +35,6 @@ from test_deepgram import Reader, client, status, stream
 MIN_RIGHT = 0.90
 CONVERSATION = ["lj", "austen", "jfk", "lj", "austen", "jfk", "lj", "austen"]
 PER_S = 2 * conv.RATE		# linear16 mono bytes a second
-
-
-def _start(tmp_path_factory, model, speaker_model) -> Daemon:
-    d = Daemon(tmp_path_factory.mktemp("sottod-dg-speakers"), model,
-               conf=f"[engine]\nspeaker_model = {speaker_model}\n",
-               argv=["--http", "127.0.0.1:0"]).start()
-    d.base = f"127.0.0.1:{d.listen_port()}"
-    return d
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from openai.types.realtime import ConversationItemInputAudioTranscriptionSegment
 import conversation as conv
 from conftest import Daemon, fetch_model, report
 from speech import raw
-from test_http_speakers import best_share
+from test_http_speakers import _start as _start_http, best_share
 from test_realtime import client, until
 
 MIN_RIGHT = 0.85		# as test_http_speakers.py's, per segment
@@ -37,10 +37,10 @@ PER_S = 2 * 24000		# pcm16 at 24 kHz, bytes a second
 
 
 def _start(tmp_path_factory, model, speaker_model) -> Daemon:
-    d = Daemon(tmp_path_factory.mktemp("sottod-rt-speakers"), model,
-               conf=f"[engine]\nspeaker_model = {speaker_model}\n",
-               argv=["--http", "127.0.0.1:0"]).start()
-    d.base = f"http://127.0.0.1:{d.listen_port()}"
+    """test_http_speakers.py's sottod, its base the URL test_realtime's
+    client takes."""
+    d = _start_http(tmp_path_factory, model, speaker_model)
+    d.base = "http://" + d.base
     return d
 
 
