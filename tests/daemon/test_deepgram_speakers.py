@@ -25,7 +25,8 @@ import pytest
 from websockets.sync.client import connect
 
 import conversation as conv
-from conftest import fetch_model, report
+from conftest import Daemon, fetch_model, report
+from speech import raw
 from test_deepgram import Reader, client, status, stream
 from test_http_speakers import _start
 
@@ -140,3 +141,42 @@ def test_live_diarize_refused_without_speaker_model(
         assert words and all(w.speaker is None for w in words)
     finally:
         assert d.stop() == 0, d.log()
+
+
+def test_sanitized_labels_across_sessions(tiny_model, tmp_path):
+    """Under ASan/UBSan (build-asan/): labels handed from one session of a
+    connection to the next (the track kept by the connection between
+    them) on both live doors, a Deepgram stream with a Finalize and a
+    Realtime connection of two items, each connection freed holding the
+    track its last session left (LeakSanitizer sees it go). A short two-reader conversation and beam 1: the
+    sanitized engine is slow, the daemon's code is checked."""
+    from test_http_speakers import ASAN_SOTTOD, SAN_ENV, SPEAKER_MODEL
+    from test_realtime_speakers import DIARIZE, items
+    if not ASAN_SOTTOD.is_file():
+        pytest.fail(f"{ASAN_SOTTOD} is missing: build it with "
+                    "scripts/setup --asan")
+    wav = tmp_path / "two.wav"
+    turns = conv.assemble(["lj", "austen", "lj"], wav, max_turn_s=4.0)
+    cut = (turns[1].end + turns[2].start) / 2
+    d = Daemon(tmp_path / "san", tiny_model, env=SAN_ENV, binary=ASAN_SOTTOD,
+               argv=["--http", "127.0.0.1:0"],
+               conf=f"[engine]\nspeaker_model = {SPEAKER_MODEL}\n")
+    d.start(timeout=180)
+    d.base = f"127.0.0.1:{d.listen_port()}"
+    try:
+        words = live(d, pcm16(wav), finalize_s=cut, diarize="true")
+        # the reader of the first turn keeps its label after the Finalize
+        first, last = (collections.Counter(
+            w.speaker for w in words if tn.start <= w.start < tn.end)
+            for tn in (turns[0], turns[2]))
+        assert first and last, words
+        assert first.most_common(1)[0][0] == last.most_common(1)[0][0] == 0
+        assert len({w.speaker for w in words}) >= 2, words
+        d.base = "http://" + d.base
+        evs = items(d, raw(wav, "-r", "24000", "-b", "16", "-e", "signed"),
+                    [cut, turns[-1].end + 0.3], DIARIZE)
+        segs = [e for e in evs if e.type.endswith("transcription.segment")]
+        assert segs and segs[0].speaker == segs[-1].speaker == "A", segs
+        assert len({s.speaker for s in segs}) >= 2, segs
+    finally:
+        assert d.stop() == 0, d.log()[-4000:]
