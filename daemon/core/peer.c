@@ -234,6 +234,7 @@ peer_free_cb(int fd, short ev, void *arg)
 
 	if (p->ops->free != NULL)
 		p->ops->free(p);
+	sotto_speaker_track_free(p->track);
 	free(p);
 	server_drain_check();
 }

@@ -21,6 +21,7 @@
 struct bufferevent;
 struct event;
 struct session;
+struct sotto_speaker_track;
 
 enum peer_state {
 	PEER_NEW,		/* waiting for HELLO */
@@ -85,11 +86,17 @@ struct peer {
 #define PEER_BUSY	0x10	/* no session, but a reply is coming */
 #define PEER_NO_RESUME	0x20	/* its sessions end with the connection */
 #define PEER_LINGER	0x40	/* closing: our side is shut, input dropped */
+#define PEER_KEEP_SPEAKERS 0x80	/* its next session's speaker labels go
+				   on from its last one's (track) */
 	size_t			 lingered;	/* bytes dropped so */
 	enum peer_state		 state;
 	struct event		*timer;		/* handshake or idle timeout */
 	int			 timeout_s;	/* what timer was set to */
 	struct session		*session;	/* streamed or subscribed */
+	/* PEER_KEEP_SPEAKERS: its ended session's labels, owned until the
+	   next session with labels takes them; their audio lasted track_t0 */
+	struct sotto_speaker_track *track;
+	double			 track_t0;
 	uint64_t		 dropped_partials;
 	TAILQ_ENTRY(peer)	 entry;		/* all peers */
 	TAILQ_ENTRY(peer)	 sub_entry;	/* session->subs */

@@ -49,10 +49,15 @@ session_speakers(int diarize, const struct sotto_speaker **ret, char *msg)
 	return -1;
 }
 
+/*
+ * A session on sp; with spk, speaker labels, which go on from the last
+ * session of from (a PEER_KEEP_SPEAKERS peer's, or NULL) when it left
+ * them.
+ */
 static struct session *
 session_new(const char *name, const struct sotto_stream_params *sp,
     enum proto_format format, int rate, int channels, int live,
-    const struct sotto_speaker *spk, char *msg)
+    const struct sotto_speaker *spk, struct peer *from, char *msg)
 {
 	struct sotto_stream_params p = *sp;
 	struct session *s;
@@ -76,7 +81,12 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 		free(s);
 		return NULL;
 	}
-	if (spk != NULL && worker_stream_speakers(s->ws, spk, err) != 0) {
+	if (spk != NULL && from != NULL && from->track != NULL) {
+		/* the labels of from's last session go on */
+		worker_stream_track_give(s->ws, from->track, from->track_t0);
+		from->track = NULL;
+	} else if (spk != NULL && worker_stream_speakers(s->ws, spk,
+	    err) != 0) {
 		snprintf(msg, PROTO_MSG_MAX, "speaker labels: %.200s", err);
 		source_client_free(s->src);
 		worker_queue(s->ws, WORKER_FREE);
@@ -136,6 +146,14 @@ session_check_language(const char *language, char *msg)
 	return session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg);
 }
 
+int
+session_check_speakers(char *msg)
+{
+	const struct sotto_speaker *spk;
+
+	return session_speakers(1, &spk, msg);
+}
+
 struct session *
 session_open(struct peer *p, const struct msg_open *m, char *msg,
     enum proto_error *err)
@@ -159,7 +177,7 @@ session_open(struct peer *p, const struct msg_open *m, char *msg,
 		r ^= (uint64_t)(core_now() * 1e9) ^ session_next_id << 48;
 	snprintf(name, sizeof(name), "%016llx", (unsigned long long)r);
 	if ((s = session_new(name, &sp, m->format, m->rate, m->channels,
-	    m->live, spk, msg)) == NULL)
+	    m->live, spk, p, msg)) == NULL)
 		return NULL;
 	s->owner = p;
 	s->source = p->ops->name;
@@ -175,7 +193,7 @@ session_open(struct peer *p, const struct msg_open *m, char *msg,
 
 struct session *
 session_open_live(struct peer *p, const char *language, const char *prompt,
-    int words, char *msg, enum proto_error *err)
+    int words, int diarize, char *msg, enum proto_error *err)
 {
 	struct msg_open m;
 	struct session *s;
@@ -196,6 +214,7 @@ session_open_live(struct peer *p, const char *language, const char *prompt,
 	m.since = -1;
 	m.live = 1;
 	m.word_timestamps = words;
+	m.diarize = diarize;
 	if ((s = session_open(p, &m, msg, err)) == NULL)
 		return NULL;
 	p->state = PEER_STREAMING;
@@ -214,7 +233,7 @@ session_shared_new(const char *name, int rate, int channels,
 	if (session_params(language, PROTO_TASK_TRANSCRIBE, &sp, msg) != 0 ||
 	    session_speakers(diarize, &spk, msg) != 0 ||
 	    (s = session_new(name, &sp, PROTO_FORMAT_S16LE, rate, channels, 1,
-	    spk, msg)) == NULL) {
+	    spk, NULL, msg)) == NULL) {
 		log_warnx("session %s: %s", name, msg);
 		return NULL;
 	}

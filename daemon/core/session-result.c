@@ -190,6 +190,13 @@ session_partial(struct session *s, const struct worker_result *r)
 static void
 session_release_engine(struct session *s)
 {
+	struct peer *p = s->owner;
+
+	/* a door's next session goes on with its labels: none of the
+	   stream's jobs is queued or running now */
+	if (s->ws != NULL && p != NULL && (p->flags & PEER_KEEP_SPEAKERS) &&
+	    p->track == NULL)
+		p->track = worker_stream_track_take(s->ws, &p->track_t0);
 	if (s->ws != NULL && worker_queue(s->ws, WORKER_FREE) == 0)
 		s->ws = NULL;
 }

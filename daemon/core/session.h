@@ -30,17 +30,25 @@ struct session *session_open(struct peer *, const struct msg_open *,
  * A live session of 16 kHz mono f32 samples for p, for the doors that
  * decode their own wire format (Wyoming, Realtime, Deepgram): language
  * ("" for the config's, "auto"), prompt (the vocabulary, "" for none),
- * word times if words. p is streaming after it. NULL with msg and *err:
+ * word times if words, speaker labels on its finals if diarize (OPEN's
+ * "diarize"). p is streaming after it. NULL with msg and *err:
  * PROTO_E_BUSY over max_sessions, else as session_open's.
  */
 struct session *session_open_live(struct peer *, const char *language,
-	    const char *prompt, int words, char *msg, enum proto_error *err);
+	    const char *prompt, int words, int diarize, char *msg,
+	    enum proto_error *err);
 /*
  * Whether the loaded model transcribes language ("": the config's,
  * "auto"), as session_open would take it: 0, or -1 with msg. For doors
  * that can refuse a bad language before they accept a connection.
  */
 int	session_check_language(const char *language, char *msg);
+/*
+ * Whether speaker labels can be had (their model loads, and stays): 0,
+ * or -1 with msg saying what to run. For doors that refuse them before
+ * a session opens.
+ */
+int	session_check_speakers(char *msg);
 /* Audio of the format OPEN named; *ret_error is PROTO_OK or why not. */
 void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
 	    enum proto_error *ret_error);

@@ -29,6 +29,8 @@ struct worker_stream {
 	/* compute thread only: */
 	struct sotto_stream *stream;
 	struct sotto_speaker_track *track;	/* owned; NULL: no labels */
+	double		 track_t0;	/* its audio before this stream, s */
+	size_t		 track_fed;	/* samples this stream gave it */
 	int		 failed;
 	double		 t_offset;	/* audio of earlier streams */
 	int		 quiet;		/* fed audio ends quietly */

@@ -30,6 +30,24 @@ worker_stream_speakers(struct worker_stream *ws,
 	return sotto_speaker_track_new(spk, 0, &ws->track, err) == 0 ? 0 : -1;
 }
 
+void
+worker_stream_track_give(struct worker_stream *ws,
+    struct sotto_speaker_track *track, double t0)
+{
+	ws->track = track;
+	ws->track_t0 = t0;
+}
+
+struct sotto_speaker_track *
+worker_stream_track_take(struct worker_stream *ws, double *t0)
+{
+	struct sotto_speaker_track *t = ws->track;
+
+	*t0 = ws->track_t0 + (double)ws->track_fed / SOTTO_SAMPLE_RATE;
+	ws->track = NULL;
+	return t;
+}
+
 int
 worker_stream_push(struct worker_stream *ws, const float *pcm, size_t n)
 {
@@ -104,8 +122,9 @@ label(struct worker_stream *ws, struct worker_segment *f)
 
 	if (ws->track == NULL)
 		return;
-	if (sotto_speaker_track_label(ws->track, f->start, f->end,
-	    &f->speaker, err) != 0) {
+	/* the track's times run on from the streams it had before */
+	if (sotto_speaker_track_label(ws->track, ws->track_t0 + f->start,
+	    ws->track_t0 + f->end, &f->speaker, err) != 0) {
 		log_warnx("stream %llu: no speaker for %.2f-%.2f s: %s",
 		    (unsigned long long)ws->id, f->start, f->end, err);
 		return;
@@ -186,8 +205,10 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 	pthread_mutex_lock(&ws->lock);
 	n = ws->n_pending < max ? ws->n_pending : max;
 	rc = n ? sotto_stream_push(ws->stream, ws->pending, n, err) : 0;
-	if (rc == 0 && n > 0 && ws->track != NULL)
-		rc = sotto_speaker_track_push(ws->track, ws->pending, n, err);
+	if (rc == 0 && n > 0 && ws->track != NULL &&
+	    (rc = sotto_speaker_track_push(ws->track, ws->pending, n,
+	    err)) == 0)
+		ws->track_fed += n;
 	if (rc == 0 && n > 0)
 		ws->quiet = worker_pause(ws->pending, n);
 	if (rc == 0 && n > 0) {	/* pending is NULL until audio came */

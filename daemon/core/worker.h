@@ -71,6 +71,21 @@ void	worker_stream_follow(struct worker_stream *);
  */
 int	worker_stream_speakers(struct worker_stream *,
 	    const struct sotto_speaker *, char *err);
+/*
+ * Before its first job, instead of worker_stream_speakers: go on with an
+ * ended stream's track (worker_stream_track_take()), which has had t0
+ * seconds of audio: this stream's new voices are numbered on from its,
+ * and a voice it knew keeps its label. ws owns track from now on.
+ */
+void	worker_stream_track_give(struct worker_stream *,
+	    struct sotto_speaker_track *, double t0);
+/*
+ * The track of a stream with no job queued or running (done), taken from
+ * it (the caller owns it; NULL without labels), with *t0 the seconds of
+ * audio it has had.
+ */
+struct sotto_speaker_track *worker_stream_track_take(struct worker_stream *,
+	    double *t0);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
 size_t	worker_stream_pending(struct worker_stream *);
 int	worker_queue(struct worker_stream *, enum worker_kind);

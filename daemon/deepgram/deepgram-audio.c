@@ -32,16 +32,16 @@ dg_oom(struct dg_conn *c, char *msg)
 }
 
 /*
- * The connection's session: OPEN f32le 16 kHz, live, with words and the
- * keywords as its vocabulary.
+ * The connection's session: OPEN f32le 16 kHz, live, with words, the
+ * keywords as its vocabulary and, with diarize, speaker labels.
  */
 static int
 dg_open(struct dg_conn *c, char *msg)
 {
 	enum proto_error e;
 
-	if (session_open_live(c->peer, c->prm.language, c->prm.prompt, 1, msg,
-	    &e) == NULL) {
+	if (session_open_live(c->peer, c->prm.language, c->prm.prompt, 1,
+	    c->prm.diarize, msg, &e) == NULL) {
 		c->err = e;
 		return -1;
 	}

@@ -124,18 +124,6 @@ dg_file_stop(void)
 	}
 }
 
-/* A word's speaker, 0-based as Deepgram's (sotto's are 1-based). */
-static void
-dg_file_speaker(struct json_object *words, size_t before, int speaker)
-{
-	size_t n = json_object_array_length(words);
-
-	if (n > before)
-		json_object_object_add(json_object_array_get_idx(words, n - 1),
-		    "speaker", json_object_new_int(speaker > 0 ?
-		    speaker - 1 : 0));
-}
-
 static void
 dg_file_word(struct dg_alt *a, const struct dg_params *prm,
     const struct sotto_word *w)
@@ -145,7 +133,7 @@ dg_file_word(struct dg_alt *a, const struct dg_params *prm,
 	dg_alt_add(a, prm->punctuate, w->word, strlen(w->word), w->start,
 	    w->end, w->probability);
 	if (prm->diarize)
-		dg_file_speaker(a->words, before, w->speaker);
+		dg_alt_speaker(a, before, w->speaker);
 }
 
 /* An utterance: its words (a's, taken) as Deepgram's. */

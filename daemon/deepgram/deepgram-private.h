@@ -112,6 +112,11 @@ struct dg_alt {
  */
 void	dg_alt_add(struct dg_alt *, int punctuate, const char *w, size_t n,
 	    double start, double end, double conf);
+/*
+ * a's words from the from-th on get speaker (sotto's, 1 for "S1") as
+ * Deepgram's "speaker": 0-based.
+ */
+void	dg_alt_speaker(struct dg_alt *, size_t from, int speaker);
 /* The alternative as Deepgram's object (a's words and text taken). */
 struct json_object *dg_alt_object(struct dg_alt *);
 

@@ -4,9 +4,9 @@
  * JSON control messages. A bad value of a parameter sottod uses is an
  * error naming it (the upgrade is then answered 400, as Deepgram does);
  * parameters it does not use (smart_format's numerals, tag, ...) are
- * ignored, as Deepgram ignores unknown ones; diarize, utterances and
- * paragraphs are read for pre-recorded audio (the live door has no
- * speaker labels yet).
+ * ignored, as Deepgram ignores unknown ones; diarize (or diarize_model,
+ * whatever its value: it turns labels on) serves both, utterances and
+ * paragraphs pre-recorded audio only.
  * Free of the daemon's state, so tests/fuzz/fuzz-deepgram.c can drive
  * it.
  */
@@ -229,6 +229,8 @@ dg_param(const char *k, const char *v, struct dg_params *p, char *msg)
 		rc = dg_bool(v, &p->punctuate);
 	else if (strcmp(k, "diarize") == 0)
 		rc = dg_bool(v, &p->diarize);
+	else if (strcmp(k, "diarize_model") == 0)
+		p->diarize = 1;	/* Deepgram's newer name: there is one */
 	else if (strcmp(k, "utterances") == 0)
 		rc = dg_bool(v, &p->utterances);
 	else if (strcmp(k, "paragraphs") == 0)
@@ -257,7 +259,8 @@ dg_known(const char *k)
 	static const char *const keys[] = { "encoding", "language", "model",
 	    "sample_rate", "channels", "interim_results", "punctuate",
 	    "smart_format", "vad_events", "endpointing", "utterance_end_ms",
-	    "keywords", "keyterm", "diarize", "utterances", "paragraphs" };
+	    "keywords", "keyterm", "diarize", "diarize_model", "utterances",
+	    "paragraphs" };
 	size_t i;
 
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)

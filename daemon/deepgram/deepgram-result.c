@@ -84,6 +84,19 @@ dg_alt_add(struct dg_alt *a, int punctuate, const char *w, size_t n,
 	a->conf += conf;
 }
 
+/* a's words from the from-th on are speaker's (sotto's 1-based "S1"). */
+void
+dg_alt_speaker(struct dg_alt *a, size_t from, int speaker)
+{
+	size_t i, n = json_object_array_length(a->words);
+
+	/* Deepgram's are 0-based */
+	for (i = from; i < n; i++)
+		json_object_object_add(json_object_array_get_idx(a->words, i),
+		    "speaker", json_object_new_int(speaker > 0 ?
+		    speaker - 1 : 0));
+}
+
 /* Words of text with no times of their own, spread over [start, end]. */
 static void
 dg_alt_spread(struct dg_alt *a, int punctuate, const char *text,
@@ -137,36 +150,63 @@ dg_str(struct json_object *o, const char *k)
 	    json_object_get_string(v) : "";
 }
 
-/* A final's segments into a: their words, or their text spread. */
+/* A final segment's words (ws, session times moved by off) into a. */
+static void
+dg_seg_words(struct dg_conn *c, struct json_object *ws, double off,
+    struct dg_alt *a)
+{
+	struct json_object *w;
+	double s, e;
+	size_t j;
+	const char *t;
+
+	for (j = 0; j < json_object_array_length(ws); j++) {
+		w = json_object_array_get_idx(ws, j);
+		t = dg_str(w, "word");
+		/* each final is aligned on its own: its first word may
+		   start a little before the last one's end */
+		s = off + dg_num(w, "start");
+		s = s > c->final_end ? s : c->final_end;
+		e = off + dg_num(w, "end");
+		dg_alt_add(a, c->prm.punctuate, t, strlen(t), s, e > s ? e : s,
+		    dg_num(w, "probability"));
+	}
+}
+
+/* A final segment's speaker: 1 for "S1", 0 when it has none. */
+static int
+dg_seg_speaker(struct json_object *seg)
+{
+	const char *v = dg_str(seg, "speaker");
+
+	return v[0] == 'S' ? atoi(v + 1) : 0;
+}
+
+/*
+ * A final's segments into a: their words, or their text spread; with
+ * diarize, each word with its segment's speaker (the session's label,
+ * decided with the final).
+ */
 static void
 dg_final_words(struct dg_conn *c, struct json_object *o, struct dg_alt *a)
 {
-	struct json_object *segs, *seg, *ws, *w;
-	double off = (double)c->base / SOTTO_SAMPLE_RATE, s, e;
-	size_t i, j;
-	const char *t;
+	struct json_object *segs, *seg, *ws;
+	double off = (double)c->base / SOTTO_SAMPLE_RATE;
+	size_t i, before;
 
 	if (!json_object_object_get_ex(o, "segments", &segs))
 		return;
 	for (i = 0; i < json_object_array_length(segs); i++) {
 		seg = json_object_array_get_idx(segs, i);
+		before = json_object_array_length(a->words);
 		if (!json_object_object_get_ex(seg, "words", &ws) ||
-		    json_object_array_length(ws) == 0) {
+		    json_object_array_length(ws) == 0)
 			dg_alt_spread(a, c->prm.punctuate, dg_str(seg, "text"),
 			    off + dg_num(seg, "start"), off + dg_num(seg, "end"));
-			continue;
-		}
-		for (j = 0; j < json_object_array_length(ws); j++) {
-			w = json_object_array_get_idx(ws, j);
-			t = dg_str(w, "word");
-			/* each final is aligned on its own: its first word
-			   may start a little before the last one's end */
-			s = off + dg_num(w, "start");
-			s = s > c->final_end ? s : c->final_end;
-			e = off + dg_num(w, "end");
-			dg_alt_add(a, c->prm.punctuate, t, strlen(t), s,
-			    e > s ? e : s, dg_num(w, "probability"));
-		}
+		else
+			dg_seg_words(c, ws, off, a);
+		if (c->prm.diarize)
+			dg_alt_speaker(a, before, dg_seg_speaker(seg));
 	}
 }
 

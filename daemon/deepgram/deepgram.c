@@ -298,6 +298,24 @@ dg_check(struct evhttp_request *req, struct dg_params *prm)
 	return 0;
 }
 
+/*
+ * diarize: the speaker model loads (sottod keeps it for the sessions),
+ * or the upgrade is refused as the pre-recorded door refuses: a 503
+ * saying what to fetch. 0, or -1 with the refusal sent.
+ */
+static int
+dg_speakers_check(struct evhttp_request *req, const struct dg_params *prm)
+{
+	const struct sotto_speaker *spk;
+	const struct sotto_vad *vad;
+	char err[1024];
+
+	if (!prm->diarize || core_speakers(&spk, &vad, err, sizeof(err)) == 0)
+		return 0;
+	dg_refuse(req, 503, "SERVICE_UNAVAILABLE", err);
+	return -1;
+}
+
 /* GET /v1/listen?...: the upgrade, then audio and results. */
 static void
 dg_request(struct evhttp_request *req)
@@ -312,7 +330,8 @@ dg_request(struct evhttp_request *req)
 		dg_file_request(req);	/* pre-recorded audio */
 		return;
 	}
-	if (ws_upgrade_check(req, accept) != 0 || dg_check(req, &prm) != 0)
+	if (ws_upgrade_check(req, accept) != 0 || dg_check(req, &prm) != 0 ||
+	    dg_speakers_check(req, &prm) != 0)
 		return;
 	if (session_count() >= core_config()->max_sessions) {
 		dg_refuse(req, 429, "TOO_MANY_REQUESTS", "all sessions of "
@@ -328,7 +347,8 @@ dg_request(struct evhttp_request *req)
 		return;
 	}
 	c->peer = p;
-	p->flags |= PEER_NO_RESUME;
+	/* after a Finalize the next session goes on with the labels */
+	p->flags |= PEER_NO_RESUME | PEER_KEEP_SPEAKERS;
 	p->state = PEER_READY;
 	peer_timer(p);
 	log_debug("peer %llu: Deepgram live transcription, request %s",

@@ -48,8 +48,8 @@ struct dg_params {
 	int		 vad_events;	/* SpeechStarted */
 	int		 endpointing_ms;	/* -1: endpointing=false */
 	int		 utterance_end_ms;	/* 0: no UtteranceEnd */
-	/* pre-recorded (POST) only; the live door ignores them */
 	int		 diarize;	/* speaker labels */
+	/* pre-recorded (POST) only; the live door ignores them */
 	int		 utterances;
 	int		 paragraphs;
 	char		 model[DG_MODEL_MAX];	/* echoed; the loaded one runs */

@@ -3,7 +3,9 @@
  * the item's next transcription delta (a final is never revised, so the
  * deltas only append; partials are not sent), the session's end is the
  * item's completed transcript (its finals joined) and the next item's
- * turn, an error its failed event and the error.
+ * turn, an error its failed event and the error. With the diarizing
+ * model each final segment is also OpenAI's segment event, with its
+ * speaker ("A", "B", ... as diarized_json's; the session's S1, S2, ...).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +41,77 @@ rt_final_text(struct json_object *o)
 	return s;
 }
 
+/* Speaker n (1 for sotto's S1) as OpenAI's label: A ... Z, AA, AB, ... */
+static void
+rt_speaker_label(int n, char out[8])
+{
+	char tmp[8];
+	int k = 0, i;
+
+	for (; n > 0 && k < 7; n = (n - 1) / 26)
+		tmp[k++] = (char)('A' + (n - 1) % 26);
+	for (i = 0; i < k; i++)
+		out[i] = tmp[k - 1 - i];
+	out[k] = '\0';
+}
+
+/*
+ * A final's labelled segments (their text not blank) as
+ * conversation.item.input_audio_transcription.segment events: times are
+ * the item's (its session's), in seconds.
+ */
+static void
+rt_segments(struct rt_conn *c, struct rt_item *it, struct json_object *o)
+{
+	struct json_object *segs, *seg, *v, *e;
+	const char *text, *who;
+	char id[RT_ID_MAX + 16], label[8];
+	size_t i;
+
+	if (!json_object_object_get_ex(o, "segments", &segs))
+		return;
+	for (i = 0; i < json_object_array_length(segs); i++) {
+		seg = json_object_array_get_idx(segs, i);
+		if (!json_object_object_get_ex(seg, "speaker", &v) ||
+		    (who = json_object_get_string(v))[0] != 'S' ||
+		    !json_object_object_get_ex(seg, "text", &v))
+			continue;
+		text = json_object_get_string(v);
+		text += strspn(text, " ");
+		if (text[0] == '\0')
+			continue;
+		rt_speaker_label(atoi(who + 1), label);
+		snprintf(id, sizeof(id), "%s_seg_%d", it->id, it->n_segments++);
+		e = rt_event("conversation.item.input_audio_transcription."
+		    "segment");
+		json_object_object_add(e, "content_index",
+		    json_object_new_int(0));
+		json_object_object_add(e, "item_id",
+		    json_object_new_string(it->id));
+		json_object_object_add(e, "id", json_object_new_string(id));
+		json_object_object_add(e, "text", json_object_new_string(text));
+		json_object_object_add(e, "speaker",
+		    json_object_new_string(label));
+		json_object_object_add(e, "start", json_object_new_double(
+		    json_object_object_get_ex(seg, "start", &v) ?
+		    json_object_get_double(v) : 0));
+		json_object_object_add(e, "end", json_object_new_double(
+		    json_object_object_get_ex(seg, "end", &v) ?
+		    json_object_get_double(v) : 0));
+		rt_send(c, e);
+	}
+}
+
 /* A final's text: the item's next delta, and kept for its transcript. */
 static void
-rt_final(struct rt_conn *c, struct json_object *o)
+rt_final(struct rt_conn *c, struct json_object *f)
 {
 	struct rt_item *it = TAILQ_FIRST(&c->items);
+	struct json_object *o;
 	size_t have;
 	char *t, *s;
 
-	if (it == NULL || (t = rt_final_text(o)) == NULL)
+	if (it == NULL || (t = rt_final_text(f)) == NULL)
 		return;
 	have = it->text != NULL ? strlen(it->text) : 0;
 	if (t[0] != '\0' && (s = realloc(it->text, have + strlen(t) + 1)) !=
@@ -64,6 +128,8 @@ rt_final(struct rt_conn *c, struct json_object *o)
 		rt_send(c, o);
 	}
 	free(t);
+	if (c->cfg.diarize)
+		rt_segments(c, it, f);
 }
 
 /* The item's transcription failed: why, in OpenAI's words. */

@@ -159,8 +159,9 @@ rt_turn(struct json_object *s, struct rt_config *c, char *msg)
 }
 
 /*
- * The transcription object: its model (echoed), language and prompt (the
- * stream's vocabulary, as the socket's OPEN prompt).
+ * The transcription object: its model (echoed; gpt-4o-transcribe-diarize
+ * asks for speaker labels), language and prompt (the stream's vocabulary,
+ * as the socket's OPEN prompt).
  */
 static int
 rt_transcription(struct json_object *t, struct rt_config *c, char *msg)
@@ -169,8 +170,11 @@ rt_transcription(struct json_object *t, struct rt_config *c, char *msg)
 
 	if (t == NULL)
 		return 0;
-	if ((v = rt_str(t, "model")) != NULL)
+	if ((v = rt_str(t, "model")) != NULL) {
 		snprintf(c->model, sizeof(c->model), "%s", v);
+		/* OpenAI's model with speaker labels */
+		c->diarize = strcmp(v, "gpt-4o-transcribe-diarize") == 0;
+	}
 	if ((v = rt_str(t, "language")) != NULL) {
 		if (strlen(v) >= sizeof(c->language)) {
 			snprintf(msg, RT_MSG_MAX, "transcription.language "

@@ -35,6 +35,7 @@ struct rt_item {
 	int			 open;		/* its session is open */
 	int			 committed;
 	char			*text;		/* the finals so far */
+	int			 n_segments;	/* segment events sent */
 	TAILQ_ENTRY(rt_item)	 entry;
 };
 TAILQ_HEAD(rt_items, rt_item);

@@ -63,15 +63,16 @@ rt_free_items(struct rt_conn *c)
 
 /*
  * The item's session: OPEN f32le 16 kHz, live, in the set language, with
- * the set prompt.
+ * the set prompt, and speaker labels with the diarizing model (they go
+ * on from the connection's last item: PEER_KEEP_SPEAKERS).
  */
 static int
 rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 {
 	enum proto_error e;
 
-	if (session_open_live(c->peer, c->cfg.language, c->cfg.prompt, 0, msg,
-	    &e) == NULL) {
+	if (session_open_live(c->peer, c->cfg.language, c->cfg.prompt, 0,
+	    c->cfg.diarize, msg, &e) == NULL) {
 		c->err = e;
 		return -1;
 	}
@@ -355,6 +356,8 @@ rt_configure(struct rt_conn *c, const struct rt_config *cfg, char *msg)
 		    "to null and commit, or turn the VAD on");
 		return -1;
 	}
+	if (cfg->diarize && session_check_speakers(msg) != 0)
+		return -1;
 	if (cfg->server_vad && c->vad == NULL &&
 	    (c->vad = sotto_vad_state_new(core_vad())) == NULL)
 		goto oom;

@@ -305,7 +305,7 @@ rt_request(struct evhttp_request *req)
 		return;
 	}
 	c->peer = p;
-	p->flags |= PEER_NO_RESUME;
+	p->flags |= PEER_NO_RESUME | PEER_KEEP_SPEAKERS;
 	p->state = PEER_READY;
 	snprintf(c->id, sizeof(c->id), "sess_%llu", (unsigned long long)p->id);
 	peer_timer(p);

@@ -45,6 +45,8 @@ struct rt_config {
 	int		 prefix_padding_ms;
 	int		 silence_duration_ms;
 	char		 model[RT_MODEL_MAX];	/* echoed; the loaded one runs */
+	int		 diarize;	/* model gpt-4o-transcribe-diarize:
+					   speaker labels (segment events) */
 	char		 language[RT_LANGUAGE_MAX];	/* "": the config's */
 	char		 prompt[RT_PROMPT_MAX];	/* vocabulary; "" none */
 };

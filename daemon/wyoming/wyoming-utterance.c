@@ -206,7 +206,7 @@ wy_open(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 		peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
 		return -1;
 	}
-	if (session_open_live(p, c->language, "", 0, msg, &e) == NULL) {
+	if (session_open_live(p, c->language, "", 0, 0, msg, &e) == NULL) {
 		peer_fail(p, e, "transcribe: %s", msg);
 		return -1;
 	}
