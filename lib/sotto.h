@@ -333,7 +333,8 @@ struct sotto_diarize_params {
 	float threshold;		/* cosine at which two groups of
 					   pieces are one speaker; 0.5 */
 	/*
-	 * Called after each piece is embedded (NULL: never): non-zero
+	 * Called after each piece or window is embedded (about 1.5-3 s of
+	 * audio; NULL: never): non-zero
 	 * stops the labelling with SOTTO_ECANCELED. A daemon runs its
 	 * other work there (sottod's live streams).
 	 */
