@@ -7,25 +7,24 @@
  * utterance gets `speaker`, 0-based as Deepgram's.
  *
  * The file is transcribed as the OpenAI door's uploads are: a worker-file
- * job on the compute thread, counted against max_sessions, waited for by
- * a drain. A client that goes away before the reply (EV_CLOSED:
- * httpd_watch_close), or a connection evhttp frees first (sottod
- * stopping), has its job canceled at its next window, forgotten when it
- * comes back.
+ * job on the compute thread (struct httpd_job), counted against
+ * max_sessions, waited for by a drain until its reply is written. A
+ * client that goes away before the reply, or a connection evhttp frees
+ * first, has its job canceled at its next window, forgotten when it comes
+ * back.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include "deepgram-private.h"
 #include "httpd.h"
-#include "log.h"
-#include "tailq.h"
+#include "httpd-job.h"
 #include "worker.h"
 
 /* Deepgram's utt_split: a pause this long ends an utterance. */
@@ -33,95 +32,30 @@
 /* A pause this long between segments starts a paragraph. */
 #define DG_PARAGRAPH_GAP_S	1.0
 
-/* One request being answered. */
+/* One request being answered: see struct httpd_job for who frees it. */
 struct dg_file {
-	struct evhttp_request	*req;		/* NULL once it is gone */
-	struct evhttp_connection *evcon;	/* while it waits */
-	struct event		*closed;	/* the client closes, or NULL */
-	struct worker_file	*job;		/* until done() */
+	struct httpd_job	 job;		/* first: freed with it */
 	struct dg_params	 prm;
 	char			 request_id[DG_ID_MAX];
 	char			 created[32];
 	char			 sha[2 * SHA256_DIGEST_SIZE + 1];
-	double			 t0;
-	TAILQ_ENTRY(dg_file)	 entry;
 };
-static TAILQ_HEAD(, dg_file) dg_files = TAILQ_HEAD_INITIALIZER(dg_files);
+_Static_assert(offsetof(struct dg_file, job) == 0,
+    "struct httpd_job frees the struct it starts");
+static struct httpd_job_list dg_files = TAILQ_HEAD_INITIALIZER(dg_files);
 static uint64_t dg_next_file = 1;
 
 int
 dg_file_busy(void)
 {
-	struct dg_file *f;
-	int n = 0;
-
-	TAILQ_FOREACH(f, &dg_files, entry)
-		n++;
-	return n;
-}
-
-static void
-dg_file_unwatch(struct dg_file *f)
-{
-	if (f->closed != NULL)
-		event_free(f->closed);
-	f->closed = NULL;
-}
-
-static void
-dg_file_free(struct dg_file *f)
-{
-	dg_file_unwatch(f);
-	TAILQ_REMOVE(&dg_files, f, entry);
-	free(f);
-	core_drain_check();
-}
-
-/* The connection is freed before the reply: cancel the job. */
-static void
-dg_file_gone(struct evhttp_connection *evcon, void *arg)
-{
-	struct dg_file *f = arg;
-
-	(void)evcon;
-	dg_file_unwatch(f);
-	f->req = NULL;
-	f->evcon = NULL;
-	if (f->job != NULL)
-		worker_file_cancel(f->job);
-}
-
-/* The client closed its connection before the reply: free it. */
-static void
-dg_file_closed(evutil_socket_t fd, short what, void *arg)
-{
-	struct dg_file *f = arg;
-	struct evhttp_connection *evcon;
-
-	(void)fd;
-	(void)what;
-	log_info("deepgram: the client went away: its transcription is "
-	    "canceled");
-	if ((evcon = f->evcon) == NULL)
-		return;
-	evhttp_connection_set_closecb(evcon, NULL, NULL);
-	dg_file_gone(evcon, f);
-	evhttp_connection_free(evcon);	/* and its request */
+	return httpd_jobs_count(&dg_files);
 }
 
 /* evhttp is going away: forget its requests (done() frees the jobs). */
 void
 dg_file_stop(void)
 {
-	struct dg_file *f;
-
-	TAILQ_FOREACH(f, &dg_files, entry) {
-		dg_file_unwatch(f);
-		if (f->evcon != NULL)
-			evhttp_connection_set_closecb(f->evcon, NULL, NULL);
-		f->evcon = NULL;
-		f->req = NULL;
-	}
+	httpd_jobs_stop(&dg_files);
 }
 
 static void
@@ -315,30 +249,21 @@ static void
 dg_file_done(struct worker_file *job, void *arg)
 {
 	struct dg_file *f = arg;
+	struct evhttp_request *req;
 
-	f->job = NULL;
-	core_count_file(job->duration, job->compute_s);
-	log_info("deepgram: transcription of %.1f s of audio in %.2f s "
-	    "(%.2f s in all)%s%s", job->duration, job->compute_s,
-	    core_now() - f->t0, job->error ? ": " : "",
-	    job->error ? job->err : "");
-	dg_file_unwatch(f);
-	if (f->req != NULL) {
-		if (f->evcon != NULL)
-			evhttp_connection_set_closecb(f->evcon, NULL, NULL);
+	if ((req = httpd_job_back(&f->job, job)) != NULL) {
 		if (job->error == WORKER_FILE_OK)
-			httpd_reply_object(f->req, 200,
-			    dg_file_response(f, job));
+			httpd_reply_object(req, 200, dg_file_response(f, job));
 		else if (job->error == WORKER_FILE_BAD_INPUT)
-			dg_refuse(f->req, 400, "Bad Request", job->err);
+			dg_refuse(req, 400, "Bad Request", job->err);
 		else if (job->error == WORKER_FILE_CANCELED)
-			dg_refuse(f->req, 503, "SERVICE_UNAVAILABLE", job->err);
+			dg_refuse(req, 503, "SERVICE_UNAVAILABLE", job->err);
 		else
-			dg_refuse(f->req, 500, "INTERNAL_SERVER_ERROR",
+			dg_refuse(req, 500, "INTERNAL_SERVER_ERROR",
 			    job->err);
+		httpd_job_replied(&f->job);
 	}
 	worker_file_free(job);
-	dg_file_free(f);
 }
 
 /*
@@ -401,6 +326,7 @@ dg_file_request(struct evhttp_request *req)
 	struct worker_file_params wp;
 	struct sha256_ctx sha;
 	struct dg_params prm;
+	struct worker_file *wf;
 	struct dg_file *f;
 	char msg[PROTO_MSG_MAX];
 	size_t len = evbuffer_get_length(in);
@@ -418,19 +344,16 @@ dg_file_request(struct evhttp_request *req)
 	sha256_init(&sha);
 	sha256_update(&sha, len, data);
 	dg_sha256_hex(&sha, f->sha);
-	f->req = req;
 	f->prm = prm;
-	f->t0 = core_now();
 	dg_request_id(f->request_id);
 	dg_created(f->created);
-	TAILQ_INSERT_TAIL(&dg_files, f, entry);
-	if ((f->job = worker_file_new(dg_next_file++, data, len, &wp,
+	httpd_job_add(&dg_files, &f->job, req, "deepgram", "transcription");
+	if ((wf = worker_file_new(dg_next_file++, data, len, &wp,
 	    dg_file_done, f, msg)) == NULL) {
-		dg_refuse(req, 503, "INTERNAL_SERVER_ERROR", msg);
-		dg_file_free(f);
+		dg_refuse(httpd_job_reply(&f->job), 503,
+		    "INTERNAL_SERVER_ERROR", msg);
+		httpd_job_replied(&f->job);
 		return;
 	}
-	if ((f->evcon = evhttp_request_get_connection(req)) != NULL)
-		evhttp_connection_set_closecb(f->evcon, dg_file_gone, f);
-	f->closed = httpd_watch_close(req, dg_file_closed, f);
+	httpd_job_watch(&f->job, wf);
 }

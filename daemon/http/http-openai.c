@@ -14,22 +14,20 @@
  * max_sessions (429 when over it) and a drain (SIGTERM) waits for it
  * and for its reply to be written.
  *
- * evhttp does not read a connection while its request waits for the
- * reply, so it would not notice a client that went away: an EV_CLOSED
- * event on the socket (epoll's EPOLLRDHUP) does, and the job is
- * canceled at its next window (worker_file_cancel) and the connection
- * freed; the job is forgotten when it comes back.
+ * A client that goes away while its request waits has the job canceled
+ * at its next window and forgotten when it comes back (struct httpd_job,
+ * as Deepgram's files).
  */
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <event2/buffer.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <json-c/json.h>
@@ -37,161 +35,40 @@
 #include "core.h"
 #include "http.h"
 #include "httpd.h"
-#include "log.h"
+#include "httpd-job.h"
 #include "http-form.h"
 #include "multipart.h"
 #include "session.h"
-#include "tailq.h"
 #include "worker.h"
 
 #define HTTP_TRIM_BYTES		(1024 * 1024)
 
-/* One request being answered. */
+/* One request being answered: see struct httpd_job for who frees it. */
 struct http_job {
-	struct evhttp_request	*req;		/* NULL once evhttp freed it */
-	struct evhttp_connection *evcon;	/* while the reply is written */
-	struct worker_file	*file;		/* until done(), or NULL */
-	struct event		*gone;		/* the client closes, or NULL */
+	struct httpd_job	 job;		/* first: freed with it */
 	enum http_format	 format;
 	int			 granularity;	/* HTTP_GRAN_* */
 	enum sotto_task		 task;
-	double			 t0;
-	int			 replied;
 	int			 stream;	/* stream=true */
 	int			 streaming;	/* its 200 went out */
 	struct http_speaker_names names;	/* diarized_json's */
-	TAILQ_ENTRY(http_job)	 entry;
 };
-static TAILQ_HEAD(, http_job) http_jobs = TAILQ_HEAD_INITIALIZER(http_jobs);
+_Static_assert(offsetof(struct http_job, job) == 0,
+    "struct httpd_job frees the struct it starts");
+static struct httpd_job_list http_jobs = TAILQ_HEAD_INITIALIZER(http_jobs);
 static uint64_t http_next_job = 1;
 
 int
 http_busy(void)
 {
-	struct http_job *j;
-	int n = 0;
-
-	TAILQ_FOREACH(j, &http_jobs, entry)
-		n++;
-	return n;
-}
-
-/* Stop watching for the client going away. */
-static void
-http_job_unwatch(struct http_job *j)
-{
-	if (j->gone != NULL)
-		event_free(j->gone);
-	j->gone = NULL;
-}
-
-static void
-http_job_free(struct http_job *j)
-{
-	http_job_unwatch(j);
-	TAILQ_REMOVE(&http_jobs, j, entry);
-	free(j);
-	core_drain_check();
-}
-
-/* The reply is written (or its connection went): the job is over. */
-static void
-http_job_sent(struct evhttp_request *req, void *arg)
-{
-	struct http_job *j = arg;
-
-	if (j->evcon != NULL)
-		evhttp_connection_set_closecb(j->evcon, NULL, NULL);
-	http_job_free(j);
-}
-
-static void
-http_job_closed(struct evhttp_connection *evcon, void *arg)
-{
-	http_job_free(arg);
-}
-
-/*
- * Watch the reply about to be sent for j until it is written; without
- * a connection (evhttp frees the request at once) the job is over now:
- * call http_job_over after sending.
- */
-static void
-http_job_replying(struct http_job *j)
-{
-	http_job_unwatch(j);
-	j->replied = 1;
-	j->evcon = evhttp_request_get_connection(j->req);
-	if (j->evcon == NULL)
-		return;
-	evhttp_request_set_on_complete_cb(j->req, http_job_sent, j);
-	evhttp_connection_set_closecb(j->evcon, http_job_closed, j);
-}
-
-/* After the reply was handed to evhttp. */
-static void
-http_job_over(struct http_job *j)
-{
-	if (j->evcon == NULL)
-		http_job_free(j);
+	return httpd_jobs_count(&http_jobs);
 }
 
 /* evhttp is going away (httpd_stop): forget its requests. */
 void
 http_openai_stop(void)
 {
-	struct http_job *j, *next;
-
-	TAILQ_FOREACH_SAFE(j, &http_jobs, entry, next) {
-		if (j->replied) {
-			evhttp_connection_set_closecb(j->evcon, NULL, NULL);
-			http_job_free(j);
-			continue;
-		}
-		http_job_unwatch(j);
-		j->req = NULL;	/* the job's done() frees it */
-	}
-}
-
-/* The client closed its connection before the reply: give up the job. */
-static void
-http_job_gone(evutil_socket_t fd, short what, void *arg)
-{
-	struct http_job *j = arg;
-	struct evhttp_connection *evcon;
-
-	(void)fd;
-	(void)what;
-	http_job_unwatch(j);
-	if (j->req == NULL || j->replied)
-		return;
-	log_info("http: the client went away: its %s is canceled",
-	    j->task == SOTTO_TASK_TRANSLATE ? "translation" :
-	    "transcription");
-	if (j->file != NULL)
-		worker_file_cancel(j->file);
-	evcon = evhttp_request_get_connection(j->req);
-	j->req = NULL;		/* freed with its connection */
-	if (evcon != NULL)
-		evhttp_connection_free(evcon);
-}
-
-
-/*
- * A streamed reply's connection closed before the transcript was done
- * (evhttp frees it and its request): the job is canceled, forgotten
- * when it comes back.
- */
-static void
-http_stream_closed(struct evhttp_connection *evcon, void *arg)
-{
-	struct http_job *j = arg;
-
-	(void)evcon;
-	http_job_unwatch(j);
-	j->req = NULL;
-	if (j->file != NULL)
-		worker_file_cancel(j->file);
+	httpd_jobs_stop(&http_jobs);
 }
 
 /* stream=true: the 200 with the first segments, each a delta. */
@@ -200,43 +77,66 @@ http_file_segments(struct worker_file *f, const struct worker_segment *seg,
     int n, void *arg)
 {
 	struct http_job *j = arg;
-	struct evhttp_connection *evcon;
 	const char *t;
 	int i;
 
 	(void)f;
-	if (j->req == NULL)
+	if (j->job.req == NULL)
 		return;
 	if (!j->streaming) {
 		j->streaming = 1;
-		if ((evcon = evhttp_request_get_connection(j->req)) != NULL)
-			evhttp_connection_set_closecb(evcon,
-			    http_stream_closed, j);
-		http_stream_start(j->req);
+		http_stream_start(j->job.req);
 	}
-	for (i = 0; i < n && j->req != NULL; i++) {
+	for (i = 0; i < n && j->job.req != NULL; i++) {
 		for (t = seg[i].text; j->streaming == 1 && isspace(
 		    (unsigned char)*t); t++)
 			;	/* the text starts without a blank */
 		if (*t == '\0')
 			continue;
 		j->streaming = 2;
-		http_stream_delta(j->req, t);
+		http_stream_delta(j->job.req, t);
 	}
 }
 
 /* The streamed reply's end: the whole text, or an error event. */
 static void
-http_stream_end(struct http_job *j, const struct worker_file *f)
+http_stream_end(struct http_job *j, struct evhttp_request *req,
+    const struct worker_file *f)
 {
 	if (f->error == WORKER_FILE_OK) {
 		if (j->format == HTTP_FORMAT_DIARIZED)
-			http_stream_segments(j->req, f, &j->names);
-		http_stream_done(j->req, f);
+			http_stream_segments(req, f, &j->names);
+		http_stream_done(req, f);
 	} else
-		http_stream_error(j->req, "server_error", f->error ==
+		http_stream_error(req, "server_error", f->error ==
 		    WORKER_FILE_CANCELED ? "shutting_down" : f->error ==
 		    WORKER_FILE_BAD_INPUT ? "invalid_audio" : NULL, f->err);
+}
+
+/* The reply with the whole transcript, or the job's error. */
+static void
+http_file_reply(struct http_job *j, struct evhttp_request *req,
+    const struct worker_file *f)
+{
+	switch (f->error) {
+	case WORKER_FILE_OK:
+		http_reply_transcript(req, j->format, j->task,
+		    (j->granularity & HTTP_GRAN_SEGMENT) != 0,
+		    (j->granularity & HTTP_GRAN_WORD) != 0, &j->names, f);
+		break;
+	case WORKER_FILE_BAD_INPUT:
+		httpd_reply_param_error(req, 400, "invalid_request_error",
+		    "invalid_audio", "file", "%s", f->err);
+		break;
+	case WORKER_FILE_CANCELED:
+		httpd_reply_error(req, 503, "server_error", "shutting_down",
+		    "%s", f->err);
+		break;
+	default:
+		httpd_reply_error(req, 500, "server_error", NULL,
+		    "transcription failed: %s", f->err);
+		break;
+	}
 }
 
 /* Loop thread: the compute thread is done with the file. */
@@ -244,49 +144,19 @@ static void
 http_file_done(struct worker_file *f, void *arg)
 {
 	struct http_job *j = arg;
+	struct evhttp_request *req;
 
-	j->file = NULL;
-	core_count_file(f->duration, f->compute_s);
-	log_info("http: %s of %.1f s of audio in %.2f s (%.2f s in all)%s%s",
-	    j->task == SOTTO_TASK_TRANSLATE ? "translation" : "transcription",
-	    f->duration, f->compute_s, core_now() - j->t0,
-	    f->error ? ": " : "", f->error ? f->err : "");
-	if (j->req == NULL) {		/* evhttp or the client is gone */
-		http_job_free(j);
-		worker_file_free(f);
-		return;
+	if ((req = httpd_job_back(&j->job, f)) != NULL) {
+		if (j->stream && f->error == WORKER_FILE_OK && !j->streaming) {
+			http_stream_start(req);	/* no segments: no delta */
+			j->streaming = 1;
+		}
+		if (j->streaming)
+			http_stream_end(j, req, f);
+		else
+			http_file_reply(j, req, f);
+		httpd_job_replied(&j->job);
 	}
-	if (j->stream && f->error == WORKER_FILE_OK && !j->streaming) {
-		http_stream_start(j->req);	/* no segments: no delta */
-		j->streaming = 1;
-	}
-	http_job_replying(j);
-	if (j->streaming) {
-		http_stream_end(j, f);
-		http_job_over(j);
-		worker_file_free(f);
-		return;
-	}
-	switch (f->error) {
-	case WORKER_FILE_OK:
-		http_reply_transcript(j->req, j->format, j->task,
-		    (j->granularity & HTTP_GRAN_SEGMENT) != 0,
-		    (j->granularity & HTTP_GRAN_WORD) != 0, &j->names, f);
-		break;
-	case WORKER_FILE_BAD_INPUT:
-		httpd_reply_param_error(j->req, 400, "invalid_request_error",
-		    "invalid_audio", "file", "%s", f->err);
-		break;
-	case WORKER_FILE_CANCELED:
-		httpd_reply_error(j->req, 503, "server_error", "shutting_down",
-		    "%s", f->err);
-		break;
-	default:
-		httpd_reply_error(j->req, 500, "server_error", NULL,
-		    "transcription failed: %s", f->err);
-		break;
-	}
-	http_job_over(j);
 	worker_file_free(f);
 }
 
@@ -358,27 +228,24 @@ http_audio(struct evhttp_request *req, enum sotto_task task)
 	evbuffer_drain(evhttp_request_get_input_buffer(req), len);
 	if (len >= HTTP_TRIM_BYTES)
 		core_trim_memory();
-	j->req = req;
 	j->format = form.format;
 	j->granularity = form.granularity;
 	j->task = task;
-	j->t0 = core_now();
 	j->stream = form.stream;
 	j->names = form.names;
 	/* diarized: the segments come labelled, at the end */
 	if (j->stream && j->format != HTTP_FORMAT_DIARIZED)
 		form.p.segments = http_file_segments;
-	TAILQ_INSERT_TAIL(&http_jobs, j, entry);
+	httpd_job_add(&http_jobs, &j->job, req, "http",
+	    task == SOTTO_TASK_TRANSLATE ? "translation" : "transcription");
 	if ((wf = worker_file_new(http_next_job++, data, form.file->len,
 	    &form.p, http_file_done, j, msg)) == NULL) {
-		http_job_replying(j);
-		httpd_reply_error(req, 500, "server_error", NULL, "%s", msg);
-		http_job_over(j);
+		httpd_reply_error(httpd_job_reply(&j->job), 500, "server_error",
+		    NULL, "%s", msg);
+		httpd_job_replied(&j->job);
 		return;
 	}
-	j->file = wf;
-	/* where the event backend cannot tell, the job runs on */
-	j->gone = httpd_watch_close(req, http_job_gone, j);
+	httpd_job_watch(&j->job, wf);
 }
 
 void
