@@ -25,10 +25,10 @@ import pytest
 from websockets.sync.client import connect
 
 import conversation as conv
-from conftest import Daemon, fetch_model, report
+from conftest import Daemon, report
 from speech import raw
 from test_deepgram import Reader, client, status, stream
-from test_http_speakers import _start
+from test_http_speakers import _start, sd  # noqa: F401 (fixture)
 
 # Measured on this conversation, sent 8 times faster than it plays, with
 # the Finalize: 98.9-100 % in three runs (one word wrong at most;
@@ -36,14 +36,6 @@ from test_http_speakers import _start
 MIN_RIGHT = 0.90
 CONVERSATION = ["lj", "austen", "jfk", "lj", "austen", "jfk", "lj", "austen"]
 PER_S = 2 * conv.RATE		# linear16 mono bytes a second
-
-
-@pytest.fixture(scope="module")
-def sd(sottod_bin, tiny_model, tmp_path_factory):
-    d = _start(tmp_path_factory, tiny_model, fetch_model("campplus"))
-    yield d
-    rc = d.stop()
-    assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
 
 
 def pcm16(path) -> bytes:

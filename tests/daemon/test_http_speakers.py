@@ -64,6 +64,9 @@ def _start(tmp_path_factory, model, speaker_model) -> Daemon:
 
 @pytest.fixture(scope="module")
 def sd(sottod_bin, sotto_bin, tiny_model, tmp_path_factory):
+    """A sottod with the speaker model, one a module: the live speaker
+    tests (test_deepgram_speakers.py, test_realtime_speakers.py) import
+    it too."""
     assert SPEAKER_MODEL.is_file(), "run scripts/fetch-model campplus"
     d = _start(tmp_path_factory, tiny_model, SPEAKER_MODEL)
     yield d

@@ -25,9 +25,10 @@ import pytest
 from openai.types.realtime import ConversationItemInputAudioTranscriptionSegment
 
 import conversation as conv
-from conftest import Daemon, fetch_model, report
+from conftest import Daemon, report
 from speech import raw
-from test_http_speakers import _start as _start_http, best_share
+from test_http_speakers import (  # noqa: F401 (sd: a fixture)
+    _start as _start_http, best_share, sd)
 from test_realtime import client, until
 
 MIN_RIGHT = 0.85		# as test_http_speakers.py's, per segment
@@ -45,11 +46,11 @@ def _start(tmp_path_factory, model, speaker_model) -> Daemon:
 
 
 @pytest.fixture(scope="module")
-def rd(sottod_bin, tiny_model, tmp_path_factory):
-    d = _start(tmp_path_factory, tiny_model, fetch_model("campplus"))
-    yield d
-    rc = d.stop()
-    assert rc == 0, f"sottod exited {rc}:\n{d.log()}"
+def rd(sd):
+    """test_http_speakers.py's sottod (this module's own), its base the
+    URL test_realtime's client takes."""
+    sd.base = "http://" + sd.base
+    return sd
 
 
 def update(conn, model: str):
