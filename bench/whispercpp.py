@@ -21,6 +21,11 @@ import sys
 import tarfile
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+
+from sotto_gguf.common import sha256_file  # noqa: E402
+
 PYWHISPERCPP = "1.5.1"
 PYWHISPERCPP_SHA256 = "5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5"
 CMAKE_ARGS = ["-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DBUILD_SHARED_LIBS=OFF",
@@ -31,14 +36,6 @@ TARGETS = ["whisper-bench", "whisper-cli"]
 
 def log(msg: str) -> None:
     print(f"bench: {msg}", file=sys.stderr, flush=True)
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def version_of(src: Path) -> str:
@@ -60,7 +57,7 @@ def from_pypi(cache: Path, python: str) -> tuple[Path, str]:
         subprocess.run([python, "-m", "pip", "download", "--quiet", "--no-deps",
                         "--no-binary", "pywhispercpp", f"pywhispercpp=={PYWHISPERCPP}",
                         "-d", str(dl)], check=True)
-    got = sha256(sdist)
+    got = sha256_file(sdist)
     if got != PYWHISPERCPP_SHA256:
         raise SystemExit(f"bench: {sdist}: sha256 {got}, expected {PYWHISPERCPP_SHA256}")
     src = cache / f"whispercpp-src-pywhispercpp-{PYWHISPERCPP}"
