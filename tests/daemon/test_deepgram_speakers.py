@@ -148,7 +148,7 @@ def test_sanitized_labels_across_sessions(tiny_model, tmp_path):
         pytest.fail(f"{ASAN_SOTTOD} is missing: build it with "
                     "scripts/setup --asan")
     wav = tmp_path / "two.wav"
-    turns = conv.assemble(["lj", "austen", "lj"], wav, max_turn_s=4.0)
+    turns = conv.assemble(conv.SHORT, wav)
     cut = (turns[1].end + turns[2].start) / 2
     d = Daemon(tmp_path / "san", tiny_model, env=SAN_ENV, binary=ASAN_SOTTOD,
                argv=["--http", "127.0.0.1:0"],

@@ -297,7 +297,7 @@ def test_sanitized_labels(tiny_model, tmp_path):
         pytest.fail(f"{ASAN_SOTTOD} is missing: build it with "
                     "scripts/setup --asan")
     wav = tmp_path / "two.wav"
-    conv.assemble(["lj", "austen", "lj"], wav, max_turn_s=4.0)
+    conv.assemble(conv.SHORT, wav)
     for model in (SPEAKER_MODEL, tmp_path / "none.gguf"):
         d = Daemon(tmp_path / model.stem, tiny_model, env=SAN_ENV,
                    binary=ASAN_SOTTOD, argv=["--http", "127.0.0.1:0"],

@@ -106,7 +106,11 @@ def test_asan_diarize(tiny_model, tmp_path):
     touch = tmp_path / "touch.wav"
     subprocess.run(["sox", "-m", AUDIO_DIR / "sense_and_sensibility_01_austen_64kb-0870.wav",
                     f"|sox {AUDIO_DIR / 'jfk.wav'} -p pad 6.3", touch], check=True)
-    for extra in ([], ["--vad", "--speakers", "3"]):
-        cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--diarize", *extra, two, touch, quiet])
+    # Each file once (the sanitized engine is slow; the labeller's code is
+    # what is checked here, so greedy): the touching pair where the number
+    # of speakers is estimated, the paused one with the VAD and a number.
+    for extra, wav in (([], touch), (["--vad", "--speakers", "3"], two)):
+        cp = run_asan(["-m", tiny_model, "-q", "-f", "json", "--beam-size", "1",
+                       "--diarize", *extra, wav, quiet])
         assert cp.returncode == 0, cp.stderr[-3000:]
         assert '"speaker":"S1"' in cp.stdout and "your country" in cp.stdout.lower()
