@@ -56,6 +56,24 @@ proto_error_name(enum proto_error e)
 	return proto_error_names[e];
 }
 
+enum proto_error
+proto_event_error_code(const char *json)
+{
+	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
+	size_t e, n;
+
+	if (strncmp(json, prefix, sizeof(prefix) - 1) != 0)
+		return PROTO_OK;
+	json += sizeof(prefix) - 1;
+	for (e = PROTO_E_BAD_FRAME; e < sizeof(proto_error_names) /
+	    sizeof(proto_error_names[0]); e++) {
+		n = strlen(proto_error_names[e]);
+		if (strncmp(json, proto_error_names[e], n) == 0 && json[n] == '"')
+			return (enum proto_error)e;
+	}
+	return PROTO_E_INTERNAL;
+}
+
 int
 proto_type_known(uint8_t type)
 {

@@ -158,6 +158,12 @@ enum proto_error proto_parse_subscribe(const uint8_t *, size_t,
 enum proto_error proto_parse_empty(const uint8_t *, size_t, char *msg);
 
 const char *proto_error_name(enum proto_error);
+/*
+ * The code of an error event as the daemon writes them (a JSON object
+ * that starts {"type":"error","code":"NAME"), PROTO_OK for any other
+ * event; an unknown name is PROTO_E_INTERNAL.
+ */
+enum proto_error proto_event_error_code(const char *json);
 const char *proto_format_name(enum proto_format);
 /* Bytes per sample of one channel for PCM formats, 0 for Opus. */
 size_t	proto_format_sample_bytes(enum proto_format);

@@ -122,24 +122,6 @@ dg_read(struct peer *p)
 		peer_close_after_flush(p);
 }
 
-/* The proto_error an error event names (internal if none). */
-static enum proto_error
-dg_error_code(const char *json)
-{
-	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
-	size_t n;
-	int i;
-
-	json += sizeof(prefix) - 1;
-	for (i = PROTO_E_BAD_FRAME; i < 64; i++) {
-		n = strlen(proto_error_name((enum proto_error)i));
-		if (strncmp(json, proto_error_name((enum proto_error)i), n) ==
-		    0 && json[n] == '"')
-			return (enum proto_error)i;
-	}
-	return PROTO_E_INTERNAL;
-}
-
 /*
  * ops->write: a session event, or an error of peer.c's; an error is the
  * last thing sent, with the close frame that says the same.
@@ -147,32 +129,20 @@ dg_error_code(const char *json)
 static void
 dg_write(struct peer *p, const char *json)
 {
-	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
 	struct dg_conn *c = p->front;
-	enum proto_error e;
+	enum proto_error e = proto_event_error_code(json);
 
 	dg_session_event(c, json);
-	if (strncmp(json, prefix, sizeof(prefix) - 1) != 0)
-		return;
-	e = dg_error_code(json);
-	ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
+	if (e != PROTO_OK)
+		ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
 }
 
-/*
- * SIGTERM: take in what the client wrote before the signal (all its
- * socket holds now, even while reading is paused), as the other doors
- * do; peer.c then stops reading it for good.
- */
 static void
 dg_drain(struct peer *p)
 {
 	struct dg_conn *c = p->front;
 
-	peer_take_unread(p);
-	c->taking = 1;
-	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
-		peer_close_after_flush(p);
-	c->taking = 0;
+	ws_peer_drain(p, c->conn, &c->taking);
 }
 
 static void
@@ -186,8 +156,7 @@ dg_closing(struct peer *p)
 {
 	struct dg_conn *c = p->front;
 
-	ws_conn_close(c->conn, core_draining() ? WS_CLOSE_GOING_AWAY :
-	    WS_CLOSE_NORMAL, core_draining() ? "sottod is stopping" : "");
+	ws_peer_closing(c->conn);
 }
 
 static void

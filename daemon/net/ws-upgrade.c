@@ -288,6 +288,25 @@ ws_upgrade_count(const char *addr)
 	return n;
 }
 
+void
+ws_peer_closing(struct ws_conn *conn)
+{
+	if (core_draining())
+		ws_conn_close(conn, WS_CLOSE_GOING_AWAY, "sottod is stopping");
+	else
+		ws_conn_close(conn, WS_CLOSE_NORMAL, "");
+}
+
+void
+ws_peer_drain(struct peer *p, struct ws_conn *conn, int *taking)
+{
+	peer_take_unread(p);
+	*taking = 1;
+	if (ws_conn_recv(conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+		peer_close_after_flush(p);
+	*taking = 0;
+}
+
 /*
  * Take the connection from evhttp: a descriptor of our own for the
  * socket, evhttp's pointed at /dev/null, evhttp's connection freed.

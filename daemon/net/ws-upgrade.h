@@ -26,4 +26,18 @@ struct peer *ws_upgrade_take(struct evhttp_request *, const char *accept,
  */
 int	ws_upgrade_count(const char *addr);
 
+/*
+ * peer_ops->closing of a WebSocket door: a close frame, going away while
+ * sottod drains, unless one went out already.
+ */
+void	ws_peer_closing(struct ws_conn *);
+/*
+ * peer_ops->drain of a WebSocket door (SIGTERM): take in what the client
+ * wrote before the signal, all its socket holds now even while reading
+ * is paused, as the socket door does; peer.c then stops reading it for
+ * good. *taking is the door's flag that lets its read callback run while
+ * paused, set for the while.
+ */
+void	ws_peer_drain(struct peer *, struct ws_conn *, int *taking);
+
 #endif

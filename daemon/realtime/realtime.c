@@ -147,43 +147,20 @@ rt_read(struct peer *p)
 static void
 rt_write(struct peer *p, const char *json)
 {
-	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
 	struct rt_conn *c = p->front;
-	enum proto_error e;
-	size_t n;
-	int i;
+	enum proto_error e = proto_event_error_code(json);
 
 	rt_session_event(c, json);
-	if (strncmp(json, prefix, sizeof(prefix) - 1) != 0)
-		return;
-	json += sizeof(prefix) - 1;
-	e = PROTO_E_INTERNAL;
-	for (i = PROTO_E_BAD_FRAME; i < 64; i++) {
-		n = strlen(proto_error_name((enum proto_error)i));
-		if (strncmp(json, proto_error_name((enum proto_error)i), n) ==
-		    0 && json[n] == '"') {
-			e = (enum proto_error)i;
-			break;
-		}
-	}
-	ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
+	if (e != PROTO_OK)
+		ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
 }
 
-/*
- * SIGTERM: take in what the client wrote before the signal (all its
- * socket holds now, even while reading is paused), as the socket door
- * does; peer.c then stops reading it for good.
- */
 static void
 rt_drain(struct peer *p)
 {
 	struct rt_conn *c = p->front;
 
-	peer_take_unread(p);
-	c->taking = 1;
-	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
-		peer_close_after_flush(p);
-	c->taking = 0;
+	ws_peer_drain(p, c->conn, &c->taking);
 }
 
 static void
@@ -197,8 +174,7 @@ rt_closing(struct peer *p)
 {
 	struct rt_conn *c = p->front;
 
-	ws_conn_close(c->conn, core_draining() ? WS_CLOSE_GOING_AWAY :
-	    WS_CLOSE_NORMAL, core_draining() ? "sottod is stopping" : "");
+	ws_peer_closing(c->conn);
 }
 
 static void

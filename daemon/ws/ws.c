@@ -115,26 +115,6 @@ ws_read(struct peer *p)
 		peer_close_after_flush(p);
 }
 
-/* The error code of an error event, PROTO_OK for any other event. */
-static enum proto_error
-ws_event_error(const char *json)
-{
-	static const char prefix[] = "{\"type\":\"error\",\"code\":\"";
-	size_t n;
-	int e;
-
-	if (strncmp(json, prefix, sizeof(prefix) - 1) != 0)
-		return PROTO_OK;
-	json += sizeof(prefix) - 1;
-	for (e = PROTO_E_BAD_FRAME; e < 64; e++) {	/* past the last: "internal" */
-		n = strlen(proto_error_name((enum proto_error)e));
-		if (strncmp(json, proto_error_name((enum proto_error)e), n) ==
-		    0 && json[n] == '"')
-			return (enum proto_error)e;
-	}
-	return PROTO_E_INTERNAL;
-}
-
 /*
  * ops->write: one event as a text message; an error event is the last
  * thing sent, with the close frame that says the same right after it.
@@ -143,23 +123,19 @@ static void
 ws_write(struct peer *p, const char *json)
 {
 	struct ws *w = p->front;
-	enum proto_error e = ws_event_error(json);
+	enum proto_error e = proto_event_error_code(json);
 
 	(void)ws_conn_send_text(w->conn, json, strlen(json));
 	if (e != PROTO_OK)
 		ws_conn_close(w->conn, ws_close_code(e), proto_error_name(e));
 }
 
-/* ops->closing: a close frame, unless one went out already. */
 static void
 ws_closing(struct peer *p)
 {
 	struct ws *w = p->front;
 
-	if (core_draining())
-		ws_conn_close(w->conn, WS_CLOSE_GOING_AWAY, "sottod is stopping");
-	else
-		ws_conn_close(w->conn, WS_CLOSE_NORMAL, "");
+	ws_peer_closing(w->conn);
 }
 
 static void

@@ -461,6 +461,29 @@ test_names(void **state)
 	assert_false(proto_session_valid("0123456789012345678901234567890123"));
 }
 
+/* The code the WebSocket doors close with, read back from the event. */
+static void
+test_event_error_code(void **state)
+{
+	char *ev;
+	int e;
+
+	(void)state;
+	for (e = PROTO_E_BAD_FRAME; e <= PROTO_E_TOO_FAST; e++) {
+		ev = proto_event_error((enum proto_error)e, "why");
+		assert_non_null(ev);
+		assert_int_equal(proto_event_error_code(ev), e);
+		free(ev);
+	}
+	assert_int_equal(proto_event_error_code("{\"type\":\"final\"}"),
+	    PROTO_OK);
+	/* a name that is a prefix of another's, and one sottod never wrote */
+	assert_int_equal(proto_event_error_code(
+	    "{\"type\":\"error\",\"code\":\"busyness\"}"), PROTO_E_INTERNAL);
+	assert_int_equal(proto_event_error_code(
+	    "{\"type\":\"error\",\"code\":\"busy\"}"), PROTO_E_BUSY);
+}
+
 /* Caption units: since_unit in OPEN and SUBSCRIBE, the unit event. */
 static void
 test_units(void **state)
@@ -533,6 +556,7 @@ main(void)
 		cmocka_unit_test(test_subscribe_and_empty),
 		cmocka_unit_test(test_events),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_event_error_code),
 		cmocka_unit_test(test_units),
 	};
 
