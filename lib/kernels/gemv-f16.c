@@ -20,6 +20,8 @@
 #define V4	__attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
 #define V3	__attribute__((target("avx2,f16c,fma")))
 #define PAR_MIN_ELEMS	(1u << 16)	/* as gemv.c */
+#define V4_COLS		5	/* columns per pass over a row: 10 sums */
+#define V3_COLS		3	/* 12 sums of the 16 registers */
 
 /*
  * sum_i w[i] x[i] with w F16, k a multiple of 32 (Whisper's widths) for
@@ -41,11 +43,102 @@ dot_v4(const uint16_t *w, const float *x, int k)
 	return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
 }
 
+/*
+ * dot_v4 of one row against nc (a constant) columns xt[j][k] into
+ * out[j]: each F16 value converted once for all of them (the conversions
+ * took as long as the products when each column converted the row
+ * again), every column's sum made as dot_v4 makes it (the same floats).
+ */
+V4 static inline __attribute__((always_inline)) void
+dots_v4(const uint16_t *w, const float *xt, int k, const int nc, float *out)
+{
+	__m512 a0[V4_COLS], a1[V4_COLS];
+	int i, j;
+
+	for (j = 0; j < nc; j++)
+		a0[j] = a1[j] = _mm512_setzero_ps();
+	for (i = 0; i < k; i += 32) {
+		__m512 w0 = _mm512_cvtph_ps(_mm256_loadu_si256(
+		    (const __m256i *)(w + i)));
+		__m512 w1 = _mm512_cvtph_ps(_mm256_loadu_si256(
+		    (const __m256i *)(w + i + 16)));
+
+		for (j = 0; j < nc; j++) {
+			const float *x = xt + (size_t)j * k;
+
+			a0[j] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + i),
+			    a0[j]);
+			a1[j] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + i +
+			    16), a1[j]);
+		}
+	}
+	for (j = 0; j < nc; j++)
+		out[j] = _mm512_reduce_add_ps(_mm512_add_ps(a0[j], a1[j]));
+}
+
+V4 static void
+dots_v4_n(const uint16_t *w, const float *xt, int k, int nc, float *out)
+{
+	switch (nc) {
+	case 1: dots_v4(w, xt, k, 1, out); break;
+	case 2: dots_v4(w, xt, k, 2, out); break;
+	case 3: dots_v4(w, xt, k, 3, out); break;
+	case 4: dots_v4(w, xt, k, 4, out); break;
+	default: dots_v4(w, xt, k, 5, out);
+	}
+}
+
+/* The sum of a's lanes, in gemv_dot_f16_avx2's order. */
+V3 static inline float
+hsum_v3(__m256 a0, __m256 a1, __m256 a2, __m256 a3)
+{
+	__m256 s = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2,
+	    a3));
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(s),
+	    _mm256_extractf128_ps(s, 1));
+
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
+/* As dots_v4, by AVX2: gemv_dot_f16_avx2's sums, for nc columns. */
+V3 static inline __attribute__((always_inline)) void
+dots_v3(const uint16_t *w, const float *xt, int k, const int nc, float *out)
+{
+	__m256 a[V3_COLS][4];
+	int i, j, q;
+
+	for (j = 0; j < nc; j++)
+		for (q = 0; q < 4; q++)
+			a[j][q] = _mm256_setzero_ps();
+	for (i = 0; i < k; i += 32)
+		for (q = 0; q < 4; q++) {
+			__m256 wq = _mm256_cvtph_ps(_mm_loadu_si128(
+			    (const __m128i *)(w + i + 8 * q)));
+
+			for (j = 0; j < nc; j++)
+				a[j][q] = _mm256_fmadd_ps(wq, _mm256_loadu_ps(
+				    xt + (size_t)j * k + i + 8 * q), a[j][q]);
+		}
+	for (j = 0; j < nc; j++)
+		out[j] = hsum_v3(a[j][0], a[j][1], a[j][2], a[j][3]);
+}
+
+V3 static void
+dots_v3_n(const uint16_t *w, const float *xt, int k, int nc, float *out)
+{
+	switch (nc) {
+	case 1: dots_v3(w, xt, k, 1, out); break;
+	case 2: dots_v3(w, xt, k, 2, out); break;
+	default: dots_v3(w, xt, k, 3, out);
+	}
+}
+
 V3 float
 gemv_dot_f16_avx2(const uint16_t *w, const float *x, int k)
 {
-	__m256 a[4], s;
-	__m128 h;
+	__m256 a[4];
 	int i, j;
 
 	for (j = 0; j < 4; j++)
@@ -55,12 +148,7 @@ gemv_dot_f16_avx2(const uint16_t *w, const float *x, int k)
 			a[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_loadu_si128(
 			    (const __m128i *)(w + i + 8 * j))),
 			    _mm256_loadu_ps(x + i + 8 * j), a[j]);
-	s = _mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2],
-	    a[3]));
-	h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
+	return hsum_v3(a[0], a[1], a[2], a[3]);
 }
 
 static float
@@ -99,22 +187,33 @@ dot_pick(int k)
 	return dot_scalar;
 }
 
-/* Rows [m0, m1) against the n columns xt[j][k]. */
+typedef void (*dots_fn)(const uint16_t *, const float *, int, int, float *);
+
+/* Rows [m0, m1) against the n columns xt[j][k], up to cols at a time. */
 static void
 rows_f16(const struct gemv_args *a, const float *xt, int n, float *y,
     int m0, int m1, dot_fn dot)
 {
-	int m, j;
+	dots_fn dots = dot == dot_v4 ? dots_v4_n : dot == gemv_dot_f16_avx2 ?
+	    dots_v3_n : NULL;
+	int cols = dot == dot_v4 ? V4_COLS : V3_COLS, m, j, j0, nc;
+	float v[V4_COLS];
 
 	for (m = m0; m < m1; m++) {
 		const uint16_t *w = a->wp + (size_t)m * a->k;
 
 		/* a row is 0.75-4 KB: read once, in L1 for the others */
-		for (j = 0; j < n; j++) {
-			float v = dot(w, xt + (size_t)j * a->k, a->k);
-			float *o = y + m * a->ym + j * a->yj;
+		for (j0 = 0; j0 < n; j0 += nc) {
+			nc = dots == NULL ? 1 : n - j0 < cols ? n - j0 : cols;
+			if (dots != NULL)
+				dots(w, xt + (size_t)j0 * a->k, a->k, nc, v);
+			else
+				v[0] = dot(w, xt + (size_t)j0 * a->k, a->k);
+			for (j = 0; j < nc; j++) {
+				float *o = y + m * a->ym + (j0 + j) * a->yj;
 
-			*o = a->accumulate ? *o + v : v;
+				*o = a->accumulate ? *o + v[j] : v[j];
+			}
 		}
 	}
 }

@@ -236,6 +236,140 @@ dot_i8(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
 	}
 }
 
+/*
+ * dot_i8's G N sums (they are the registers' worth) as named variables in
+ * the two forms a step runs most, one column (greedy; G 8) and five
+ * (beam search; G 2): GCC kept one (one column) and four (five) of
+ * dot_i8's array of sums in memory, a load and a store each per product.
+ * The same integer sums, in the same order.
+ */
+#define MADD(acc, w, x)	acc = _mm256_add_epi32(acc, _mm256_madd_epi16(w, x))
+#define WIDEN(w, g)	_mm256_cvtepi8_epi16(_mm_load_si128(		\
+			    (const __m128i *)((w) + (g) * 16)))
+#define QUAD(xj, q)	_mm256_set1_epi64x(quad((xj) + (q) * KQ))
+
+static inline int64_t
+quad(const int16_t *x)
+{
+	int64_t v;
+
+	memcpy(&v, x, 8);
+	return v;
+}
+
+/* The 4 rows of sum s of group g of block b, column j, scaled into y. */
+V3 static inline void
+finish4(const struct gemv_i8_args *a, __m256i s, int b, int g, int j,
+    float sxj)
+{
+	int row = b * RB + g * 4;
+	__m256i t = _mm256_hadd_epi32(s, s);	/* rows 0-3 low */
+	__m128i sm = _mm256_castsi256_si128(_mm256_permute4x64_epi64(t,
+	    0x08));
+
+	store4(a, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(a->scale + row),
+	    _mm_set1_ps(sxj)), _mm_cvtepi32_ps(sm)), row, j);
+}
+
+V3 static void
+dot_i8_1(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
+    int b0, int b1)
+{
+	int nq = a->k / KQ, b, q;
+
+	for (b = b0; b < b1; b++) {
+		const uint8_t *blk = a->wp + (size_t)b * RB * a->k;
+		__m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0,
+		    s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+
+		for (q = 0; q < nq; q++) {
+			const uint8_t *w = blk + (size_t)q * RB * KQ;
+			__m256i xb = QUAD(xq, q);
+
+			_mm_prefetch((const char *)w + PREFETCH_BYTES,
+			    WEIGHT_HINT);
+			MADD(s0, WIDEN(w, 0), xb);
+			MADD(s1, WIDEN(w, 1), xb);
+			MADD(s2, WIDEN(w, 2), xb);
+			MADD(s3, WIDEN(w, 3), xb);
+			MADD(s4, WIDEN(w, 4), xb);
+			MADD(s5, WIDEN(w, 5), xb);
+			MADD(s6, WIDEN(w, 6), xb);
+			MADD(s7, WIDEN(w, 7), xb);
+		}
+		finish4(a, s0, b, 0, 0, sx[0]);
+		finish4(a, s1, b, 1, 0, sx[0]);
+		finish4(a, s2, b, 2, 0, sx[0]);
+		finish4(a, s3, b, 3, 0, sx[0]);
+		finish4(a, s4, b, 4, 0, sx[0]);
+		finish4(a, s5, b, 5, 0, sx[0]);
+		finish4(a, s6, b, 6, 0, sx[0]);
+		finish4(a, s7, b, 7, 0, sx[0]);
+	}
+}
+
+V3 static void
+dot_i8_5(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
+    int b0, int b1)
+{
+	const int16_t *x0 = xq, *x1 = x0 + a->k, *x2 = x1 + a->k,
+	    *x3 = x2 + a->k, *x4 = x3 + a->k;
+	int nq = a->k / KQ, b, g, q;
+
+	for (b = b0; b < b1; b++) {
+		const uint8_t *blk = a->wp + (size_t)b * RB * a->k;
+
+		for (g = 0; g < RB / 4; g += 2) {
+			__m256i s00 = _mm256_setzero_si256(), s01 = s00,
+			    s02 = s00, s03 = s00, s04 = s00, s10 = s00,
+			    s11 = s00, s12 = s00, s13 = s00, s14 = s00;
+
+			for (q = 0; q < nq; q++) {
+				const uint8_t *w = blk + (size_t)q * RB * KQ +
+				    g * 16;
+				__m256i w0 = WIDEN(w, 0), w1 = WIDEN(w, 1), xb;
+
+				_mm_prefetch((const char *)w + PREFETCH_BYTES,
+				    WEIGHT_HINT);
+				xb = QUAD(x0, q);
+				MADD(s00, w0, xb);
+				MADD(s10, w1, xb);
+				xb = QUAD(x1, q);
+				MADD(s01, w0, xb);
+				MADD(s11, w1, xb);
+				xb = QUAD(x2, q);
+				MADD(s02, w0, xb);
+				MADD(s12, w1, xb);
+				xb = QUAD(x3, q);
+				MADD(s03, w0, xb);
+				MADD(s13, w1, xb);
+				xb = QUAD(x4, q);
+				MADD(s04, w0, xb);
+				MADD(s14, w1, xb);
+			}
+			/* the columns past n are zeros; not stored */
+			finish4(a, s00, b, g, 0, sx[0]);
+			finish4(a, s10, b, g + 1, 0, sx[0]);
+			if (a->n > 1) {
+				finish4(a, s01, b, g, 1, sx[1]);
+				finish4(a, s11, b, g + 1, 1, sx[1]);
+			}
+			if (a->n > 2) {
+				finish4(a, s02, b, g, 2, sx[2]);
+				finish4(a, s12, b, g + 1, 2, sx[2]);
+			}
+			if (a->n > 3) {
+				finish4(a, s03, b, g, 3, sx[3]);
+				finish4(a, s13, b, g + 1, 3, sx[3]);
+			}
+			if (a->n > 4) {
+				finish4(a, s04, b, g, 4, sx[4]);
+				finish4(a, s14, b, g + 1, 4, sx[4]);
+			}
+		}
+	}
+}
+
 #define DOT_I8(N)							\
 V3 static void								\
 dot_i8_##N(const struct gemv_i8_args *a, const int16_t *xq,		\
@@ -244,7 +378,7 @@ dot_i8_##N(const struct gemv_i8_args *a, const int16_t *xq,		\
 	dot_i8(a, xq, sx, b0, b1, N);					\
 }
 
-DOT_I8(1) DOT_I8(2) DOT_I8(3) DOT_I8(4) DOT_I8(5) DOT_I8(8)
+DOT_I8(2) DOT_I8(3) DOT_I8(4) DOT_I8(8)
 
 typedef void (*dot_i8_fn)(const struct gemv_i8_args *, const int16_t *,
     const float *, int, int);

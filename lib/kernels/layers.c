@@ -284,6 +284,94 @@ layer_sub(const float *x, float c, float *y, int n)
 }
 
 /*
+ * Scores of nq (a constant, 1 to ATTEND_TILE_Q) queries against keys
+ * [t0, t0 + ATTEND_TILE) in registers: p[j][t] = sum_c qs[c][j] K[c][t],
+ * added in the order of c from 0 as the untiled loop does (the same
+ * floats). Why: the untiled loop loaded and stored p for every channel,
+ * and a 5-beam step spent more time in that than in the products.
+ */
+#define ATTEND_TILE	16
+#define ATTEND_TILE_Q	5
+static inline __attribute__((always_inline)) void
+scores_tile(const float *qs, const int nq, const float *k, int ldk, int dh,
+    int t0, float *p, int n)
+{
+	float acc[ATTEND_TILE_Q][ATTEND_TILE];
+	int c, j, t;
+
+	for (j = 0; j < nq; j++)
+		for (t = 0; t < ATTEND_TILE; t++)
+			acc[j][t] = 0.0f;
+	for (c = 0; c < dh; c++) {
+		const float *kr = k + (size_t)c * ldk + t0;
+
+		for (j = 0; j < nq; j++) {
+			float qc = qs[c * ATTEND_TILE_Q + j];
+
+#pragma omp simd
+			for (t = 0; t < ATTEND_TILE; t++)
+				acc[j][t] += qc * kr[t];
+		}
+	}
+	for (j = 0; j < nq; j++)
+		for (t = 0; t < ATTEND_TILE; t++)
+			p[(size_t)j * n + t0 + t] = acc[j][t];
+}
+
+/* Scores of keys [t0, n): nq queries, one key row at a time. */
+static inline void
+scores_rows(const float *q, int ldq, int nq, const float *k, int ldk,
+    int t0, int n, int dh, float scale, float *p)
+{
+	int c, t, j;
+
+	for (j = 0; j < nq; j++)
+		for (t = t0; t < n; t++)
+			p[(size_t)j * n + t] = 0.0f;
+	for (c = 0; c < dh; c++) {
+		const float *kr = k + (size_t)c * ldk;
+
+		for (j = 0; j < nq; j++) {
+			float qc = q[(size_t)c * ldq + j] * scale, *pj = p +
+			    (size_t)j * n;
+
+#pragma omp simd
+			for (t = t0; t < n; t++)
+				pj[t] += qc * kr[t];
+		}
+	}
+}
+
+/*
+ * sum_t p[t] V[c][t] of 4 channels (rows ldk apart) into out[0, ldo, 2
+ * ldo, 3 ldo]: four sums in flight, each reduced as the one-channel loop
+ * reduces it (GCC keeps a reduction's lanes and their final order per
+ * variable: the same floats on x86-64, -v3 and -v4). One sum at a time
+ * waited on its own additions: the 5-beam step's cross-attention spent
+ * most of its time there.
+ */
+static inline void
+weighted4(const float *p, const float *v, int ldk, int n, float *out,
+    int ldo)
+{
+	const float *v0 = v, *v1 = v0 + ldk, *v2 = v1 + ldk, *v3 = v2 + ldk;
+	float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+	int t;
+
+#pragma omp simd reduction(+:a0, a1, a2, a3)
+	for (t = 0; t < n; t++) {
+		a0 += p[t] * v0[t];
+		a1 += p[t] * v1[t];
+		a2 += p[t] * v2[t];
+		a3 += p[t] * v3[t];
+	}
+	out[0] = a0;
+	out[ldo] = a1;
+	out[2 * (size_t)ldo] = a2;
+	out[3 * (size_t)ldo] = a3;
+}
+
+/*
  * nq queries (consecutive columns of q, channel stride ldq) against the
  * same n keys of one head, channels-first: p = softmax(scale q.K),
  * out[c * ldo + j] = sum_t p[j][t] V[c][t]. K and V are [dh][ldk] and are
@@ -294,25 +382,33 @@ CLONES void
 layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
     int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
 {
-	int c, t, j;
+	float qs[LAYER_DH_MAX * ATTEND_TILE_Q];
+	int c, t, j, t0 = 0;
 
-	for (t = 0; t < nq * n; t++)
-		p[t] = 0.0f;
-	for (c = 0; c < dh; c++) {
-		const float *kr = k + (size_t)c * ldk;
-
-		for (j = 0; j < nq; j++) {
-			float qc = q[(size_t)c * ldq + j] * scale, *pj = p +
-			    (size_t)j * n;
-
-#pragma omp simd
-			for (t = 0; t < n; t++)
-				pj[t] += qc * kr[t];
-		}
+	if (nq <= ATTEND_TILE_Q && dh <= LAYER_DH_MAX) {
+		for (c = 0; c < dh; c++)
+			for (j = 0; j < nq; j++)
+				qs[c * ATTEND_TILE_Q + j] = q[(size_t)c *
+				    ldq + j] * scale;
+		for (; t0 + ATTEND_TILE <= n; t0 += ATTEND_TILE)
+			switch (nq) {
+			case 1: scores_tile(qs, 1, k, ldk, dh, t0, p, n); break;
+			case 2: scores_tile(qs, 2, k, ldk, dh, t0, p, n); break;
+			case 3: scores_tile(qs, 3, k, ldk, dh, t0, p, n); break;
+			case 4: scores_tile(qs, 4, k, ldk, dh, t0, p, n); break;
+			default: scores_tile(qs, 5, k, ldk, dh, t0, p, n);
+			}
 	}
+	scores_rows(q, ldq, nq, k, ldk, t0, n, dh, scale, p);
 	for (j = 0; j < nq; j++)
 		layer_softmax(p + (size_t)j * n, n);
-	for (c = 0; c < dh; c++) {
+	c = 0;
+	if (dh % 4 == 0)
+		for (; c < dh; c += 4)
+			for (j = 0; j < nq; j++)
+				weighted4(p + (size_t)j * n, v + (size_t)c * ldk,
+				    ldk, n, out + (size_t)c * ldo + j, ldo);
+	for (; c < dh; c++) {
 		const float *vr = v + (size_t)c * ldk;
 
 		for (j = 0; j < nq; j++) {

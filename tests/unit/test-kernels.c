@@ -303,7 +303,8 @@ test_logits_head_vnni(void **state)
  * The fp32 path's few-column products from F16 weights against a double
  * reference: one column, beams (5), more columns than a pass (11),
  * accumulation, and a width that is not a multiple of 32 (the plain
- * loop).
+ * loop); without accumulation, each column also alone, which must give
+ * the very same floats (a beam's words do not depend on its company).
  */
 static void
 check_gemv_f16(int rows, int k, int n, int accumulate)
@@ -346,6 +347,16 @@ check_gemv_f16(int rows, int k, int n, int accumulate)
 			assert_float_equal(y[(size_t)m * n + j], want,
 			    1e-5 * (1.0 + fabs(want)));
 		}
+	/* a beam's column: the same floats alone as beside the others */
+	for (j = 0; j < n && !accumulate; j++) {
+		a.x = x + j;
+		a.n = 1;
+		a.y = y0 + j;
+		gemv_f16(&a, scratch);
+		for (m = 0; m < rows; m++)
+			assert_memory_equal(&y0[(size_t)m * n + j],
+			    &y[(size_t)m * n + j], sizeof(float));
+	}
 	free(w);
 	free(x);
 	free(y);
@@ -361,6 +372,8 @@ test_gemv_f16(void **state)
 	check_gemv_f16(300, 384, 1, 1);	/* shared among the threads */
 	check_gemv_f16(21, 96, 5, 1);
 	check_gemv_f16(19, 64, 11, 0);
+	check_gemv_f16(23, 384, 5, 0);	/* beams: a whole pass (AVX-512) */
+	check_gemv_f16(9, 64, 4, 0);	/* a pass and one column (AVX2) */
 	check_gemv_f16(17, 40, 3, 0);
 }
 

@@ -1,0 +1,108 @@
+/*
+ * Unit tests for layer_attend (lib/kernels/layers.c), the fp32 path's
+ * cross-attention of a cached step: nq queries (beams) against the
+ * window's keys and values, channels-first. Against softmax(scale q.K) V
+ * in double, over shapes that hit its edges (keys that are not whole
+ * tiles, more queries than a tile holds, a head width that is not a
+ * multiple of 4), and each query alone against the same query among
+ * others: a beam's attention must be the very same floats whatever beams
+ * are beside it, or beam search would not give greedy's words at beam 1.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "layers.h"
+
+#include "kernel-data.h"
+
+#define LDK_PAD	4	/* keys' row stride beyond n, as the window's 1504 */
+
+/* out[c][j] against the double reference for query j. */
+static void
+check_ref(const float *q, int ldq, int j, const float *k, const float *v,
+    int ldk, int n, int dh, float scale, const float *out, int ldo)
+{
+	double *s = malloc((size_t)n * sizeof(double)), max = -INFINITY;
+	double sum = 0.0;
+	int c, t;
+
+	assert_non_null(s);
+	for (t = 0; t < n; t++) {
+		s[t] = 0.0;
+		for (c = 0; c < dh; c++)
+			s[t] += (double)q[(size_t)c * ldq + j] *
+			    k[(size_t)c * ldk + t];
+		s[t] *= scale;
+		max = s[t] > max ? s[t] : max;
+	}
+	for (t = 0; t < n; t++)
+		sum += (s[t] = exp(s[t] - max));
+	for (c = 0; c < dh; c++) {
+		double want = 0.0;
+
+		for (t = 0; t < n; t++)
+			want += s[t] / sum * v[(size_t)c * ldk + t];
+		assert_float_equal(out[(size_t)c * ldo + j], want, 1e-5);
+	}
+	free(s);
+}
+
+static void
+check_attend(int nq, int n, int dh)
+{
+	int ldk = n + LDK_PAD, ldq = nq + 1, ldo = nq + 2, j, c;
+	float *q = frand_array((size_t)dh * ldq, 1.0f);
+	float *k = frand_array((size_t)dh * ldk, 2.0f);
+	float *v = frand_array((size_t)dh * ldk, 1.0f);
+	float *out = frand_array((size_t)dh * ldo, 1.0f);
+	float *one = frand_array((size_t)dh, 1.0f);
+	float *p = malloc((size_t)nq * n * sizeof(float));
+	float scale = 1.0f / sqrtf((float)dh);
+
+	assert_non_null(p);
+	layer_attend(q, ldq, nq, k, v, ldk, n, dh, scale, out, ldo, p);
+	for (j = 0; j < nq; j++) {
+		check_ref(q, ldq, j, k, v, ldk, n, dh, scale, out, ldo);
+		layer_attend(q + j, ldq, 1, k, v, ldk, n, dh, scale, one, 1,
+		    p);
+		for (c = 0; c < dh; c++)
+			assert_memory_equal(&one[c], &out[(size_t)c * ldo +
+			    j], sizeof(float));
+	}
+	free(q);
+	free(k);
+	free(v);
+	free(out);
+	free(one);
+	free(p);
+}
+
+static void
+test_attend_window(void **state)
+{
+	(void)state;
+	check_attend(1, 1500, 64);	/* greedy over a whole window */
+	check_attend(5, 1500, 64);	/* 5 beams */
+	check_attend(3, 1500, 64);
+	check_attend(5, 301, 64);	/* keys not whole tiles */
+	check_attend(7, 100, 64);	/* more queries than a tile */
+	check_attend(2, 40, 6);		/* a head width not a multiple of 4 */
+	check_attend(4, 9, 8);		/* fewer keys than a tile */
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_attend_window),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
