@@ -35,7 +35,8 @@ def streams(b, h, model: str) -> None:
                 other0, waited = h.wait_quiet(a.max_other, a.wait, d.proc.pid)
                 row = stream_run(b, h, d, wavs[:n])
                 row.update(other_before=other0, waited_s=waited, attempt=attempt + 1)
-                h.log(f"{model} N={n}: partial p50/p95 {h.f2(row['partial_p50'])}/{h.f2(row['partial_p95'])} s, "
+                h.log(f"{model} N={n}: first partial {h.f2(row['first_partial'])} s, "
+                      f"partial p50/p95 {h.f2(row['partial_p50'])}/{h.f2(row['partial_p95'])} s, "
                       f"final p50/p95 {h.f2(row['final_p50'])}/{h.f2(row['final_p95'])} s, max lag "
                       f"{h.f2(row['max_lag'])} s, sottod {row['sottod_pct']:.0f}%, other "
                       f"{row['other']:.2f} cores: {'held' if row['held'] else 'NOT held'}")
@@ -71,7 +72,7 @@ def stream_run(b, h, d, wavs: list[Path]) -> dict:
         s.wait(timeout=a.stream_seconds * 3 + 180)
     w.end()
     samples = poll.stop()
-    part, fin, drains, errs = [], [], [], []
+    part, fin, firsts, drains, errs = [], [], [], [], []
     for s in streams:
         ok, why = h.stream_ok(s)
         if not ok:
@@ -80,6 +81,7 @@ def stream_run(b, h, d, wavs: list[Path]) -> dict:
         p, f = h.latencies(s)
         part += p
         fin += f
+        firsts += first_partial(s)
         t_open = next(t for t, e in s.lines if e["type"] == "opened")
         t_end = next(t for t, e in s.lines if e["type"] == "end")
         drains.append(t_end - t_open - a.stream_seconds)
@@ -88,6 +90,7 @@ def stream_run(b, h, d, wavs: list[Path]) -> dict:
     row = dict(streams=n, partials=len(part), finals=len(fin),
                partial_p50=h.pct(part, 50), partial_p95=h.pct(part, 95),
                final_p50=h.pct(fin, 50), final_p95=h.pct(fin, 95),
+               first_partial=h.pct(firsts, 50) if firsts else float("nan"),
                max_lag=max(lags) if lags else float("nan"),
                rtf=h.pct(rtfs, 50) if rtfs else float("nan"),
                drain_max=max(drains) if drains else float("nan"),
@@ -96,6 +99,16 @@ def stream_run(b, h, d, wavs: list[Path]) -> dict:
     row["held"] = (not errs and bool(part) and row["partial_p95"] <= a.p95_limit
                    and row["max_lag"] <= a.max_lag)
     return row
+
+def first_partial(s) -> list[float]:
+    """Seconds from the start of speech to the stream's first partial with
+    text: its arrival - arrival of `opened` - its `start` (where Whisper
+    put the beginning of that text). Empty for a stream without one."""
+    t0 = next(t for t, e in s.lines if e["type"] == "opened")
+    for t, e in s.lines:
+        if e["type"] == "partial" and e["text"].strip():
+            return [t - t0 - e["start"]]
+    return []
 
 # --- 2. idle microphone ---------------------------------------------------------
 
@@ -264,9 +277,12 @@ def load_report(b, h) -> list[str]:
                  f"complete, partial p95 <= {a.p95_limit:g} s and status `lag_s` <= {a.max_lag:g} s "
                  f"throughout.")
         L.append("")
-        L.append("| model | streams | partials | partial p50 s | partial p95 s | finals | final p50 s | "
-                 "final p95 s | max lag s | end after audio s | sottod CPU % | other cores | held |")
-        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        L.append("First partial = its arrival - arrival of `opened` - its `start` (the "
+                 "beginning of its text), the median over the streams.")
+        L.append("")
+        L.append("| model | streams | first partial s | partials | partial p50 s | partial p95 s | finals | "
+                 "final p50 s | final p95 s | max lag s | end after audio s | sottod CPU % | other cores | held |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         summary = []
         for model in a.models:
             rows = R["streams"].get(model) or []
@@ -276,7 +292,8 @@ def load_report(b, h) -> list[str]:
                     held += ", disturbed: run again"
                 elif r["attempt"] > 1:
                     held += " (2nd try)"
-                L.append(f"| {model} | {r['streams']} | {r['partials']} | {f2(r['partial_p50'])} | "
+                L.append(f"| {model} | {r['streams']} | {f2(r.get('first_partial', float('nan')))} | "
+                         f"{r['partials']} | {f2(r['partial_p50'])} | "
                          f"{f2(r['partial_p95'])} | {r['finals']} | {f2(r['final_p50'])} | "
                          f"{f2(r['final_p95'])} | {f2(r['max_lag'])} | {f2(r['drain_max'])} | "
                          f"{r['sottod_pct']:.0f} | {r['other']:.2f} | {held} |")
