@@ -80,7 +80,6 @@ V4 static void
 dots_v4_n(const uint16_t *w, const float *xt, int k, int nc, float *out)
 {
 	switch (nc) {
-	case 1: dots_v4(w, xt, k, 1, out); break;
 	case 2: dots_v4(w, xt, k, 2, out); break;
 	case 3: dots_v4(w, xt, k, 3, out); break;
 	case 4: dots_v4(w, xt, k, 4, out); break;
@@ -129,7 +128,6 @@ V3 static void
 dots_v3_n(const uint16_t *w, const float *xt, int k, int nc, float *out)
 {
 	switch (nc) {
-	case 1: dots_v3(w, xt, k, 1, out); break;
 	case 2: dots_v3(w, xt, k, 2, out); break;
 	default: dots_v3(w, xt, k, 3, out);
 	}
@@ -205,7 +203,8 @@ rows_f16(const struct gemv_args *a, const float *xt, int n, float *y,
 		/* a row is 0.75-4 KB: read once, in L1 for the others */
 		for (j0 = 0; j0 < n; j0 += nc) {
 			nc = dots == NULL ? 1 : n - j0 < cols ? n - j0 : cols;
-			if (dots != NULL)
+			/* one column (greedy) as before: dot, the same sum */
+			if (nc > 1)
 				dots(w, xt + (size_t)j0 * a->k, a->k, nc, v);
 			else
 				v[0] = dot(w, xt + (size_t)j0 * a->k, a->k);

@@ -237,11 +237,10 @@ dot_i8(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
 }
 
 /*
- * dot_i8's G N sums (they are the registers' worth) as named variables in
- * the two forms a step runs most, one column (greedy; G 8) and five
- * (beam search; G 2): GCC kept one (one column) and four (five) of
- * dot_i8's array of sums in memory, a load and a store each per product.
- * The same integer sums, in the same order.
+ * dot_i8's ten sums of five columns (beam search's step; G 2) as named
+ * variables: GCC kept four of dot_i8's array of sums in memory, a load
+ * and a store each per product. The same integer sums, in the same
+ * order.
  */
 #define MADD(acc, w, x)	acc = _mm256_add_epi32(acc, _mm256_madd_epi16(w, x))
 #define WIDEN(w, g)	_mm256_cvtepi8_epi16(_mm_load_si128(		\
@@ -269,43 +268,6 @@ finish4(const struct gemv_i8_args *a, __m256i s, int b, int g, int j,
 
 	store4(a, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(a->scale + row),
 	    _mm_set1_ps(sxj)), _mm_cvtepi32_ps(sm)), row, j);
-}
-
-V3 static void
-dot_i8_1(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
-    int b0, int b1)
-{
-	int nq = a->k / KQ, b, q;
-
-	for (b = b0; b < b1; b++) {
-		const uint8_t *blk = a->wp + (size_t)b * RB * a->k;
-		__m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0,
-		    s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
-
-		for (q = 0; q < nq; q++) {
-			const uint8_t *w = blk + (size_t)q * RB * KQ;
-			__m256i xb = QUAD(xq, q);
-
-			_mm_prefetch((const char *)w + PREFETCH_BYTES,
-			    WEIGHT_HINT);
-			MADD(s0, WIDEN(w, 0), xb);
-			MADD(s1, WIDEN(w, 1), xb);
-			MADD(s2, WIDEN(w, 2), xb);
-			MADD(s3, WIDEN(w, 3), xb);
-			MADD(s4, WIDEN(w, 4), xb);
-			MADD(s5, WIDEN(w, 5), xb);
-			MADD(s6, WIDEN(w, 6), xb);
-			MADD(s7, WIDEN(w, 7), xb);
-		}
-		finish4(a, s0, b, 0, 0, sx[0]);
-		finish4(a, s1, b, 1, 0, sx[0]);
-		finish4(a, s2, b, 2, 0, sx[0]);
-		finish4(a, s3, b, 3, 0, sx[0]);
-		finish4(a, s4, b, 4, 0, sx[0]);
-		finish4(a, s5, b, 5, 0, sx[0]);
-		finish4(a, s6, b, 6, 0, sx[0]);
-		finish4(a, s7, b, 7, 0, sx[0]);
-	}
 }
 
 V3 static void
@@ -378,7 +340,7 @@ dot_i8_##N(const struct gemv_i8_args *a, const int16_t *xq,		\
 	dot_i8(a, xq, sx, b0, b1, N);					\
 }
 
-DOT_I8(2) DOT_I8(3) DOT_I8(4) DOT_I8(8)
+DOT_I8(1) DOT_I8(2) DOT_I8(3) DOT_I8(4) DOT_I8(8)
 
 typedef void (*dot_i8_fn)(const struct gemv_i8_args *, const int16_t *,
     const float *, int, int);

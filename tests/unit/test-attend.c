@@ -2,11 +2,12 @@
  * Unit tests for layer_attend (lib/kernels/layers.c), the fp32 path's
  * cross-attention of a cached step: nq queries (beams) against the
  * window's keys and values, channels-first. Against softmax(scale q.K) V
- * in double, over shapes that hit its edges (keys that are not whole
- * tiles, more queries than a tile holds, a head width that is not a
- * multiple of 4), and each query alone against the same query among
- * others: a beam's attention must be the very same floats whatever beams
- * are beside it, or beam search would not give greedy's words at beam 1.
+ * in double, over shapes that hit its edges (a whole window's keys and
+ * fewer than a vector's, more queries than a beam search has, a head
+ * width that is not a multiple of 4), and each query alone against the
+ * same query among others: a beam's attention must be the very same
+ * floats whatever is beside it, so that batching beams (or streams
+ * stepped together) changes no word.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -91,10 +92,10 @@ test_attend_window(void **state)
 	check_attend(1, 1500, 64);	/* greedy over a whole window */
 	check_attend(5, 1500, 64);	/* 5 beams */
 	check_attend(3, 1500, 64);
-	check_attend(5, 301, 64);	/* keys not whole tiles */
-	check_attend(7, 100, 64);	/* more queries than a tile */
+	check_attend(5, 301, 64);	/* keys not whole vectors */
+	check_attend(7, 100, 64);	/* more queries than 5 beams */
 	check_attend(2, 40, 6);		/* a head width not a multiple of 4 */
-	check_attend(4, 9, 8);		/* fewer keys than a tile */
+	check_attend(4, 9, 8);		/* fewer keys than a vector */
 }
 
 int
