@@ -436,7 +436,10 @@ def main() -> int:
         a.models = []
     if "idle" not in a.only:
         a.idle_models = []
-    a.command = "bench/daemon " + " ".join(shlex.quote(x) for x in sys.argv[1:])
+    # the path a forced ISA puts sottod on is part of the command
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    a.command = (f"ONEDNN_MAX_CPU_ISA={shlex.quote(isa)} " if isa else "") + \
+        "bench/daemon " + " ".join(shlex.quote(x) for x in sys.argv[1:])
     a.build_dir = str(Path(a.build_dir).resolve())
 
     # tests/daemon's daemon and clients, on this build.
