@@ -68,13 +68,12 @@ def stream_run(b, h, d, wavs: list[Path]) -> dict:
         if i and a.stagger:
             time.sleep(a.step_ms / 1000.0 / n)
         streams.append(h.conftest.Stream(d.socket, wav))
-    wav_of = {id(s): wav for s, wav in zip(streams, wavs)}
     for s in streams:
         s.wait(timeout=a.stream_seconds * 3 + 180)
     w.end()
     samples = poll.stop()
     part, fin, firsts, drains, errs = [], [], [], [], []
-    for s in streams:
+    for s, wav in zip(streams, wavs):
         ok, why = h.stream_ok(s)
         if not ok:
             errs.append(why)
@@ -82,7 +81,7 @@ def stream_run(b, h, d, wavs: list[Path]) -> dict:
         p, f = h.latencies(s)
         part += p
         fin += f
-        firsts += first_partial(s, h, wav_of[id(s)])
+        firsts += first_partial(s, h, wav)
         t_open = next(t for t, e in s.lines if e["type"] == "opened")
         t_end = next(t for t, e in s.lines if e["type"] == "end")
         drains.append(t_end - t_open - a.stream_seconds)
@@ -309,7 +308,7 @@ def load_report(b, h) -> list[str]:
                     held += ", disturbed: run again"
                 elif r["attempt"] > 1:
                     held += " (2nd try)"
-                L.append(f"| {model} | {r['streams']} | {f2(r.get('first_partial', float('nan')))} | "
+                L.append(f"| {model} | {r['streams']} | {f2(r['first_partial'])} | "
                          f"{r['partials']} | {f2(r['partial_p50'])} | "
                          f"{f2(r['partial_p95'])} | {r['finals']} | {f2(r['final_p50'])} | "
                          f"{f2(r['final_p95'])} | {f2(r['max_lag'])} | {f2(r['drain_max'])} | "

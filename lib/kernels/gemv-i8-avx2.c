@@ -163,6 +163,30 @@ store4(const struct gemv_i8_args *a, __m128 v, int row, int j)
 	}
 }
 
+static inline int64_t
+quad(const int16_t *x)
+{
+	int64_t v;
+
+	memcpy(&v, x, 8);
+	return v;
+}
+
+/* The 4 rows of sum s of group g of block b, column j, scaled into y. */
+V3 static inline void
+finish4(const struct gemv_i8_args *a, __m256i s, int b, int g, int j,
+    float sxj)
+{
+	int row = b * RB + g * 4;
+	/* lanes (r0 k01, r0 k23, r1 ...): add neighbours, rows 0-3 low */
+	__m256i t = _mm256_hadd_epi32(s, s);
+	__m128i sm = _mm256_castsi256_si128(_mm256_permute4x64_epi64(t,
+	    0x08));
+
+	store4(a, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(a->scale + row),
+	    _mm_set1_ps(sxj)), _mm_cvtepi32_ps(sm)), row, j);
+}
+
 /*
  * Blocks [b0, b1) against N columns: G groups of 4 rows at a time (8, all
  * of a block, for one column), G N accumulators; a group's 16 bytes are
@@ -172,7 +196,7 @@ V3 static inline __attribute__((always_inline)) void
 dot_i8(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
     int b0, int b1, const int N)
 {
-	const int G = N == 1 ? 8 : N == 2 ? 4 : N <= 5 ? 2 : 1;
+	const int G = N == 1 ? 8 : N == 2 ? 4 : N <= 4 ? 2 : 1;
 	int nq = a->k / KQ, b, g0, q, g, j;
 
 	for (b = b0; b < b1; b++) {
@@ -197,41 +221,23 @@ dot_i8(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
 					    (w + g * 16)));
 
 #pragma GCC unroll 8
-					for (j = 0; j < N; j++) {
-						int64_t xv;
-
-						memcpy(&xv, xq + (size_t)j *
-						    a->k + q * KQ, 8);
+					for (j = 0; j < N; j++)
 						acc[g * N + j] =
 						    _mm256_add_epi32(acc[g * N +
 						    j], _mm256_madd_epi16(wv,
-						    _mm256_set1_epi64x(xv)));
-					}
+						    _mm256_set1_epi64x(quad(xq +
+						    (size_t)j * a->k + q * KQ))));
 				}
 			}
 #pragma GCC unroll 8
-			for (g = 0; g < G; g++) {
-				int row = b * RB + (g0 + g) * 4;
-				__m128 sw = _mm_loadu_ps(a->scale + row);
-
+			for (g = 0; g < G; g++)
 #pragma GCC unroll 8
-				for (j = 0; j < N; j++) {
-					/* lanes (r0 k01, r0 k23, r1 ...):
-					 * add neighbours, rows 0-3 low */
-					__m256i t = _mm256_hadd_epi32(
-					    acc[g * N + j], acc[g * N + j]);
-					__m128i s = _mm256_castsi256_si128(
-					    _mm256_permute4x64_epi64(t, 0x08));
-					__m128 v = _mm_mul_ps(_mm_mul_ps(sw,
-					    _mm_set1_ps(sx[j])),
-					    _mm_cvtepi32_ps(s));
-
+				for (j = 0; j < N; j++)
 					/* j < N, a constant, no early exit:
 					 * acc stays in registers */
 					if (j < a->n)
-						store4(a, v, row, j);
-				}
-			}
+						finish4(a, acc[g * N + j], b,
+						    g0 + g, j, sx[j]);
 		}
 	}
 }
@@ -246,29 +252,6 @@ dot_i8(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
 #define WIDEN(w, g)	_mm256_cvtepi8_epi16(_mm_load_si128(		\
 			    (const __m128i *)((w) + (g) * 16)))
 #define QUAD(xj, q)	_mm256_set1_epi64x(quad((xj) + (q) * KQ))
-
-static inline int64_t
-quad(const int16_t *x)
-{
-	int64_t v;
-
-	memcpy(&v, x, 8);
-	return v;
-}
-
-/* The 4 rows of sum s of group g of block b, column j, scaled into y. */
-V3 static inline void
-finish4(const struct gemv_i8_args *a, __m256i s, int b, int g, int j,
-    float sxj)
-{
-	int row = b * RB + g * 4;
-	__m256i t = _mm256_hadd_epi32(s, s);	/* rows 0-3 low */
-	__m128i sm = _mm256_castsi256_si128(_mm256_permute4x64_epi64(t,
-	    0x08));
-
-	store4(a, _mm_mul_ps(_mm_mul_ps(_mm_loadu_ps(a->scale + row),
-	    _mm_set1_ps(sxj)), _mm_cvtepi32_ps(sm)), row, j);
-}
 
 V3 static void
 dot_i8_5(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
@@ -309,24 +292,16 @@ dot_i8_5(const struct gemv_i8_args *a, const int16_t *xq, const float *sx,
 				MADD(s04, w0, xb);
 				MADD(s14, w1, xb);
 			}
-			/* the columns past n are zeros; not stored */
-			finish4(a, s00, b, g, 0, sx[0]);
-			finish4(a, s10, b, g + 1, 0, sx[0]);
-			if (a->n > 1) {
-				finish4(a, s01, b, g, 1, sx[1]);
-				finish4(a, s11, b, g + 1, 1, sx[1]);
-			}
-			if (a->n > 2) {
-				finish4(a, s02, b, g, 2, sx[2]);
-				finish4(a, s12, b, g + 1, 2, sx[2]);
-			}
-			if (a->n > 3) {
-				finish4(a, s03, b, g, 3, sx[3]);
-				finish4(a, s13, b, g + 1, 3, sx[3]);
-			}
-			if (a->n > 4) {
-				finish4(a, s04, b, g, 4, sx[4]);
-				finish4(a, s14, b, g + 1, 4, sx[4]);
+			{
+				/* the columns past n are zeros; not stored */
+				__m256i lo[5] = { s00, s01, s02, s03, s04 };
+				__m256i hi[5] = { s10, s11, s12, s13, s14 };
+				int j;
+
+				for (j = 0; j < 5 && j < a->n; j++) {
+					finish4(a, lo[j], b, g, j, sx[j]);
+					finish4(a, hi[j], b, g + 1, j, sx[j]);
+				}
 			}
 		}
 	}

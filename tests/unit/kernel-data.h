@@ -1,6 +1,7 @@
 /*
  * Reproducible test data and double-precision references shared by the
- * kernel tests (test-kernels.c, test-window.c, test-gemv-i8-avx2.c).
+ * kernel tests (test-kernels.c, test-attend.c, test-window.c,
+ * test-gemv-i8-avx2.c).
  * Include after cmocka.h.
  */
 #ifndef SOTTO_TEST_KERNEL_DATA_H
@@ -199,6 +200,23 @@ static inline double
 gelu_ref(double v)
 {
 	return 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+}
+
+/*
+ * s[0..n) replaced by exp(s - max), in double; returns their sum: the
+ * reference softmax of the attention tests is s[t] / the sum.
+ */
+static inline double
+softmax_ref(double *s, int n)
+{
+	double max = -INFINITY, sum = 0.0;
+	int t;
+
+	for (t = 0; t < n; t++)
+		max = s[t] > max ? s[t] : max;
+	for (t = 0; t < n; t++)
+		sum += (s[t] = exp(s[t] - max));
+	return sum;
 }
 
 #endif

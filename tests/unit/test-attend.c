@@ -30,8 +30,7 @@ static void
 check_ref(const float *q, int ldq, int j, const float *k, const float *v,
     int ldk, int n, int dh, float scale, const float *out, int ldo)
 {
-	double *s = malloc((size_t)n * sizeof(double)), max = -INFINITY;
-	double sum = 0.0;
+	double *s = malloc((size_t)n * sizeof(double)), sum;
 	int c, t;
 
 	assert_non_null(s);
@@ -41,10 +40,8 @@ check_ref(const float *q, int ldq, int j, const float *k, const float *v,
 			s[t] += (double)q[(size_t)c * ldq + j] *
 			    k[(size_t)c * ldk + t];
 		s[t] *= scale;
-		max = s[t] > max ? s[t] : max;
 	}
-	for (t = 0; t < n; t++)
-		sum += (s[t] = exp(s[t] - max));
+	sum = softmax_ref(s, n);
 	for (c = 0; c < dh; c++) {
 		double want = 0.0;
 
