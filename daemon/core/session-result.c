@@ -63,9 +63,15 @@ session_kick(struct session *s)
 			s->in_flight = 1;
 		return;
 	}
-	if (s->due || worker_stream_pending(s->ws) >= s->step_samples)
+	if (s->due || worker_stream_pending(s->ws) >= s->step_samples) {
 		if (worker_queue(s->ws, WORKER_STEP) == 0)
 			s->in_flight = 1;
+	} else if (worker_queue_depth() == 0 &&
+	    worker_stream_speech_ended(s->ws)) {
+		/* the compute thread has time: step at the end of speech */
+		if (worker_queue_end_step(s->ws) == 0)
+			s->in_flight = 1;
+	}
 }
 
 /* The words of a final as the protocol writes them (NULL: none). */

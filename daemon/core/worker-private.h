@@ -24,6 +24,9 @@ struct worker_stream {
 	char		 language[PROTO_LANGUAGE_MAX];
 	char		*prompt;	/* owned copy of params.prompt */
 	int		 live;		/* catch up when behind */
+	int		 end_step;	/* guarded by lock: step what is
+					   pending, a whole step or not
+					   (worker_queue_end_step) */
 	int		 follow;	/* moves to a reloaded model */
 	struct model_ref *model;	/* the model it runs on */
 	/* compute thread only: */
@@ -85,6 +88,8 @@ int	worker_copy(struct worker_stream *, struct worker_result *,
 	    const struct sotto_stream_update *);
 int	worker_feed(struct worker_stream *, size_t max, char *err);
 size_t	worker_feed_size(struct worker_stream *);
+/* Whether a STEP job of ws was queued as an end step (and no longer). */
+int	worker_take_end_step(struct worker_stream *);
 int	worker_finish(struct worker_stream *, struct worker_result *,
 	    char *err);
 int	worker_finish_at_once(struct worker_stream *);

@@ -16,6 +16,7 @@
 #define WORKER_PAUSE	(SOTTO_SAMPLE_RATE / 2)	/* a pause: 0.5 s */
 #define WORKER_PAUSE_BLOCK (SOTTO_SAMPLE_RATE / 10) /* in 100 ms blocks */
 #define WORKER_PAUSE_POWER 1e-5	/* each under -50 dBFS (the gate) */
+#define WORKER_END_PAUSE (SOTTO_SAMPLE_RATE * 3 / 10) /* end of speech: 0.3 s */
 
 void
 worker_stream_follow(struct worker_stream *ws)
@@ -180,13 +181,14 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
 	return r->partial == NULL ? -1 : 0;
 }
 
+/* Whether every 100 ms block of p[from, n) is under the gate. */
 static int
-worker_pause(const float *p, size_t n)
+worker_quiet(const float *p, size_t from, size_t n)
 {
-	size_t at = n > WORKER_PAUSE ? n - WORKER_PAUSE : 0, i, len;
+	size_t at, i, len;
 	double sum;
 
-	for (; at < n; at += len) {
+	for (at = from; at < n; at += len) {
 		len = n - at < WORKER_PAUSE_BLOCK ? n - at : WORKER_PAUSE_BLOCK;
 		for (i = 0, sum = 0; i < len; i++)
 			sum += (double)p[at + i] * p[at + i];
@@ -194,6 +196,56 @@ worker_pause(const float *p, size_t n)
 			return 0;
 	}
 	return 1;
+}
+
+static int
+worker_pause(const float *p, size_t n)
+{
+	return worker_quiet(p, n > WORKER_PAUSE ? n - WORKER_PAUSE : 0, n);
+}
+
+/*
+ * Whether ws's pending audio, less than a step, has sound and then ends
+ * in WORKER_END_PAUSE under the gate: the speaker stopped. A step now
+ * reads the end of the speech at once instead of up to a step later,
+ * and once it has, sotto_stream_finish() needs no decode for a silent
+ * tail: a voice command's transcript is ready as its client sends
+ * audio-stop.
+ */
+int
+worker_stream_speech_ended(struct worker_stream *ws)
+{
+	size_t n;
+	int ended = 0;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->n_pending;
+	if (ws->live && n >= WORKER_END_PAUSE)
+		ended = worker_quiet(ws->pending, n - WORKER_END_PAUSE, n) &&
+		    !worker_quiet(ws->pending, 0, n - WORKER_END_PAUSE);
+	pthread_mutex_unlock(&ws->lock);
+	return ended;
+}
+
+int
+worker_queue_end_step(struct worker_stream *ws)
+{
+	pthread_mutex_lock(&ws->lock);
+	ws->end_step = 1;
+	pthread_mutex_unlock(&ws->lock);
+	return worker_queue(ws, WORKER_STEP);
+}
+
+int
+worker_take_end_step(struct worker_stream *ws)
+{
+	int end;
+
+	pthread_mutex_lock(&ws->lock);
+	end = ws->end_step && ws->n_pending > 0;
+	ws->end_step = 0;
+	pthread_mutex_unlock(&ws->lock);
+	return end;
 }
 
 int

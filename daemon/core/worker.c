@@ -234,10 +234,13 @@ worker_run_steps(const struct worker_task *t, int n,
 	struct worker_stream *ws;
 
 	for (i = 0; i < n; i++) {
+		int end;
+
 		ws = t[i].ws;
 		if ((out[i] = worker_prepare(ws, t[i].kind)) == NULL ||
 		    out[i]->error)
 			continue;
+		end = t[i].kind == WORKER_STEP && worker_take_end_step(ws);
 		if (t[i].kind == WORKER_FINISH && worker_finish_at_once(ws)) {
 			if (worker_feed(ws, SIZE_MAX, out[i]->err) != 0 ||
 			    worker_finish(ws, out[i], out[i]->err) != 0)
@@ -249,7 +252,7 @@ worker_run_steps(const struct worker_task *t, int n,
 			worker_fail(ws, out[i]);
 			continue;
 		}
-		if (sotto_stream_due(ws->stream)) {
+		if (sotto_stream_due(ws->stream) || end) {
 			at[k] = i;
 			due[k++] = ws->stream;
 		} else if (t[i].kind == WORKER_FINISH &&

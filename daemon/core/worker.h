@@ -88,6 +88,15 @@ struct sotto_speaker_track *worker_stream_track_take(struct worker_stream *,
 	    double *t0);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
 size_t	worker_stream_pending(struct worker_stream *);
+/*
+ * A live stream's pending audio has sound and then ends in a pause of
+ * 0.3 s (each 100 ms under the engine's -50 dBFS gate): a step is worth
+ * running before a whole step of audio has come (worker_queue_end_step).
+ */
+int	worker_stream_speech_ended(struct worker_stream *);
+/* Queue a STEP job that steps ws's pending audio even if it is less
+ * than a step. */
+int	worker_queue_end_step(struct worker_stream *);
 int	worker_queue(struct worker_stream *, enum worker_kind);
 struct worker_result *worker_next_result(void);
 void	worker_result_free(struct worker_result *);

@@ -31,7 +31,10 @@
  * hypothesis are committed whether two hypotheses agree or not, and the
  * window slides to them; a full 30 s window with nowhere to cut commits
  * all of it. finish() commits everything: the last hypothesis if no
- * audio came after it, else what is left decoded once more, unforced
+ * audio came after it, or only silence that began STREAM_TAIL_MS or
+ * more before the last step's end (the speech ended inside the window
+ * that hypothesis read: a voice command whose client stops after its
+ * own VAD heard a pause); else what is left decoded once more, unforced
  * (see stream_decode_last), and the last hypothesis after all when that
  * decode has no words (keep_hyp).
  */
@@ -50,6 +53,7 @@
 #define STREAM_GATE_DBFS	(-50.0)
 #define STREAM_GATE_BLOCK	1600		/* 100 ms */
 #define STREAM_KEEP_MS		1000
+#define STREAM_TAIL_MS		300		/* silence the last step saw */
 #define STREAM_FORCE_MS		25000
 #define STREAM_DETECT_MS	3000		/* language settles after */
 #define STREAM_MAX_PREFIX	160		/* tokens, else force */
@@ -528,6 +532,24 @@ sotto_stream_step_many(struct sotto_stream *const *s, int n,
  * no audio came since, unless it stopped short (see stream-decode.c);
  * otherwise each remaining window is decoded once more.
  */
+/*
+ * Whether what the last step read stands for all the audio: none came
+ * after it, or all of it, and the last STREAM_TAIL_MS the step read, is
+ * under the gate.
+ */
+static int
+nothing_after_step(const struct sotto_stream *s)
+{
+	uint64_t from;
+
+	if (s->received == s->stepped)
+		return 1;
+	if (s->stepped < s->window_start + MS(STREAM_TAIL_MS))
+		return 0;
+	from = s->stepped - MS(STREAM_TAIL_MS) - s->window_start;
+	return from < s->n_pcm && stream_silent(s->pcm + from, s->n_pcm - from);
+}
+
 int
 sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
     char *err)
@@ -538,7 +560,7 @@ sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
 	stream_commit_reset(s);
 	if (s->finished)
 		rc = err_set(err, SOTTO_EINVAL, "the stream is finished");
-	else if (s->received == s->stepped && s->hyp_valid &&
+	else if (nothing_after_step(s) && s->hyp_valid &&
 	    s->n_pcm <= WHISPER_N_SAMPLES &&
 	    !stream_stopped_short(s, s->hyp, s->n_hyp, 1)) {
 		rc = stream_commit(s, s->hyp, s->n_hyp, 1, err);

@@ -6,7 +6,9 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
   word;
 - the long-form file: finals ~ transcribe's text, nothing repeated or lost
   at slides;
-- finish() commits the tail, decoded as transcribe decodes it; silence
+- finish() commits the tail, decoded as transcribe decodes it, or, when
+  the audio since the last step is silence that began before that step's
+  end, the last step's hypothesis without another decode; silence
   yields no text and skips the encoder; speech followed by room noise
   yields the speech once;
 - final ids go up by one, times never go back;
@@ -263,6 +265,34 @@ def test_latency_report(runs):
 
 def _raw(samples) -> bytes:
     return struct.pack(f"<{len(samples)}h", *samples)
+
+
+def _finish_vs_steps(ev: list[dict]) -> tuple[float, float]:
+    """The finish's compute time and the median of the steps before it."""
+    st = steps(ev)
+    assert st[-1]["finish"] == 1, st[-1]
+    return st[-1]["compute_ms"], statistics.median(
+        e["compute_ms"] for e in st[:-1])
+
+
+def test_finish_silent_tail_no_decode():
+    """jfk.wav and then 1.6 s of silence, 1 s steps: the last step (at
+    12 s) read the end of the speech and 1 s of silence; what came after
+    it is silent, so finish() commits that step's hypothesis without an
+    encoder pass (a voice command's transcript at audio-stop). Cut in
+    its last word instead, the tail has speech and finish() decodes it:
+    the control that the timing tells the two apart."""
+    pcm = _pcm("jfk.wav")
+    ev = run_driver("-", FINE_STEP_MS,
+                    stdin=_raw(pcm + [0] * int(1.6 * 16000)))
+    text = werlib.normalise(final_text(ev))
+    assert text.endswith("for your country"), final_text(ev)
+    finish, step = _finish_vs_steps(ev)
+    assert finish < 0.25 * step, (finish, step)
+
+    ev = run_driver("-", FINE_STEP_MS, stdin=_raw(pcm[:int(10.4 * 16000)]))
+    finish, step = _finish_vs_steps(ev)
+    assert finish > 0.5 * step, (finish, step)
 
 
 @pytest.mark.parametrize("kind", ["zeros", "hiss-70dB"])
