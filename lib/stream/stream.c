@@ -528,11 +528,6 @@ sotto_stream_step_many(struct sotto_stream *const *s, int n,
 }
 
 /*
- * End of stream. The last step's hypothesis is committed as it is when
- * no audio came since, unless it stopped short (see stream-decode.c);
- * otherwise each remaining window is decoded once more.
- */
-/*
  * Whether what the last step read stands for all the audio: none came
  * after it, or all of it, and the last STREAM_TAIL_MS the step read, is
  * under the gate.
@@ -550,6 +545,12 @@ nothing_after_step(const struct sotto_stream *s)
 	return from < s->n_pcm && stream_silent(s->pcm + from, s->n_pcm - from);
 }
 
+/*
+ * End of stream. The last step's hypothesis is committed as it is when
+ * nothing but silence came since (nothing_after_step), unless it stopped
+ * short (see stream-decode.c); otherwise each remaining window is decoded
+ * once more.
+ */
 int
 sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
     char *err)
