@@ -488,6 +488,17 @@ SOTTO_API int	sotto_stream_step(struct sotto_stream *,
 SOTTO_API int	sotto_stream_step_many(struct sotto_stream *const *s, int n,
 	    struct sotto_stream_update *ret, int *rc,
 	    char (*err)[SOTTO_ERR_MAX]);
+/*
+ * Decode the window as sotto_stream_step() would, for its partial alone
+ * (ret has no finals): nothing a step depends on changes, so the next
+ * step commits what it would have without this call. For a caller with
+ * time to spare between steps (sottod with one stream and nothing else
+ * to do): the words show sooner, the finals are those of steps at
+ * step_ms. Silence, no speech, or a language not yet detected decode
+ * nothing, and ret's partial is the last step's.
+ */
+SOTTO_API int	sotto_stream_preview(struct sotto_stream *,
+	    struct sotto_stream_update *ret, char *err);
 /* End of stream: decode what is left and make all of it final. */
 SOTTO_API int	sotto_stream_finish(struct sotto_stream *,
 	    struct sotto_stream_update *ret, char *err);

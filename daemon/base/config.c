@@ -61,6 +61,7 @@ struct config_ctx {
  */
 static const struct config_key config_keys[] = {
 	I("engine", "beam_size", beam_size, 1, 16, LIVE),
+	I("engine", "idle_step_ms", idle_step_ms, 0, 30000, LIVE),
 	S("engine", "language", config_parse_language, language, LIVE),
 	S("engine", "model", config_parse_string, model, LIVE),
 	S("engine", "precision", config_parse_precision, precision, RESTART),
@@ -148,6 +149,7 @@ config_defaults(struct config *cfg)
 	cfg->threads = 0;
 	CONFIG_SET(cfg->precision, "auto");
 	cfg->step_ms = 1000;
+	cfg->idle_step_ms = 500;
 	cfg->beam_size = 1;
 	CONFIG_SET(cfg->language, "auto");
 	CONFIG_SET(cfg->vad, "live");

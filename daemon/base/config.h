@@ -34,6 +34,7 @@ struct config {
 	int	threads;		/* threads = 0 (all cores) */
 	char	precision[8];		/* precision = auto|fp32|bf16 */
 	int	step_ms;		/* step_ms = 1000 */
+	int	idle_step_ms;		/* idle_step_ms = 500, 0: off */
 	int	beam_size;		/* beam_size = 1 */
 	char	language[16];		/* language = en (or auto) */
 	char	vad[8];			/* vad = live|all|off */

@@ -73,6 +73,9 @@ session_new(const char *name, const struct sotto_stream_params *sp,
 	s->id = session_next_id++;
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->step_samples = (size_t)sp->step_ms * SOTTO_SAMPLE_RATE / 1000;
+	if (core.cfg.idle_step_ms > 0 && core.cfg.idle_step_ms < sp->step_ms)
+		s->idle_step_samples = (size_t)core.cfg.idle_step_ms *
+		    SOTTO_SAMPLE_RATE / 1000;
 	if ((s->src = source_client_new(format, rate, channels, msg)) == NULL ||
 	    (s->ws = worker_stream_new(s->id, &p, live)) == NULL) {
 		if (s->src != NULL)
@@ -189,6 +192,12 @@ session_open(struct peer *p, const struct msg_open *m, char *msg,
 	    sp.language ? sp.language : "auto", m->live ? ", live" : "",
 	    spk != NULL ? ", speaker labels" : "");
 	return s;
+}
+
+void
+session_answer_first(struct session *s)
+{
+	s->idle_step_samples = 0;
 }
 
 struct session *

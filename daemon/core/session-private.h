@@ -32,6 +32,7 @@ struct session {
 	struct worker_stream	*ws;
 	int			 in_flight, due;
 	size_t			 step_samples;
+	size_t			 idle_step_samples; /* 0: none */
 	uint64_t		 received;	/* 16 kHz samples */
 	uint64_t		 audio_frames;	/* AUDIO frames taken */
 	double			 audio_time;	/* what the engine holds */

@@ -56,6 +56,8 @@ session_end(struct session *s)
 void
 session_kick(struct session *s)
 {
+	enum worker_early early;
+
 	if (s->in_flight || (s->flags & (SESSION_DONE | SESSION_ABORTED)))
 		return;
 	if (s->flags & SESSION_ENDING) {
@@ -66,10 +68,11 @@ session_kick(struct session *s)
 	if (s->due || worker_stream_pending(s->ws) >= s->step_samples) {
 		if (worker_queue(s->ws, WORKER_STEP) == 0)
 			s->in_flight = 1;
-	} else if (worker_queue_depth() == 0 &&
-	    worker_stream_speech_ended(s->ws)) {
-		/* the compute thread has time: step at the end of speech */
-		if (worker_queue_end_step(s->ws) == 0)
+	} else if (worker_queue_depth() == 0 && (early = worker_stream_early(
+	    s->ws, worker_idle_alone() ? s->idle_step_samples : 0)) !=
+	    WORKER_EARLY_NO) {
+		/* the compute thread has time: before a whole step came */
+		if (worker_queue_early_step(s->ws, early) == 0)
 			s->in_flight = 1;
 	}
 }

@@ -49,6 +49,13 @@ int	session_check_language(const char *language, char *msg);
  * a session opens.
  */
 int	session_check_speakers(char *msg);
+/*
+ * Its client waits for the answer when the speech ends (a Wyoming voice
+ * command, a Realtime turn), not for partials: no previews, which, run
+ * as the speaker stops, would hold the compute thread from the step
+ * that reads the end ([engine] idle_step_ms).
+ */
+void	session_answer_first(struct session *);
 /* Audio of the format OPEN named; *ret_error is PROTO_OK or why not. */
 void	session_audio(struct session *, const uint8_t *, size_t, char *msg,
 	    enum proto_error *ret_error);

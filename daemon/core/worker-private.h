@@ -24,9 +24,15 @@ struct worker_stream {
 	char		 language[PROTO_LANGUAGE_MAX];
 	char		*prompt;	/* owned copy of params.prompt */
 	int		 live;		/* catch up when behind */
-	int		 end_step;	/* guarded by lock: step what is
-					   pending, a whole step or not
-					   (worker_queue_end_step) */
+	enum worker_early early;	/* guarded by lock: the STEP job
+					   queued is early (worker_queue_
+					   early_step) */
+	size_t		 held;		/* guarded by lock: samples previews
+					   fed the engine since its last
+					   step */
+	size_t		 fed_quiet;	/* guarded by lock: samples under
+					   the gate that end the audio fed
+					   (SIZE_MAX: none above it yet) */
 	int		 follow;	/* moves to a reloaded model */
 	struct model_ref *model;	/* the model it runs on */
 	/* compute thread only: */
@@ -88,8 +94,16 @@ int	worker_copy(struct worker_stream *, struct worker_result *,
 	    const struct sotto_stream_update *);
 int	worker_feed(struct worker_stream *, size_t max, char *err);
 size_t	worker_feed_size(struct worker_stream *);
-/* Whether a STEP job of ws was queued as an end step (and no longer). */
-int	worker_take_end_step(struct worker_stream *);
+/* How the STEP job of ws was queued (and no longer): WORKER_EARLY_*. */
+enum worker_early worker_take_early_step(struct worker_stream *);
+/*
+ * A preview of ws's window with its pending audio, into r: 1; 0 when a
+ * step is due instead (previews fed the engine nearly a step); -1 with
+ * r->err.
+ */
+int	worker_preview(struct worker_stream *, struct worker_result *r);
+/* ws's engine stream stepped: no audio held by previews. */
+void	worker_stepped(struct worker_stream *);
 int	worker_finish(struct worker_stream *, struct worker_result *,
 	    char *err);
 int	worker_finish_at_once(struct worker_stream *);

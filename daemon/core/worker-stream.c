@@ -80,7 +80,7 @@ worker_stream_pending(struct worker_stream *ws)
 	size_t n;
 
 	pthread_mutex_lock(&ws->lock);
-	n = ws->n_pending;
+	n = ws->n_pending + ws->held;
 	pthread_mutex_unlock(&ws->lock);
 	return n;
 }
@@ -205,53 +205,126 @@ worker_pause(const float *p, size_t n)
 }
 
 /*
- * Whether ws's pending audio, less than a step, has sound and then ends
- * in WORKER_END_PAUSE under the gate: the speaker stopped. A step now
- * reads the end of the speech at once instead of up to a step later,
- * and once it has, sotto_stream_finish() needs no decode for a silent
- * tail: a voice command's transcript is ready as its client sends
- * audio-stop.
+ * Samples at the end of p[n] under the gate, in 100 ms blocks counted
+ * back from the end.
  */
-int
-worker_stream_speech_ended(struct worker_stream *ws)
+static size_t
+worker_quiet_tail(const float *p, size_t n)
 {
-	size_t n;
-	int ended = 0;
+	size_t tail = 0, len;
+
+	while (tail < n) {
+		len = n - tail < WORKER_PAUSE_BLOCK ? n - tail :
+		    WORKER_PAUSE_BLOCK;
+		if (!worker_quiet(p, n - tail - len, n - tail))
+			break;
+		tail += len;
+	}
+	return tail;
+}
+
+/*
+ * Whether a live stream's pending audio, less than a step, is worth a
+ * job now (the caller knows the compute thread has time):
+ *  - a step: the speaker stopped (sound, then WORKER_END_PAUSE under
+ *    the gate that no step has read whole: the last one may have read
+ *    its start). The step reads the end of the speech at once instead
+ *    of up to a step later, and once it has, sotto_stream_finish() needs
+ *    no decode for a silent tail: a voice command's transcript is ready
+ *    as its client sends audio-stop;
+ *  - a preview, with soon > 0 (nothing else to compute:
+ *    worker_idle_alone()): soon samples or more pending whose last
+ *    100 ms is above the gate. An idle engine shows the words sooner
+ *    than step_ms, but not at the start of a pause: a preview begun
+ *    there would only delay the end step above.
+ */
+enum worker_early
+worker_stream_early(struct worker_stream *ws, size_t soon)
+{
+	enum worker_early early = WORKER_EARLY_NO;
+	size_t n, q, quiet;
 
 	pthread_mutex_lock(&ws->lock);
 	n = ws->n_pending;
-	if (ws->live && n >= WORKER_END_PAUSE)
-		ended = worker_quiet(ws->pending, n - WORKER_END_PAUSE, n) &&
-		    !worker_quiet(ws->pending, 0, n - WORKER_END_PAUSE);
+	if (ws->live && n > 0) {
+		q = worker_quiet_tail(ws->pending, n);
+		if (q < n)		/* sound in what is pending */
+			quiet = q;
+		else if (ws->fed_quiet >= WORKER_END_PAUSE)
+			quiet = 0;	/* a step read the pause (or no sound) */
+		else
+			quiet = n + ws->fed_quiet;
+		if (quiet >= WORKER_END_PAUSE)
+			early = WORKER_EARLY_END;
+		else if (soon > 0 && n >= soon && q == 0)
+			early = WORKER_EARLY_PREVIEW;
+	}
 	pthread_mutex_unlock(&ws->lock);
-	return ended;
+	return early;
 }
 
 int
-worker_queue_end_step(struct worker_stream *ws)
+worker_queue_early_step(struct worker_stream *ws, enum worker_early early)
 {
 	pthread_mutex_lock(&ws->lock);
-	ws->end_step = 1;
+	ws->early = early;
 	pthread_mutex_unlock(&ws->lock);
 	return worker_queue(ws, WORKER_STEP);
 }
 
-int
-worker_take_end_step(struct worker_stream *ws)
+enum worker_early
+worker_take_early_step(struct worker_stream *ws)
 {
-	int end;
+	enum worker_early early;
 
 	pthread_mutex_lock(&ws->lock);
-	end = ws->end_step && ws->n_pending > 0;
-	ws->end_step = 0;
+	early = ws->n_pending > 0 ? ws->early : WORKER_EARLY_NO;
+	ws->early = WORKER_EARLY_NO;
 	pthread_mutex_unlock(&ws->lock);
-	return end;
+	return early;
+}
+
+void
+worker_stepped(struct worker_stream *ws)
+{
+	pthread_mutex_lock(&ws->lock);
+	ws->held = 0;
+	pthread_mutex_unlock(&ws->lock);
+}
+
+/*
+ * The window decoded for its partial alone, with all of ws's pending
+ * audio (less than a step beyond what previews fed before, so the next
+ * step comes where it would have without them): the finals stay those
+ * of whole steps (sotto_stream_preview).
+ */
+int
+worker_preview(struct worker_stream *ws, struct worker_result *r)
+{
+	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
+	struct sotto_stream_update u;
+	size_t n;
+
+	pthread_mutex_lock(&ws->lock);
+	n = ws->n_pending + ws->held < step ? ws->n_pending : 0;
+	pthread_mutex_unlock(&ws->lock);
+	if (n == 0)
+		return 0;
+	if (worker_feed(ws, n, r->err) != 0 ||
+	    sotto_stream_preview(ws->stream, &u, r->err) != 0)
+		return -1;
+	if (worker_copy(ws, r, &u) != 0) {
+		snprintf(r->err, sizeof(r->err), "out of memory");
+		return -1;
+	}
+	r->stepped = 1;
+	return 1;
 }
 
 int
 worker_feed(struct worker_stream *ws, size_t max, char *err)
 {
-	size_t n;
+	size_t n, q;
 	int rc;
 
 	pthread_mutex_lock(&ws->lock);
@@ -261,12 +334,17 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 	    (rc = sotto_speaker_track_push(ws->track, ws->pending, n,
 	    err)) == 0)
 		ws->track_fed += n;
-	if (rc == 0 && n > 0)
+	if (rc == 0 && n > 0) {
 		ws->quiet = worker_pause(ws->pending, n);
+		q = worker_quiet_tail(ws->pending, n);
+		ws->fed_quiet = q < n ? q : ws->fed_quiet == SIZE_MAX ?
+		    SIZE_MAX : ws->fed_quiet + n;
+	}
 	if (rc == 0 && n > 0) {	/* pending is NULL until audio came */
 		memmove(ws->pending, ws->pending + n,
 		    (ws->n_pending - n) * sizeof(float));
 		ws->n_pending -= n;
+		ws->held += n;
 	}
 	pthread_mutex_unlock(&ws->lock);
 	return rc;
@@ -289,14 +367,18 @@ worker_feed_size(struct worker_stream *ws)
 {
 	size_t step = (size_t)ws->params.step_ms * SOTTO_SAMPLE_RATE / 1000;
 	size_t most = (size_t)WORKER_CATCHUP_S * SOTTO_SAMPLE_RATE / step;
-	size_t k = 1;
+	size_t k = 1, held;
 
 	if (ws->live) {
 		k = worker_stream_pending(ws) / step;
 		k = k > most ? most : k;
 		k = k < 1 ? 1 : k;
 	}
-	return k * step;
+	pthread_mutex_lock(&ws->lock);
+	held = ws->held;
+	pthread_mutex_unlock(&ws->lock);
+	/* previews fed the engine some: the step comes where it would have */
+	return k * step > held ? k * step - held : 0;
 }
 
 /*

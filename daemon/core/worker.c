@@ -83,6 +83,7 @@ static struct {
 	struct worker_job_list	 jobs;
 	TAILQ_HEAD(, worker_result) done;
 	int			 stop, running;
+	int			 busy;		/* a job runs */
 	int			 abort;		/* shutdown: no engine work */
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
@@ -111,6 +112,7 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 		return NULL;
 	ws->id = id;
 	ws->live = live;
+	ws->fed_quiet = SIZE_MAX;
 	if ((ws->model = models_take()) == NULL) {
 		free(ws);
 		return NULL;
@@ -234,13 +236,22 @@ worker_run_steps(const struct worker_task *t, int n,
 	struct worker_stream *ws;
 
 	for (i = 0; i < n; i++) {
-		int end;
+		enum worker_early early = WORKER_EARLY_NO;
+		int pv;
 
 		ws = t[i].ws;
 		if ((out[i] = worker_prepare(ws, t[i].kind)) == NULL ||
 		    out[i]->error)
 			continue;
-		end = t[i].kind == WORKER_STEP && worker_take_end_step(ws);
+		if (t[i].kind == WORKER_STEP)
+			early = worker_take_early_step(ws);
+		if (early == WORKER_EARLY_PREVIEW &&
+		    !sotto_stream_due(ws->stream) &&
+		    (pv = worker_preview(ws, out[i])) != 0) {
+			if (pv < 0)
+				worker_fail(ws, out[i]);
+			continue;	/* else a step came due meanwhile */
+		}
 		if (t[i].kind == WORKER_FINISH && worker_finish_at_once(ws)) {
 			if (worker_feed(ws, SIZE_MAX, out[i]->err) != 0 ||
 			    worker_finish(ws, out[i], out[i]->err) != 0)
@@ -252,7 +263,8 @@ worker_run_steps(const struct worker_task *t, int n,
 			worker_fail(ws, out[i]);
 			continue;
 		}
-		if (sotto_stream_due(ws->stream) || end) {
+		if (sotto_stream_due(ws->stream) ||
+		    early == WORKER_EARLY_END) {
 			at[k] = i;
 			due[k++] = ws->stream;
 		} else if (t[i].kind == WORKER_FINISH &&
@@ -271,8 +283,10 @@ worker_run_steps(const struct worker_task *t, int n,
 		} else if (worker_copy(ws, r, &u[j]) != 0) {
 			snprintf(r->err, sizeof(r->err), "out of memory");
 			worker_fail(ws, r);
-		} else
+		} else {
 			r->stepped = 1;
+			worker_stepped(ws);
+		}
 	}
 	dt = worker_now() - t0;
 	for (i = 0; i < n; i++)
@@ -472,7 +486,9 @@ worker_main(void *arg)
 		    worker_now())) == NULL)
 			break;
 		TAILQ_REMOVE(&worker.jobs, j, entry);
+		worker.busy = 1;
 		worker_run_job(j);
+		worker.busy = 0;
 	}
 	pthread_mutex_unlock(&worker.lock);
 	return NULL;
@@ -548,6 +564,18 @@ worker_queue_depth(void)
 		n++;
 	pthread_mutex_unlock(&worker.lock);
 	return n;
+}
+
+int
+worker_idle_alone(void)
+{
+	int idle;
+
+	pthread_mutex_lock(&worker.lock);
+	idle = !worker.busy && TAILQ_EMPTY(&worker.jobs) &&
+	    worker.n_streams == 1;
+	pthread_mutex_unlock(&worker.lock);
+	return idle;
 }
 
 /* Whether the compute thread runs (GET /health). */

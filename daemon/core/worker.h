@@ -87,16 +87,25 @@ void	worker_stream_track_give(struct worker_stream *,
 struct sotto_speaker_track *worker_stream_track_take(struct worker_stream *,
 	    double *t0);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
+/* Audio not yet stepped: pending, and what previews fed the engine. */
 size_t	worker_stream_pending(struct worker_stream *);
 /*
- * A live stream's pending audio has sound and then ends in a pause of
- * 0.3 s (each 100 ms under the engine's -50 dBFS gate): a step is worth
- * running before a whole step of audio has come (worker_queue_end_step).
+ * Whether a live stream's pending audio, less than a step, is worth a
+ * job now (worker-stream.c): a step, when the speaker stopped (sound,
+ * then 0.3 s under the engine's -50 dBFS gate); with soon > 0, a preview
+ * (sotto_stream_preview: the partial sooner, the finals unchanged) of
+ * at least soon samples that end in sound. The caller queues it with
+ * worker_queue_early_step().
  */
-int	worker_stream_speech_ended(struct worker_stream *);
-/* Queue a STEP job that steps ws's pending audio even if it is less
- * than a step. */
-int	worker_queue_end_step(struct worker_stream *);
+enum worker_early {
+	WORKER_EARLY_NO,
+	WORKER_EARLY_END,	/* step what is pending, a step or not */
+	WORKER_EARLY_PREVIEW,	/* preview it */
+};
+enum worker_early worker_stream_early(struct worker_stream *, size_t soon);
+int	worker_queue_early_step(struct worker_stream *, enum worker_early);
+/* No job runs or waits and one stream is alive (the caller's). */
+int	worker_idle_alone(void);
 int	worker_queue(struct worker_stream *, enum worker_kind);
 struct worker_result *worker_next_result(void);
 void	worker_result_free(struct worker_result *);

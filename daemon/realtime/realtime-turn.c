@@ -69,13 +69,15 @@ rt_free_items(struct rt_conn *c)
 static int
 rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 {
+	struct session *s;
 	enum proto_error e;
 
-	if (session_open_live(c->peer, c->cfg.language, c->cfg.prompt, 0,
-	    c->cfg.diarize, msg, &e) == NULL) {
+	if ((s = session_open_live(c->peer, c->cfg.language, c->cfg.prompt,
+	    0, c->cfg.diarize, msg, &e)) == NULL) {
 		c->err = e;
 		return -1;
 	}
+	session_answer_first(s);
 	it->open = 1;
 	return 0;
 }

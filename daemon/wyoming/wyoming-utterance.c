@@ -199,6 +199,7 @@ wy_format(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 int
 wy_open(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 {
+	struct session *s;
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX];
 
@@ -206,10 +207,12 @@ wy_open(struct peer *p, struct wy_conn *c, const struct wy_event *ev)
 		peer_fail(p, PROTO_E_SHUTDOWN, "sottod is stopping");
 		return -1;
 	}
-	if (session_open_live(p, c->language, "", 0, 0, msg, &e) == NULL) {
+	if ((s = session_open_live(p, c->language, "", 0, 0, msg,
+	    &e)) == NULL) {
 		peer_fail(p, e, "transcribe: %s", msg);
 		return -1;
 	}
+	session_answer_first(s);
 	peer_timer(p);
 	c->flags |= WY_OPEN;
 	if (wy_format(p, c, ev) != 0)

@@ -412,19 +412,27 @@ stream_commit_reset(struct sotto_stream *s)
 int
 stream_commit_partial(struct sotto_stream *s, char *err)
 {
-	double base = base_seconds(s);
-	int np = s->n_prefix, n = np + s->n_hyp, rc;
+	return stream_commit_partial_of(s, s->hyp, s->n_hyp, err);
+}
 
-	if ((rc = tok_decode(s->model->tok, s->hyp, s->n_hyp, &s->partial,
-	    err)) != 0)
+int
+stream_commit_partial_of(struct sotto_stream *s, const int32_t *h, int nh,
+    char *err)
+{
+	double base = base_seconds(s);
+	int np = s->n_prefix, n = np + nh, rc;
+
+	free(s->partial);
+	s->partial = NULL;
+	if ((rc = tok_decode(s->model->tok, h, nh, &s->partial, err)) != 0)
 		return rc;
-	if (s->n_hyp == 0 || blank(s->partial)) {
+	if (nh == 0 || blank(s->partial)) {
 		s->partial[0] = '\0';
 		s->partial_start = s->partial_end = s->last_end;
 		return 0;
 	}
 	memcpy(s->seq, s->prefix, np * sizeof(int32_t));
-	memcpy(s->seq + np, s->hyp, s->n_hyp * sizeof(int32_t));
+	memcpy(s->seq + np, h, nh * sizeof(int32_t));
 	s->partial_start = base + stream_estimate(s, s->seq, n, np);
 	if (s->partial_start < s->last_end)
 		s->partial_start = s->last_end;

@@ -23,7 +23,7 @@
  * STREAM_GATE_DBFS (RMS, -50 dBFS: well under speech at -40..-10 and
  * over a quiet microphone's floor), or with a VAD where no chunk is
  * speech (stream-vad.c), skips the encoder; a window Whisper
- * calls no-speech (see no_speech()) yields no text. Either way, with
+ * calls no-speech (see stream_no_speech()) yields no text. Either way, with
  * nothing committed in the window it slides forward keeping the last
  * STREAM_KEEP_MS of audio.
  *
@@ -279,8 +279,8 @@ has_context(const struct sotto_stream *s)
  * probability alone is no guide: a few seconds of speech in a window of
  * silence score 0.7-0.9.
  */
-static int
-no_speech(const struct decode_result *res)
+int
+stream_no_speech(const struct decode_result *res)
 {
 	if (res->compression_ratio > STREAM_COMPRESSION)
 		return 1;
@@ -374,7 +374,7 @@ window_end(struct sotto_stream *s, int final, struct decode_result *res,
 
 	if (!has_context(s))
 		p += stream_repeat(s, res->tokens + p, res->n_tokens - p);
-	if (no_speech(res)) {
+	if (stream_no_speech(res)) {
 		skip_silence(s, n);
 		res->n_tokens = p = 0;
 		if (!has_context(s) && !final)
@@ -402,7 +402,7 @@ keep_hyp(const struct sotto_stream *s, const struct decode_result *res,
     int p)
 {
 	return s->hyp_valid && stream_has_words(s, s->hyp, s->n_hyp) &&
-	    (no_speech(res) || !stream_has_words(s, res->tokens + p,
+	    (stream_no_speech(res) || !stream_has_words(s, res->tokens + p,
 	    res->n_tokens - p));
 }
 
@@ -426,8 +426,8 @@ run_window(struct sotto_stream *s, int final, char *err)
 	return rc;
 }
 
-static void
-fill_update(struct sotto_stream *s, struct sotto_stream_update *u)
+void
+stream_fill_update(struct sotto_stream *s, struct sotto_stream_update *u)
 {
 	memset(u, 0, sizeof(*u));
 	u->finals = s->finals;
@@ -492,7 +492,7 @@ step_group(struct sotto_stream *const *s, int n,
 	for (i = 0; i < n; i++) {
 		if (rc[i] == 0)
 			rc[i] = stream_commit_partial(s[i], err[i]);
-		fill_update(s[i], &ret[i]);
+		stream_fill_update(s[i], &ret[i]);
 		failed += rc[i] != 0;
 	}
 	return failed;
@@ -578,6 +578,6 @@ sotto_stream_finish(struct sotto_stream *s, struct sotto_stream_update *ret,
 	s->stepped = s->received;
 	if (rc == 0)
 		rc = stream_commit_partial(s, err);
-	fill_update(s, ret);
+	stream_fill_update(s, ret);
 	return rc;
 }

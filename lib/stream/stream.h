@@ -134,6 +134,10 @@ int	stream_time_text(struct sotto_stream *, const int32_t *h, int n,
 /* stream.c */
 /* Every 100 ms block of pcm[n] is quieter than the energy gate. */
 int	stream_silent(const float *pcm, size_t n);
+/* The decoded window holds no speech (Whisper's rule, or a loop). */
+int	stream_no_speech(const struct decode_result *);
+/* ret: the results of the last call (finals, partial, language). */
+void	stream_fill_update(struct sotto_stream *, struct sotto_stream_update *);
 
 /* stream-decode.c */
 void	stream_decode_setup(struct sotto_stream *, int forced,
@@ -155,6 +159,9 @@ int	stream_commit(struct sotto_stream *, const int32_t *hyp, int n,
 	    int all, char *err);
 int	stream_commit_force(struct sotto_stream *, char *err);
 int	stream_commit_partial(struct sotto_stream *, char *err);
+/* The partial of the uncommitted tokens h[n] (a preview's). */
+int	stream_commit_partial_of(struct sotto_stream *, const int32_t *h,
+	    int n, char *err);
 int	stream_word_start(const struct sotto_stream *, int32_t);
 double	stream_estimate(const struct sotto_stream *, const int32_t *seq,
 	    int n, int i);

@@ -3,7 +3,7 @@
  * live source would, and print what the stream reports as JSON lines.
  *
  *	stream-driver [-s step_ms] [-c chunk_ms] [-l lang] [-b beams]
- *	    [-t threads] [-v VAD.gguf] [-r] [-w] MODEL.gguf FILE|-
+ *	    [-t threads] [-v VAD.gguf] [-P ms] [-r] [-w] MODEL.gguf FILE|-
  *	stream-driver -B [options] MODEL.gguf FILE...
  *
  * FILE is any file common/audio.c reads (resampled to 16 kHz mono), or "-"
@@ -24,6 +24,9 @@
  *	    fed as sottod's sessions feed it: each final, then the partial
  *	    after each step; the last closes at the finish), before the
  *	    step's "step" line
+ *	{"type":"preview","text":T,"audio_time":A,"compute_ms":M}: with
+ *	    -P MS, sotto_stream_preview() each MS of audio since the last
+ *	    step or preview, while no step is due
  * audio_time is the seconds of audio pushed when the event was made.
  *
  * With -B every FILE is a stream of its own, fed in lockstep (a chunk
@@ -53,6 +56,7 @@ struct opts {
 	struct sotto_stream_params sp;
 	struct sotto_model_params mp;
 	int chunk_ms, realtime, many;
+	int preview_ms;		/* -P: 0 none */
 	unsigned jitter;	/* -j: seed of uneven steps, 0 none */
 	const char *vad_path;
 	struct sotto_vad *vad;
@@ -237,12 +241,32 @@ read_raw(float **ret, size_t *ret_n)
 }
 
 static int
+preview(struct sotto_stream *s, char *err)
+{
+	struct sotto_stream_update u;
+	json_object *o;
+	double t = now();
+
+	if (sotto_stream_preview(s, &u, err) != 0)
+		return -1;
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("preview"));
+	json_object_object_add(o, "text", json_object_new_string(u.partial));
+	json_object_object_add(o, "audio_time",
+	    json_object_new_double(u.audio_time));
+	json_object_object_add(o, "compute_ms",
+	    json_object_new_double((now() - t) * 1e3));
+	print_event(o);
+	return 0;
+}
+
+static int
 run(struct sotto_stream *s, const float *pcm, size_t n, const struct opts *o)
 {
 	struct sotto_stream_update u;
 	char err[SOTTO_ERR_MAX];
 	size_t chunk = (size_t)o->chunk_ms * 16, off, k, fed = 0, want = 0;
-	size_t step = (size_t)o->sp.step_ms * 16;
+	size_t since = 0, step = (size_t)o->sp.step_ms * 16;
 	unsigned rng = o->jitter;
 	double t0 = now(), t;
 
@@ -253,13 +277,20 @@ run(struct sotto_stream *s, const float *pcm, size_t n, const struct opts *o)
 		if (sotto_stream_push(s, pcm + off, k, err) != 0)
 			goto fail;
 		fed += k;
+		since += k;
+		if (o->preview_ms > 0 && !sotto_stream_due(s) &&
+		    since >= (size_t)o->preview_ms * 16) {
+			since = 0;
+			if (preview(s, err) != 0)
+				goto fail;
+		}
 		if (!sotto_stream_due(s) || fed < want)
 			continue;
 		if (rng != 0) {	/* the next step after 1-8 steps of audio */
 			rng = rng * 1103515245u + 12345u;
 			want = step * (1 + (rng >> 16) % 8);
 		}
-		fed = 0;
+		fed = since = 0;
 		t = now();
 		if (sotto_stream_step(s, &u, err) != 0)
 			goto fail;
@@ -352,9 +383,10 @@ parse(int argc, char **argv, struct opts *o)
 	o->realtime = 0;
 	o->many = 0;
 	o->jitter = 0;
+	o->preview_ms = 0;
 	o->vad_path = NULL;
 	o->vad = NULL;
-	while ((c = getopt(argc, argv, "s:c:l:b:t:v:j:p:rwBS")) != -1) {
+	while ((c = getopt(argc, argv, "s:c:l:b:t:v:j:p:P:rwBS")) != -1) {
 		switch (c) {
 		case 's': o->sp.step_ms = atoi(optarg); break;
 		case 'c': o->chunk_ms = atoi(optarg); break;
@@ -365,6 +397,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'j': o->jitter = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'w': o->sp.word_timestamps = 1; break;
 		case 'p': o->sp.prompt = optarg; break;
+		case 'P': o->preview_ms = atoi(optarg); break;
 		case 'B': o->many = MANY_BATCH; break;
 		case 'S': o->many = MANY_SERIAL; break;
 		case 'v': o->vad_path = optarg; break;
@@ -443,7 +476,7 @@ main(int argc, char **argv)
 
 	if ((i = parse(argc, argv, &o)) < 0) {
 		fprintf(stderr, "usage: stream-driver [-s step_ms] [-c chunk_ms]"
-		    " [-l lang] [-b beams] [-t threads] [-v vad] [-p vocabulary] [-r] "
+		    " [-l lang] [-b beams] [-t threads] [-v vad] [-p vocabulary] [-P preview_ms] [-r] "
 		    "[-w] MODEL "
 		    "FILE|-\n"
 		    "       stream-driver -B|-S [options] MODEL FILE...\n");

@@ -534,3 +534,41 @@ def test_final_times_hold_their_words(tmp_path):
     report(f"final times vs transcribe's words (silence, jfk, 40 s, jfk): "
            f"{len(fs)} finals, {checked} ends within 0.3 s of their words "
            f"or across a pause between two words")
+
+
+def test_preview_keeps_finals_shows_words_sooner(runs):
+    """sotto_stream_preview() (stream-driver -P): the window decoded
+    between steps for its partial alone. The finals are exactly those of
+    the same stream without previews (runs' jfk_fine: a preview commits
+    nothing and moves nothing a step depends on), and the previews show
+    words the last step had not. sottod previews its only live stream
+    when it has nothing else to do (tests/daemon/test_idle_steps.py)."""
+    def finals(events):
+        return [(e["id"], e["start"], e["end"], e["text"])
+                for e in events if e["type"] == "final"]
+
+    plain = runs["jfk_fine"]
+    seen = run_driver(AUDIO_DIR / "jfk.wav", FINE_STEP_MS, extra=("-P", "500"))
+    assert finals(plain), "no finals at all"
+    assert finals(seen) == finals(plain)
+
+    previews = [e for e in seen if e["type"] == "preview"]
+    n_steps = len([e for e in seen if e["type"] == "step"
+                   and not e["finish"]])
+    # 11 s at 1 s steps, a preview 500 ms after each step
+    assert len(previews) >= 0.8 * n_steps, (len(previews), n_steps)
+    # Each preview against the partial of the step before it: most show
+    # more than that step did (a preview that only repeated the last
+    # partial would fail here).
+    last, newer, spoken = "", 0, 0
+    for e in seen:
+        if e["type"] == "partial":
+            last = e["text"]
+        elif e["type"] == "preview":
+            spoken += e["text"].strip() != ""
+            newer += e["text"] != last
+    report(f"previews (jfk.wav, 1 s steps, -P 500): {len(previews)} "
+           f"between {n_steps} steps, {spoken} with words, {newer} unlike "
+           f"the step's partial before; finals unchanged")
+    assert spoken >= 0.8 * len(previews), (spoken, len(previews))
+    assert newer >= 0.5 * len(previews), (newer, len(previews))
