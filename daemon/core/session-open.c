@@ -198,6 +198,7 @@ void
 session_answer_first(struct session *s)
 {
 	s->idle_step_samples = 0;
+	s->answer_first = 1;
 }
 
 struct session *

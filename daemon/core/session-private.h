@@ -33,6 +33,7 @@ struct session {
 	int			 in_flight, due;
 	size_t			 step_samples;
 	size_t			 idle_step_samples; /* 0: none */
+	int			 answer_first;	/* session_answer_first() */
 	uint64_t		 received;	/* 16 kHz samples */
 	uint64_t		 audio_frames;	/* AUDIO frames taken */
 	double			 audio_time;	/* what the engine holds */

@@ -52,11 +52,42 @@ session_end(struct session *s)
 	session_kick(s);
 }
 
+/*
+ * What job s wants now, if any: a step when one is due; else, when the
+ * compute thread has time, an early step or preview (worker_stream_early).
+ * A session whose client waits for the answer (session_answer_first)
+ * holds a due step while a pause begins: if the speaker stopped, one
+ * step at the end of the pause then reads all of it, where a step begun
+ * in it would make the end step wait for it, and its answer after both.
+ */
+static int
+session_next(struct session *s, enum worker_early *early)
+{
+	int due = s->due || worker_stream_pending(s->ws) >= s->step_samples;
+	size_t soon = !due && worker_idle_alone() ? s->idle_step_samples : 0;
+
+	*early = worker_stream_early(s->ws, soon);
+	if (due && !s->due && s->answer_first) {
+		if (*early == WORKER_EARLY_PAUSING)
+			return 0;
+		if (*early == WORKER_EARLY_END)
+			return 1;
+	}
+	if (due) {
+		*early = WORKER_EARLY_NO;
+		return 1;
+	}
+	if (*early == WORKER_EARLY_PAUSING || worker_queue_depth() > 0)
+		*early = WORKER_EARLY_NO;
+	return *early != WORKER_EARLY_NO;
+}
+
 /* Queue the next job if one is due and none is running. */
 void
 session_kick(struct session *s)
 {
 	enum worker_early early;
+	int rc;
 
 	if (s->in_flight || (s->flags & (SESSION_DONE | SESSION_ABORTED)))
 		return;
@@ -65,16 +96,12 @@ session_kick(struct session *s)
 			s->in_flight = 1;
 		return;
 	}
-	if (s->due || worker_stream_pending(s->ws) >= s->step_samples) {
-		if (worker_queue(s->ws, WORKER_STEP) == 0)
-			s->in_flight = 1;
-	} else if (worker_queue_depth() == 0 && (early = worker_stream_early(
-	    s->ws, worker_idle_alone() ? s->idle_step_samples : 0)) !=
-	    WORKER_EARLY_NO) {
-		/* the compute thread has time: before a whole step came */
-		if (worker_queue_early_step(s->ws, early) == 0)
-			s->in_flight = 1;
-	}
+	if (!session_next(s, &early))
+		return;
+	rc = early == WORKER_EARLY_NO ? worker_queue(s->ws, WORKER_STEP) :
+	    worker_queue_early_step(s->ws, early);
+	if (rc == 0)
+		s->in_flight = 1;
 }
 
 /* The words of a final as the protocol writes them (NULL: none). */

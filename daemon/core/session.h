@@ -51,9 +51,10 @@ int	session_check_language(const char *language, char *msg);
 int	session_check_speakers(char *msg);
 /*
  * Its client waits for the answer when the speech ends (a Wyoming voice
- * command, a Realtime turn), not for partials: no previews, which, run
- * as the speaker stops, would hold the compute thread from the step
- * that reads the end ([engine] idle_step_ms).
+ * command, a Realtime turn), not for partials: no previews, and no step
+ * begun as a pause begins (session-result.c, session_next), either of
+ * which would hold the compute thread from the step that reads the end
+ * of the speech.
  */
 void	session_answer_first(struct session *);
 /* Audio of the format OPEN named; *ret_error is PROTO_OK or why not. */

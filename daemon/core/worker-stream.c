@@ -235,7 +235,8 @@ worker_quiet_tail(const float *p, size_t n)
  *  - a preview, with soon > 0 (nothing else to compute:
  *    worker_idle_alone()): soon samples or more pending whose last
  *    100 ms is above the gate. An idle engine shows the words sooner
- *    than step_ms, but not at the start of a pause: a preview begun
+ *    than step_ms, but not at the start of a pause (PAUSING: sound,
+ *    then less than WORKER_END_PAUSE under the gate): a preview begun
  *    there would only delay the end step above.
  */
 enum worker_early
@@ -256,6 +257,8 @@ worker_stream_early(struct worker_stream *ws, size_t soon)
 			quiet = n + ws->fed_quiet;
 		if (quiet >= WORKER_END_PAUSE)
 			early = WORKER_EARLY_END;
+		else if (quiet > 0)
+			early = WORKER_EARLY_PAUSING;
 		else if (soon > 0 && n >= soon && q == 0)
 			early = WORKER_EARLY_PREVIEW;
 	}

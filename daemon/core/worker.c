@@ -258,8 +258,10 @@ worker_run_steps(const struct worker_task *t, int n,
 				worker_fail(ws, out[i]);
 			continue;
 		}
+		/* an end step reads all of the pause (finish needs no decode) */
 		if (!sotto_stream_due(ws->stream) && worker_feed(ws,
-		    worker_feed_size(ws), out[i]->err) != 0) {
+		    early == WORKER_EARLY_END ? SIZE_MAX : worker_feed_size(ws),
+		    out[i]->err) != 0) {
 			worker_fail(ws, out[i]);
 			continue;
 		}

@@ -90,17 +90,19 @@ int	worker_stream_push(struct worker_stream *, const float *, size_t);
 /* Audio not yet stepped: pending, and what previews fed the engine. */
 size_t	worker_stream_pending(struct worker_stream *);
 /*
- * Whether a live stream's pending audio, less than a step, is worth a
- * job now (worker-stream.c): a step, when the speaker stopped (sound,
+ * Whether a live stream's pending audio is worth a job before a whole
+ * step came (worker-stream.c): a step, when the speaker stopped (sound,
  * then 0.3 s under the engine's -50 dBFS gate); with soon > 0, a preview
  * (sotto_stream_preview: the partial sooner, the finals unchanged) of
  * at least soon samples that end in sound. The caller queues it with
- * worker_queue_early_step().
+ * worker_queue_early_step(). PAUSING: sound, then less than 0.3 s under
+ * the gate (no job; the speaker may be stopping).
  */
 enum worker_early {
 	WORKER_EARLY_NO,
-	WORKER_EARLY_END,	/* step what is pending, a step or not */
+	WORKER_EARLY_END,	/* step all that is pending */
 	WORKER_EARLY_PREVIEW,	/* preview it */
+	WORKER_EARLY_PAUSING,	/* (worker_stream_early's answer only) */
 };
 enum worker_early worker_stream_early(struct worker_stream *, size_t soon);
 int	worker_queue_early_step(struct worker_stream *, enum worker_early);
