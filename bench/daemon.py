@@ -293,6 +293,8 @@ class Bench:
         self.reel_s = len(self.reel) / 2 / RATE
 
     def daemon(self, model: str, tag: str, conf: str = "", env: dict | None = None):
+        if self.a.idle_step_ms is not None:
+            conf += f"\n[engine]\nidle_step_ms = {self.a.idle_step_ms}\n"
         d = conftest.Daemon(self.tmp / tag, self.models[model], conf=conf, env=env,
                             argv=["--precision", self.a.precision])
         d.start(timeout=120)
@@ -305,7 +307,9 @@ class Bench:
         R = self.results
         L = [f"### {started:%Y-%m-%d %H:%M} UTC: sottod, {', '.join(a.only)}", ""]
         L.append(f"Command: `{a.command}`. Machine: {cpu_model()}, {os.cpu_count()} logical CPUs; sottod "
-                 f"`-t 2 --precision {a.precision}`, step {a.step_ms} ms, everything else at its default. "
+                 f"`-t 2 --precision {a.precision}`, step {a.step_ms} ms"
+                 + (f", idle_step_ms {a.idle_step_ms}" if a.idle_step_ms is not None else "")
+                 + ", everything else at its default. "
                  f"Source: {source_note(Path(a.build_dir))}. Load average when the run began: "
                  f"{load_start:.2f} (1 min); the \"other\" columns are the cores the rest of the machine "
                  f"used during each measurement (from /proc/stat, minus sottod, its clients and the "
@@ -385,6 +389,8 @@ def main() -> int:
                     help="minutes of audio left out of the memory slope (the engine's first allocations) [2]")
     ap.add_argument("--step-ms", type=int, default=1000,
                     help="sottod's step_ms (the default config's; used for the stagger) [1000]")
+    ap.add_argument("--idle-step-ms", type=int, default=None,
+                    help="sottod's [engine] idle_step_ms (previews of a lone live stream) [its default]")
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"), help="sottod --precision [auto]")
     ap.add_argument("--max-other", type=float, default=0.5,
                     help="cores the rest of the machine may use during a measurement [0.5]")

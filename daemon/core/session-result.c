@@ -64,7 +64,19 @@ static int
 session_next(struct session *s, enum worker_early *early)
 {
 	int due = s->due || worker_stream_pending(s->ws) >= s->step_samples;
-	size_t soon = !due && worker_idle_alone() ? s->idle_step_samples : 0;
+	size_t soon = 0;
+
+	/*
+	 * Previews where the engine has the time: a step in half of
+	 * idle_step_ms or less, so one delays a step that falls due by
+	 * little. Slower (tiny.en on two AVX2 cores, 0.45-0.6 s a step), they
+	 * made the partials later, not sooner, and the finals later
+	 * (docs/benchmarks.md, "idle steps").
+	 */
+	if (!due && s->idle_step_samples > 0 && worker_idle_alone() &&
+	    worker_step_seconds() * 2 * SOTTO_SAMPLE_RATE <=
+	    (double)s->idle_step_samples)
+		soon = s->idle_step_samples;
 
 	*early = worker_stream_early(s->ws, soon);
 	if (due && !s->due && s->answer_first) {

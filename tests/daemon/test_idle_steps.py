@@ -1,7 +1,10 @@
 """An idle sottod previews its only live session between steps
-([engine] idle_step_ms, sotto_stream_preview): partials come sooner, the
+([engine] idle_step_ms, sotto_stream_preview) where the engine has the
+time (a step in half of idle_step_ms or less): partials come sooner, the
 finals are those of whole steps, and with a second session it steps at
-step_ms again. Steps are counted by sottod's own /metrics
+step_ms alone again. Steps of 3 s and previews 1.5 s after them, so a
+tiny.en step (0.13-0.6 s on two cores, AVX-512 or AVX2) has the time on
+either kind of machine. Steps are counted by sottod's own /metrics
 (sottod_step_seconds_count: steps and previews alike), the stream is
 `sotto stream` paced as live.
 """
@@ -41,14 +44,17 @@ def partial_gaps(s: Stream) -> float:
 
 def test_idle_previews_keep_finals(make_daemon):
     http = ["--http", "127.0.0.1:0"]
-    on = make_daemon(argv=http).start()
-    off = make_daemon(conf="[engine]\nidle_step_ms = 0\n", argv=http).start()
+    on = make_daemon(conf="[engine]\nstep_ms = 3000\nidle_step_ms = 1500\n",
+                     argv=http).start()
+    off = make_daemon(conf="[engine]\nstep_ms = 3000\nidle_step_ms = 0\n",
+                      argv=http).start()
     on_port, off_port = on.listen_port(), off.listen_port()
 
     n_off, (s_off,) = streamed(off, off_port)
     n_on, (s_on,) = streamed(on, on_port)
-    report(f"idle previews (jfk.wav, 11 s live): {n_on} steps and previews "
-           f"with idle_step_ms 500, {n_off} steps with 0; partials every "
+    report(f"idle previews (jfk.wav, 11 s live, 3 s steps): {n_on} steps "
+           f"and previews with idle_step_ms 1500, {n_off} steps with 0; "
+           f"partials every "
            f"{partial_gaps(s_on):.2f} s against {partial_gaps(s_off):.2f} s "
            f"(medians)")
     # The previews commit nothing: the finals are those of 1 s steps. The
@@ -57,8 +63,8 @@ def test_idle_previews_keep_finals(make_daemon):
     # the words are compared, not the punctuation.
     assert werlib.normalise(s_on.text()) == werlib.normalise(s_off.text())
     assert s_off.text().strip(), "no words"
-    assert n_off <= 14, n_off
-    assert n_on >= n_off + 4, (n_on, n_off)
+    assert n_off <= 6, n_off
+    assert n_on >= n_off + 2, (n_on, n_off)
     assert partial_gaps(s_on) < partial_gaps(s_off)
 
     # two sessions: no previews, each stepped at step_ms as before
