@@ -41,6 +41,7 @@ struct session {
 	double			 final_end;	/* end of the last final */
 	double			 undecoded_s;	/* at the end: never decoded */
 	double			 compute_s;	/* its steps' compute time */
+	double			 last_step_s;	/* its last step's, 0: none yet */
 	const char		*source;	/* status: socket, ws, ... */
 	char			*last_partial;
 	char			*language_ev;	/* the last language event */

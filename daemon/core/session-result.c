@@ -67,15 +67,17 @@ session_next(struct session *s, enum worker_early *early)
 	size_t soon = 0;
 
 	/*
-	 * Previews where the engine has the time: a step in half of
-	 * idle_step_ms or less, so one delays a step that falls due by
-	 * little. Slower (tiny.en on two AVX2 cores, 0.45-0.6 s a step), they
-	 * made the partials later, not sooner, and the finals later
-	 * (docs/benchmarks.md, "idle steps").
+	 * Previews where the engine has the time: its last step took half
+	 * of idle_step_ms or less, so a preview delays a step that falls due
+	 * by little. Slower (tiny.en on two AVX2 cores, 0.45-0.6 s a step),
+	 * they made the partials later, not sooner, and the finals later
+	 * (docs/benchmarks.md, "idle steps"). The session's own last step,
+	 * not the compute thread's moving average, which a fresh daemon's
+	 * first, cold step holds high for many steps.
 	 */
-	if (!due && s->idle_step_samples > 0 && worker_idle_alone() &&
-	    worker_step_seconds() * 2 * SOTTO_SAMPLE_RATE <=
-	    (double)s->idle_step_samples)
+	if (!due && s->idle_step_samples > 0 && s->last_step_s > 0 &&
+	    s->last_step_s * 2 * SOTTO_SAMPLE_RATE <=
+	    (double)s->idle_step_samples && worker_idle_alone())
 		soon = s->idle_step_samples;
 
 	*early = worker_stream_early(s->ws, soon);
@@ -334,6 +336,7 @@ session_result(struct worker_result *r)
 	}
 	if (r->stepped) {
 		s->compute_s += r->compute_s;
+		s->last_step_s = r->compute_s;
 		core_count_step(r->compute_s);
 		if (r->audio_time > s->audio_time) {
 			core_totals.audio_done_s += r->audio_time -

@@ -27,12 +27,13 @@ struct worker_stream {
 	enum worker_early early;	/* guarded by lock: the STEP job
 					   queued is early (worker_queue_
 					   early_step) */
-	size_t		 held;		/* guarded by lock: samples previews
-					   fed the engine since its last
-					   step */
+	size_t		 held;		/* guarded by lock: samples fed the
+					   engine since its last step (by
+					   previews, or not yet a step) */
 	size_t		 fed_quiet;	/* guarded by lock: samples under
 					   the gate that end the audio fed
-					   (SIZE_MAX: none above it yet) */
+					   (SIZE_MAX: none above it yet):
+					   a pause, an end of speech */
 	int		 follow;	/* moves to a reloaded model */
 	struct model_ref *model;	/* the model it runs on */
 	/* compute thread only: */
@@ -42,7 +43,6 @@ struct worker_stream {
 	size_t		 track_fed;	/* samples this stream gave it */
 	int		 failed;
 	double		 t_offset;	/* audio of earlier streams */
-	int		 quiet;		/* fed audio ends quietly */
 	double		 stale_since;	/* its model was replaced */
 	double		 attained_s;	/* compute it has had, in s */
 };

@@ -198,12 +198,6 @@ worker_quiet(const float *p, size_t from, size_t n)
 	return 1;
 }
 
-static int
-worker_pause(const float *p, size_t n)
-{
-	return worker_quiet(p, n > WORKER_PAUSE ? n - WORKER_PAUSE : 0, n);
-}
-
 /*
  * Samples at the end of p[n] under the gate, in 100 ms blocks counted
  * back from the end.
@@ -338,7 +332,6 @@ worker_feed(struct worker_stream *ws, size_t max, char *err)
 	    err)) == 0)
 		ws->track_fed += n;
 	if (rc == 0 && n > 0) {
-		ws->quiet = worker_pause(ws->pending, n);
 		q = worker_quiet_tail(ws->pending, n);
 		ws->fed_quiet = q < n ? q : ws->fed_quiet == SIZE_MAX ?
 		    SIZE_MAX : ws->fed_quiet + n;
@@ -428,10 +421,14 @@ int
 worker_may_move(struct worker_stream *ws)
 {
 	double now = worker_now();
+	int pause;
 
 	if (ws->stale_since == 0)
 		ws->stale_since = now;
-	return ws->quiet || now - ws->stale_since >= WORKER_MOVE_WAIT_S;
+	pthread_mutex_lock(&ws->lock);
+	pause = ws->fed_quiet >= WORKER_PAUSE;
+	pthread_mutex_unlock(&ws->lock);
+	return pause || now - ws->stale_since >= WORKER_MOVE_WAIT_S;
 }
 
 /*

