@@ -241,7 +241,8 @@ class Bench:
                            ("matmul_onednn_tflops", "onednn_tflops"), ("matmul_kernel_tflops", "kernel_tflops")):
                 if r.get(k):
                     vals[key] = r[k]
-            self.sotto_kernel = r.get("kernel", self.sotto_kernel)
+            if r.get("kernel"):  # null where no bf16 ceiling was measured
+                self.sotto_kernel = r["kernel"]
         elif tool.startswith("whispercpp"):
             cmd = [str(self.wcpp["bin_dir"] / "whisper-bench"), "-m", str(m["ggml"]), "-t", str(THREADS),
                    "-fa" if tool == "whispercpp" else "-nfa"]

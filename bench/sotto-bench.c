@@ -11,7 +11,9 @@
  * shared machine other work only ever adds time, and it comes and goes
  * over seconds, longer than one round);
  * the resident memory after the load, its peak during the load and the
- * peak of the whole run (VmRSS, VmHWM). --load-only: the load alone.
+ * peak of the whole run (VmRSS, VmHWM); at bf16, the bf16 matmul
+ * ceiling and the kernel that reached it ("amx" or "avx512-bf16"; null
+ * at the other precisions). --load-only: the load alone.
  * --file: the fixed-token file instead (bench_file below; RAW is 16 kHz
  * s16le mono): N tokens per 30 s window [100], times and peak RSS.
  */
@@ -449,13 +451,15 @@ main(int argc, char **argv)
 	    "\"step5_ms\":%.3f,\"encoder_gflop\":%.2f,"
 	    "\"encoder_tflops\":%.3f,\"matmul_ceiling_tflops\":%.3f,"
 	    "\"matmul_onednn_tflops\":%.3f,\"matmul_kernel_tflops\":%.3f,"
-	    "\"kernel\":\"%s\",\"load_rss_mb\":%.1f,"
+	    "\"kernel\":%s,\"load_rss_mb\":%.1f,"
 	    "\"load_peak_rss_mb\":%.1f,\"peak_rss_mb\":%.1f}\n",
 	    m->name, precision_name(m), info.compute,
 	    m->threads, load, enc, step1 * 1e3, step5 * 1e3,
 	    encoder_flops(&m->hp) / 1e9, encoder_flops(&m->hp) / enc / 1e12,
 	    onednn > win ? onednn : win, onednn, win,
-	    gemm_has_amx(m->gemm) ? "amx" : "avx512-bf16", load_rss, load_hwm,
+	    m->precision != SOTTO_PRECISION_BF16 ? "null" :
+	    gemm_has_amx(m->gemm) ? "\"amx\"" : "\"avx512-bf16\"", load_rss,
+	    load_hwm,
 	    status_mb("VmHWM:"));
 	sotto_state_free(st);
 	sotto_model_free(m);
