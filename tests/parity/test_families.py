@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 from conftest import N_STEPS, PY, TOOLS, convert, openai_languages, openai_suppress, openai_tokenizer, run
-from gguf_raw import GgufRaw
+from sotto_gguf.gguf_raw import GgufRaw  # noqa: E402
 
 pytestmark = pytest.mark.parity
 
@@ -60,7 +60,7 @@ LANG_BF16_TOL = 1e-3
 def gguf_parts(path):
     """(metadata {key: raw bytes} without sotto.source, that source,
     tensors [(name, type, shape, data bytes)]): a byte-level view of a
-    GGUF (tests/gguf_raw.py: gguf.GGUFReader took 3 s of a family's 7-20 s
+    GGUF (sotto_gguf/gguf_raw.py: gguf.GGUFReader took 3 s of a family's 7-20 s
     here, for each of three files)."""
     g = GgufRaw(path)
     md = {k: v for k, v in g.raw.items() if k != "sotto.source"}

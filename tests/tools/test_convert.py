@@ -31,7 +31,7 @@ from sotto_gguf import ct2  # noqa: E402
 from sotto_gguf.melfilters import mel_filters  # noqa: E402
 from sotto_gguf.openai_sdist import OPENAI_SDIST  # noqa: E402
 from sotto_gguf.reader import read_gguf  # noqa: E402
-from gguf_raw import GgufRaw  # noqa: E402
+from sotto_gguf.gguf_raw import GgufRaw  # noqa: E402
 from sotto_gguf.tokenizer import LANGUAGE_CODES  # noqa: E402
 
 PY = os.environ.get("SOTTO_PYTHON") or sys.executable
@@ -157,7 +157,7 @@ def tiny(tiny_gguf):
 def assert_same_model(a: Path, b: Path, differ: set[str] = frozenset({"sotto.source"})) -> None:
     """Same keys, same values (except `differ`), same tensors in the same
     order with the same types and bits (the header as on disk,
-    tests/gguf_raw.py: read_gguf takes seconds on a vocabulary)."""
+    sotto_gguf/gguf_raw.py)."""
     ga, gb = GgufRaw(a), GgufRaw(b)
     assert set(ga.raw) == set(gb.raw)
     bad = [k for k in ga.raw if k not in differ and ga.raw[k] != gb.raw[k]]

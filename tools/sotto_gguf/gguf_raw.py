@@ -1,22 +1,27 @@
-"""A GGUF file's header as it is on disk, for tests that compare what the
-converters write (tests/parity/test_families.py, tests/tools/test_convert.py).
+"""A GGUF file as it is on disk: reader.read_gguf (the ggml exporter) and
+the tests that compare what the converters write (tests/parity/
+test_families.py, tests/tools/test_convert.py).
 
 gguf.GGUFReader makes numpy views of every part of every field: on a
 Whisper vocabulary (51,864 token strings and their scores) it takes about
-3 s a file, most of a parity family's input-route test. This reads the
-same header with struct, in tens of milliseconds, and keeps each value's
-bytes as they are in the file, so comparing two files compares what they
-say, bit for bit.
+3 s a file (of export_ggml's 3.3 s for tiny.en), most of a parity
+family's input-route test. This reads the same header with struct, in
+tens of milliseconds, and keeps each value's bytes as they are in the
+file, so comparing two files compares what they say, bit for bit.
+tests/tools/test_convert.py still reads a file with gguf.GGUFReader too,
+so the two readers check each other.
 
     g = GgufRaw(path)
     g.raw["whisper.n_vocab"]        # the value's type and bytes, as on disk
     g.value("whisper.n_vocab")      # as sotto_gguf.reader.read_gguf gives it
     g.tensors                       # [(name, ggml type, dims, offset)]
     g.tensor_bytes(i)               # tensor i's data (to the next tensor)
+    g.tensor_array(i)               # as a numpy array (F32 and F16)
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
 from pathlib import Path
 
@@ -27,15 +32,21 @@ FIXED = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7
          10: "<u8", 11: "<i8", 12: "<f8"}
 STRING, ARRAY = 8, 9
 DEFAULT_ALIGNMENT = 32
+# ggml tensor types sotto writes: numpy dtype
+TENSOR_DTYPES = {0: "<f4", 1: "<f2"}
 
 
 class GgufRaw:
     def __init__(self, path: Path | str):
         self.path = Path(path)
-        self.data = self.path.read_bytes()
+        with open(self.path, "rb") as f:
+            try:  # mapped, not read: a large-v3 file is 3 GB
+                self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:  # an empty file
+                raise ValueError(f"{path}: not a GGUF file (it is empty)") from None
         d = self.data
         if d[:4] != b"GGUF":
-            raise ValueError(f"{path}: not a GGUF file")
+            raise ValueError(f"{path}: not a GGUF file (no GGUF magic at its start)")
         self.version, n_tensors, n_kv = struct.unpack_from("<IQQ", d, 4)
         at = 24
         self.raw: dict[str, bytes] = {}   # key -> type and value bytes
@@ -113,3 +124,18 @@ class GgufRaw:
         after = [o for *_, o in self.tensors if o > off]
         end = self.data_start + min(after) if after else len(self.data)
         return memoryview(self.data)[self.data_start + off:end]
+
+    def tensor_array(self, i: int) -> np.ndarray:
+        """Tensor i in row-major (numpy) order: dims reversed, as
+        gguf.GGUFReader gives it; a view of the file's bytes."""
+        name, t, dims, off = self.tensors[i]
+        if t not in TENSOR_DTYPES:
+            raise ValueError(f"{self.path}: tensor {name} has ggml type {t} "
+                             "(sotto writes F32 and F16 only)")
+        n = int(np.prod(dims)) if dims else 1
+        start = self.data_start + off
+        if start + n * np.dtype(TENSOR_DTYPES[t]).itemsize > len(self.data):
+            raise ValueError(f"{self.path}: tensor {name} runs past the end "
+                             "of the file (truncated?)")
+        return np.frombuffer(self.data, TENSOR_DTYPES[t], n, start).reshape(
+            tuple(reversed(dims)))
