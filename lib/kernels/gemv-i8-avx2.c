@@ -135,7 +135,7 @@ quantize_cols(const float *x, int ldx, int k, int j0, int n, int N,
 		float max = 0.0f, inv;
 
 		for (kk = 0; j < n && kk < k; kk++)
-			max = fmaxf(max, fabsf(x[(size_t)kk * ldx + j0 + j]));
+			max = gemv_absmax(max, x[(size_t)kk * ldx + j0 + j]);
 		sx[j] = max / qmax;
 		inv = max > 0.0f ? qmax / max : 0.0f;
 		for (kk = 0; kk < k; kk++)
@@ -385,13 +385,16 @@ void
 gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k, const float *x,
     int ldx, int n, float *y, ptrdiff_t yj, void *scratch)
 {
-	float *col = scratch;
-	int top[GEMV_I8_AVX2_EXACT], j, kk, t;
+	float *cols = scratch;
+	int j;
 
 	if (rows < GEMV_I8_AVX2_EXACT)
 		return;
+	/* the columns (beams) apart: the other thread slept through it */
+#pragma omp parallel for schedule(static) if (n > 1)
 	for (j = 0; j < n; j++) {
-		float *row = y + j * yj;
+		float *row = y + j * yj, *col = cols + (size_t)j * k;
+		int top[GEMV_I8_AVX2_EXACT], kk, t;
 
 		for (kk = 0; kk < k; kk++)
 			col[kk] = x[(size_t)kk * ldx + j];

@@ -174,7 +174,7 @@ quantize_cols(const float *x, int ldx, int k, int j0, int n, int N,
 		int32_t s = 0;
 
 		for (kk = 0; j < n && kk < k; kk++)
-			max = fmaxf(max, fabsf(x[(size_t)kk * ldx + j0 + j]));
+			max = gemv_absmax(max, x[(size_t)kk * ldx + j0 + j]);
 		sx[j] = max / QX;
 		inv = max > 0.0f ? QX / max : 0.0f;
 		for (kk = 0; kk < k; kk++) {

@@ -7,8 +7,21 @@
 #ifndef SOTTO_GEMV_H
 #define SOTTO_GEMV_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * max(m, |v|) for a column's scale: the same value as fmaxf(m, fabsf(v))
+ * (a NaN v leaves m), but inline; fmaxf stayed a libm call per element.
+ */
+static inline float
+gemv_absmax(float m, float v)
+{
+	float a = fabsf(v);
+
+	return a > m ? a : m;
+}
 
 #define GEMV_K_ALIGN	32	/* k must be a multiple of this */
 
@@ -126,7 +139,7 @@ size_t	gemv_i8_avx2_bytes(int rows, int k);
 void	gemv_i8_avx2_pack(const uint16_t *f16, int rows, int k, int row0,
 	    uint8_t *wp, float *scale);
 
-#define GEMV_I8_AVX2_SCRATCH_BYTES(k)	((size_t)(k) * GEMV_I8_COLS * 2)
+#define GEMV_I8_AVX2_SCRATCH_BYTES(k)	((size_t)(k) * GEMV_I8_COLS * 4)
 
 /* y (+)= W x from gemv_i8_avx2_pack's weights; needs AVX2, FMA, F16C. */
 void	gemv_i8_avx2(const struct gemv_i8_args *, void *scratch);
