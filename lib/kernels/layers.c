@@ -165,12 +165,16 @@ layer_bias_gelu(float *x, int c, int s, int ld, const float *b)
 
 	/*
 	 * A decoder step has a few columns: rows of 1-8 values leave the
-	 * vector unit idle, so add the bias by rows and run GELU over the
-	 * whole contiguous block.
+	 * vector unit idle, so add the bias in place (a call per row cost
+	 * more than its additions) and run GELU over the whole contiguous
+	 * block.
 	 */
 	if (s < 16 && ld == s) {
+		int j;
+
 		for (i = 0; i < c; i++)
-			row_add_scalar(x + (size_t)i * s, s, b[i]);
+			for (j = 0; j < s; j++)
+				x[(size_t)i * s + j] += b[i];
 		flat_gelu(x, (size_t)c * s);
 		return;
 	}
