@@ -432,9 +432,13 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 		if ((rc = gemm_i8_avx2(g, w, x, ldx, n, y, 1, ldy, 0, err)))
 			return rc;
 		/* an output head that kept its F16 rows: its top exact */
-		if (w->f16 != NULL)
-			gemv_i8_avx2_rescore(w->f16, w->rows, w->cols, x, ldx,
-			    n, y, ldy, g->gemv_scratch);
+		if (w->f16 == NULL)
+			return 0;
+		if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+		    GEMV_I8_AVX2_RESCORE_BYTES(w->cols, n), err)) != 0)
+			return rc;
+		gemv_i8_avx2_rescore(w->f16, w->rows, w->cols, x, ldx, n, y,
+		    ldy, g->gemv_scratch);
 		return 0;
 	}
 	if (use_f16(g, w, n))

@@ -139,7 +139,7 @@ size_t	gemv_i8_avx2_bytes(int rows, int k);
 void	gemv_i8_avx2_pack(const uint16_t *f16, int rows, int k, int row0,
 	    uint8_t *wp, float *scale);
 
-#define GEMV_I8_AVX2_SCRATCH_BYTES(k)	((size_t)(k) * GEMV_I8_COLS * 4)
+#define GEMV_I8_AVX2_SCRATCH_BYTES(k)	((size_t)(k) * GEMV_I8_COLS * 2)
 
 /* y (+)= W x from gemv_i8_avx2_pack's weights; needs AVX2, FMA, F16C. */
 void	gemv_i8_avx2(const struct gemv_i8_args *, void *scratch);
@@ -149,9 +149,11 @@ void	gemv_i8_avx2(const struct gemv_i8_args *, void *scratch);
  * GEMV_I8_AVX2_EXACT largest of each of the n columns recomputed in f32
  * from the F16 rows f16 [rows][k] (as logits.c rescores its estimates),
  * so that the top of the distribution, which decoding reads, is not the
- * int8 rounding's. scratch: GEMV_I8_AVX2_SCRATCH_BYTES(k).
+ * int8 rounding's. The columns are shared among the threads. scratch:
+ * GEMV_I8_AVX2_RESCORE_BYTES(k, n).
  */
 #define GEMV_I8_AVX2_EXACT	64
+#define GEMV_I8_AVX2_RESCORE_BYTES(k, n)	((size_t)(k) * (n) * sizeof(float))
 
 void	gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k,
 	    const float *x, int ldx, int n, float *y, ptrdiff_t yj,

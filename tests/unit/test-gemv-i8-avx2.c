@@ -99,22 +99,25 @@ test_gemv_i8_avx2(void **state)
 }
 
 /*
- * An output head (logits layout, 1000 rows): after gemv_i8_avx2_rescore
- * the GEMV_I8_AVX2_EXACT largest of each column are the F16 rows' own
- * products in f32 (to 1e-4), so each column's largest is the exact
- * largest; the rest stay the int8 products.
+ * An output head (logits layout, 1000 rows, n columns shared among the
+ * threads): after gemv_i8_avx2_rescore the GEMV_I8_AVX2_EXACT largest of
+ * each column are the F16 rows' own products in f32 (to 1e-4), so each
+ * column's largest is the exact largest; the rest stay the int8
+ * products.
  */
 static void
-test_gemv_i8_avx2_rescore_run(void)
+test_gemv_i8_avx2_rescore_run(int n)
 {
-	const int rows = 1000, k = 128, n = 5;
+	const int rows = 1000, k = 128;
 	uint16_t *w = malloc((size_t)rows * k * 2);
 	float *x = frand_array((size_t)k * n, 1.0f);
 	float *y = malloc((size_t)rows * n * sizeof(float));
 	float *y8 = malloc((size_t)rows * n * sizeof(float));
 	uint8_t *wp = aligned_alloc(64, gemv_i8_avx2_bytes(rows, k));
 	float *scale = calloc((size_t)gemv_i8_avx2_rows(rows), sizeof(float));
-	void *scratch = aligned_alloc(64, GEMV_I8_AVX2_SCRATCH_BYTES(k));
+	size_t need = GEMV_I8_AVX2_RESCORE_BYTES(k, n);
+	void *scratch = aligned_alloc(64, need > GEMV_I8_AVX2_SCRATCH_BYTES(k) ?
+	    need : GEMV_I8_AVX2_SCRATCH_BYTES(k));
 	struct gemv_i8_args a = { 0 };
 	int m, j, kk, changed;
 
@@ -168,7 +171,8 @@ test_gemv_i8_avx2_rescore(void **state)
 	(void)state;
 	SKIP_WITHOUT(gemv_i8_avx2_supported(), "no AVX2, FMA and F16C here "
 	    "(or ONEDNN_MAX_CPU_ISA)");
-	test_gemv_i8_avx2_rescore_run();
+	test_gemv_i8_avx2_rescore_run(5);	/* 5 beams */
+	test_gemv_i8_avx2_rescore_run(16);	/* 16 streams stepped together */
 }
 
 /* An all-zero row (scale 0) and column give zeros, not NaN. */
