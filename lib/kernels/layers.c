@@ -16,6 +16,8 @@
 #define LAYER_EPS	1e-5f
 #define PAR_MIN		(64 * 1024)	/* elements before going parallel */
 #define COL_BLOCK	128
+#define GELU_PAR_MIN	4096	/* GELU values of a step before going parallel */
+#define GELU_ROWS	64	/* rows of a step's GELU per share */
 #define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
 	"arch=x86-64-v3", "default")))
 
@@ -170,12 +172,21 @@ layer_bias_gelu(float *x, int c, int s, int ld, const float *b)
 	 * block.
 	 */
 	if (s < 16 && ld == s) {
-		int j;
+		/*
+		 * Shared among the threads from a few thousand values (5 beams'
+		 * 4d): done by one, it was the longest gap between a step's
+		 * parallel regions (about 30 us), long enough for the other
+		 * thread to fall asleep before fc2.
+		 */
+#pragma omp parallel for schedule(static) if ((size_t)c * s > GELU_PAR_MIN)
+		for (i = 0; i < c; i += GELU_ROWS) {
+			int r, j, nr = c - i < GELU_ROWS ? c - i : GELU_ROWS;
 
-		for (i = 0; i < c; i++)
-			for (j = 0; j < s; j++)
-				x[(size_t)i * s + j] += b[i];
-		flat_gelu(x, (size_t)c * s);
+			for (r = i; r < i + nr; r++)
+				for (j = 0; j < s; j++)
+					x[(size_t)r * s + j] += b[r];
+			flat_gelu(x + (size_t)i * s, (size_t)nr * s);
+		}
 		return;
 	}
 #pragma omp parallel for schedule(static) if ((size_t)c * s > PAR_MIN)
