@@ -40,6 +40,12 @@
  * window end often agree on the wrong word ("old" for "ill-dis...").
  */
 #define SETTLE_SECONDS	1.0
+/*
+ * A word of a window with no committed text in it that ends this close
+ * after the last final's end, or before it, is that final's audio
+ * heard again (see emit): DTW places a word's end to a frame or two.
+ */
+#define HEARD_AGAIN_SECONDS	0.1
 
 /* A timestamp, or a text token whose first byte is a space. */
 int
@@ -164,41 +170,97 @@ times_from_words(const struct sotto_segment *f, double *start, double *end)
 		*end = *start + STREAM_TS_SECONDS;
 }
 
-/* A final of seq[from, to) whose text tokens are seq[a, b). */
+/*
+ * How many of the leading words w[n] of a window with no committed text
+ * in it are committed words heard again: aligned to end by the end of
+ * the last final (HEARD_AGAIN_SECONDS of slack).
+ */
+static int
+heard_again(const struct sotto_stream *s, const struct sotto_word *w, int n)
+{
+	int k = 0;
+
+	if (s->next_id == 0)
+		return 0;
+	while (k < n && w[k].end <= s->last_end + HEARD_AGAIN_SECONDS)
+		k++;
+	return k;
+}
+
+/*
+ * The first k words of w[*n] dropped: the rest move to the front with
+ * token indices from the first of them. Returns that word's index in
+ * the text (the tokens before it are dropped from the final too).
+ */
+static int
+drop_words(struct sotto_word *w, int *n, int k)
+{
+	int t0 = w[k].token_index, i;
+
+	for (i = 0; i < k; i++)
+		free(w[i].word);
+	memmove(w, w + k, (*n - k) * sizeof(*w));
+	*n -= k;
+	for (i = 0; i < *n; i++)
+		w[i].token_index -= t0;
+	return t0;
+}
+
+/*
+ * A final of seq[from, to) whose text tokens are seq[a, b). While
+ * *fresh (its window had no committed text in it, and no word of this
+ * commit has yet been kept), its leading words that are committed words
+ * heard again are left out: a window cut inside or before the last
+ * committed word can start with it again, and with no prefix to force,
+ * Whisper writes it as it hears it ("efficient I said." after
+ * "sufficient, I said."; stream_repeat finds it only when it is spelt
+ * the same).
+ */
 static int
 emit(struct sotto_stream *s, const int32_t *seq, int from, int to, int a,
-    int b, double start, double end, char *err)
+    int b, double start, double end, int *fresh, char *err)
 {
 	struct sotto_segment *f;
+	struct sotto_word *w = NULL;
 	char *text;
-	int rc, i;
+	int rc, i, nw = 0, k = 0;
 
-	if ((rc = tok_decode(s->model->tok, seq + a, b - a, &text, err)) != 0)
+	if (s->words != NULL && (rc = stream_words_take(s->words,
+	    text_tokens(s, seq, a), text_tokens(s, seq, b), &w, &nw,
+	    err)) != 0)
 		return rc;
-	if (blank(text)) {
-		free(text);
-		return 0;
+	if (*fresh && nw > 0) {
+		k = heard_again(s, w, nw);
+		if (k == nw) {
+			words_free(w, nw);
+			return 0;
+		}
+		*fresh = 0;
+		if (k > 0)
+			from = a = a + drop_words(w, &nw, k);
 	}
-	if ((rc = finals_grow(s, err)) != 0) {
+	if ((rc = tok_decode(s->model->tok, seq + a, b - a, &text,
+	    err)) != 0) {
+		words_free(w, nw);
+		return rc;
+	}
+	if (blank(text) || (rc = finals_grow(s, err)) != 0) {
 		free(text);
+		words_free(w, nw);
 		return rc;
 	}
 	f = &s->finals[s->n_finals];
 	memset(f, 0, sizeof(*f));
 	f->text = text;
+	f->words = w;
+	f->n_words = nw;
 	if ((f->tokens = malloc((to - from) * sizeof(int32_t))) == NULL) {
 		free(text);
+		words_free(w, nw);
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	}
 	memcpy(f->tokens, seq + from, (to - from) * sizeof(int32_t));
 	f->n_tokens = to - from;
-	if (s->words != NULL && (rc = stream_words_take(s->words,
-	    text_tokens(s, seq, a), text_tokens(s, seq, b), &f->words,
-	    &f->n_words, err)) != 0) {
-		free(f->text);
-		free(f->tokens);
-		return rc;
-	}
 	for (i = 0; i < f->n_words; i++)	/* from its text to its tokens */
 		f->words[i].token_index += a - from;
 	times_from_words(f, &start, &end);
@@ -229,6 +291,7 @@ emit_range(struct sotto_stream *s, const int32_t *seq, int n, int c0,
 {
 	double base = base_seconds(s), start, end;
 	int i = c0, a, b, from, to, rc;
+	int fresh = !stream_has_text(s, seq, c0);
 
 	while (i < c1) {
 		if (stream_is_ts(s, seq[i])) {
@@ -244,7 +307,8 @@ emit_range(struct sotto_stream *s, const int32_t *seq, int n, int c0,
 		    (seq[a - 1] - s->tb) * STREAM_TS_SECONDS : s->last_end;
 		end = base + (b < c1 ? (seq[b] - s->tb) * STREAM_TS_SECONDS :
 		    stream_estimate(s, seq, n, b));
-		if ((rc = emit(s, seq, from, to, a, b, start, end, err)) != 0)
+		if ((rc = emit(s, seq, from, to, a, b, start, end, &fresh,
+		    err)) != 0)
 			return rc;
 	}
 	return 0;

@@ -181,6 +181,36 @@ def test_longform_nothing_lost_or_repeated(runs):
         assert k < 3 or a[-k:] != b[:k], f"repeated at a seam: {a} | {b}"
 
 
+# Four readers, 0.8 s apart, and silence after them (the browser test's
+# audio): streamed after a lead-in of 0.13 s or 1 s, the window slid to
+# a cut inside the last committed word, "sufficient", and the finish
+# decoded "efficient I said." (or "Fish and I said.") again as a final
+# of its own: the page showed the last sentence's end twice.
+READERS = ["jfk.wav", "sense_and_sensibility_01_austen_64kb-0870.wav",
+           "2830-3980-0043.wav", "8455-210777-0068.wav"]
+
+
+def test_cut_word_not_final_twice(manifest):
+    gap = [0] * int(0.8 * 16000)
+    speech = []
+    for name in READERS:
+        speech += _pcm(name) + gap
+    ref = werlib.normalise(" ".join(manifest[n] for n in READERS))
+    leads = (0.13, 1.0)
+    with ThreadPoolExecutor(2) as ex:
+        evs = list(ex.map(lambda lead: run_driver(
+            "-", FINE_STEP_MS, stdin=_raw([0] * int(lead * 16000) + speech +
+                                          [0] * 32000)), leads))
+    import jiwer
+
+    for lead, ev in zip(leads, evs):
+        got = werlib.normalise(final_text(ev))
+        o = jiwer.process_words(ref, got)
+        assert got.endswith("your power is sufficient i said"), \
+            (lead, final_text(ev))
+        assert o.insertions == 0, (lead, final_text(ev))
+
+
 def wav_seconds(path) -> float:
     with wave.open(str(path)) as w:
         return w.getnframes() / w.getframerate()
