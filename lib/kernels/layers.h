@@ -28,6 +28,11 @@ void	layer_add(float *y, const float *x, int c, int s, int ld);
 
 /* Row-wise softmax of n values, in place. */
 void	layer_softmax(float *x, int n);
+/*
+ * x[i] = exp(x[i] - max x) over x[n], and their sum: a softmax whose
+ * division the caller does later, on fewer values.
+ */
+float	layer_exp_sum(float *x, int n);
 
 /* exp of n values into y; about 1 ulp, vectorisable. */
 void	layer_exp(const float *x, float *y, int n);

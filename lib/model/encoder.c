@@ -72,16 +72,17 @@ encoder_stem(struct sotto_state *st, const float *mel, char *err)
  * scores of a block ([QBLOCK][1500], 750 KB) stay in cache between the
  * product that writes them, the softmax and the product that reads them.
  * For head h, q, k and v are the row block [h*dh, (h+1)*dh);
- * scores[q][k] = q.k / sqrt(dh), softmax over k,
- * out[c][q] = sum_k v[c][k] p[q][k].
+ * scores[q][k] = q.k / sqrt(dh), e[q][k] = exp(scores - max over k),
+ * out[c][q] = sum_k v[c][k] e[q][k] / sum_k e[q][k]: the softmax's
+ * division on the dh outputs of a query rather than its 1500 scores.
  */
 #define QBLOCK	128
 
 static int
 attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 {
-	int dh = d / n_head, h, q0, nq, i, rc;
-	float scale = 1.0f / sqrtf((float)dh);
+	int dh = d / n_head, h, q0, nq, i, c, rc;
+	float scale = 1.0f / sqrtf((float)dh), inv[QBLOCK], *out;
 
 	for (h = 0; h < n_head; h++) {
 		const float *q = st->qkv + (size_t)h * dh * LD;
@@ -95,11 +96,15 @@ attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 				return rc;
 #pragma omp parallel for schedule(static)
 			for (i = 0; i < nq; i++)
-				layer_softmax(st->scores + (size_t)i * S, S);
+				inv[i] = 1.0f / layer_exp_sum(st->scores +
+				    (size_t)i * S, S);
+			out = st->attn + (size_t)h * dh * LD + q0;
 			if ((rc = gemm_f32('N', 'T', dh, nq, S, 1.0f, v, LD,
-			    st->scores, S, 0.0f, st->attn + (size_t)h * dh * LD +
-			    q0, LD, err)) != 0)
+			    st->scores, S, 0.0f, out, LD, err)) != 0)
 				return rc;
+			for (c = 0; c < dh; c++)
+				for (i = 0; i < nq; i++)
+					out[(size_t)c * LD + i] *= inv[i];
 		}
 	}
 	return 0;
