@@ -36,6 +36,7 @@
 
 #include "amx.h"
 #include "err.h"
+#include "gemv.h"
 #include "logits.h"
 
 #define AMX_TARGET	AMX_TARGET_INT8
@@ -295,8 +296,8 @@ quantize_x(const struct logits_head *lh, const float *x, int ldx, int n,
 			/* the outlier channels have mean 0: not in base */
 			base += lh->mean[k] * x[(size_t)k * ldx + j];
 			if (!is_outlier(lh, k))
-				max = fmaxf(max, fabsf(x[(size_t)k * ldx +
-				    j]));
+				max = gemv_absmax(max, x[(size_t)k * ldx +
+				    j]);
 		}
 		xc->sx[j] = max / 127.0f;
 		xc->base[j] = base;
