@@ -11,6 +11,9 @@ real tiny.en, real speech, driven through build/tests/stream/stream-driver.
   end, the last step's hypothesis without another decode; silence
   yields no text and skips the encoder; speech followed by room noise
   yields the speech once;
+- a window cut inside the last committed word does not make what is left
+  of it, as Whisper hears it again, a final of its own (four readers and
+  silence, after two lead-ins that did);
 - final ids go up by one, times never go back;
 - latency (audio time when a word became final minus its estimated end),
   p50/p95, in the report section of the output;
