@@ -10,6 +10,8 @@
 #include "amx.h"
 #include "layers.h"
 
+/* keys a pass: 8 rows of K or V, 8 KB, and the queries' 1 KB each in L1 */
+#define CHUNK	256
 #define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
 	"arch=x86-64-v3", "default")))
 
@@ -42,48 +44,77 @@ scores8(const float *qs, const float *k, int ldk, int n, float *p)
 	}
 }
 
+typedef float v8 __attribute__((vector_size(32)));
+typedef float v8u __attribute__((vector_size(32), aligned(4)));
+
+/* macros: a function taking or returning a v8 changes the default ABI */
+#define ld8(x)		(*(const v8u *)(x))
+#define hsum8(a)	((((a)[0] + (a)[4]) + ((a)[2] + (a)[6])) + \
+			    (((a)[1] + (a)[5]) + ((a)[3] + (a)[7])))
+
 /*
- * sum_t p[t] V[c][t] of 8 channels (rows ldk apart) into out[0, ldo, ...
- * 7 ldo]: eight sums in flight, each reduced as the one-channel loop
- * reduces it (GCC keeps a reduction's lanes and their final order per
- * variable: the same floats on x86-64, -v3 and -v4). One sum at a time
- * waited on its own additions: 5 beams' cross-attention over a window
- * (24 heads of tiny.en, 1500 keys) took 1.73 ms this way against 2.05
- * (AVX-512, 1 thread, least of 30), and eight against four took 1.87
- * against 2.44 (with scores8; AVX2, Zen 3). Tiling the scores instead
- * (16 keys of every channel in registers) made them slower: 64 rows 6
- * KB apart per tile.
+ * The weighted sums sum_t p[t] V[c][t] of 8 channels (rows ldk apart)
+ * over keys [t0, t1), a multiple of 8 apart, carried in acc[8]: lane l
+ * of a sum adds the keys t = l (mod 8) in order, so that a sum split
+ * into parts is the same float as one pass (finish_sum adds the lanes
+ * and the keys past the last whole vector). Eight sums in flight: one at
+ * a time waited on its own additions (5 beams' cross-attention of tiny.en
+ * took 2.05 ms against 1.73, AVX-512, 1 thread, least of 30; four
+ * against eight 2.44 against 1.87, AVX2, Zen 3).
  */
 static inline void
-weighted8(const float *p, const float *v, int ldk, int n, float *out,
-    int ldo)
+weighted8(const float *p, const float *v, int ldk, int t0, int t1, v8 *acc)
 {
 	const float *v0 = v, *v1 = v0 + ldk, *v2 = v1 + ldk, *v3 = v2 + ldk;
 	const float *v4 = v3 + ldk, *v5 = v4 + ldk, *v6 = v5 + ldk;
 	const float *v7 = v6 + ldk;
-	float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-	float a4 = 0.0f, a5 = 0.0f, a6 = 0.0f, a7 = 0.0f;
+	v8 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+	v8 a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7], pt;
 	int t;
 
-#pragma omp simd reduction(+:a0, a1, a2, a3, a4, a5, a6, a7)
-	for (t = 0; t < n; t++) {
-		a0 += p[t] * v0[t];
-		a1 += p[t] * v1[t];
-		a2 += p[t] * v2[t];
-		a3 += p[t] * v3[t];
-		a4 += p[t] * v4[t];
-		a5 += p[t] * v5[t];
-		a6 += p[t] * v6[t];
-		a7 += p[t] * v7[t];
+	for (t = t0; t < t1; t += 8) {
+		pt = ld8(p + t);
+		a0 = a0 + pt * ld8(v0 + t);
+		a1 = a1 + pt * ld8(v1 + t);
+		a2 = a2 + pt * ld8(v2 + t);
+		a3 = a3 + pt * ld8(v3 + t);
+		a4 = a4 + pt * ld8(v4 + t);
+		a5 = a5 + pt * ld8(v5 + t);
+		a6 = a6 + pt * ld8(v6 + t);
+		a7 = a7 + pt * ld8(v7 + t);
 	}
-	out[0] = a0;
-	out[ldo] = a1;
-	out[2 * (size_t)ldo] = a2;
-	out[3 * (size_t)ldo] = a3;
-	out[4 * (size_t)ldo] = a4;
-	out[5 * (size_t)ldo] = a5;
-	out[6 * (size_t)ldo] = a6;
-	out[7 * (size_t)ldo] = a7;
+	acc[0] = a0;
+	acc[1] = a1;
+	acc[2] = a2;
+	acc[3] = a3;
+	acc[4] = a4;
+	acc[5] = a5;
+	acc[6] = a6;
+	acc[7] = a7;
+}
+
+/* As weighted8, one channel. */
+static inline void
+weighted1(const float *p, const float *v, int t0, int t1, v8 *acc)
+{
+	v8 a = *acc;
+	int t;
+
+	for (t = t0; t < t1; t += 8)
+		a = a + ld8(p + t) * ld8(v + t);
+	*acc = a;
+}
+
+/* A sum of weighted8 or weighted1 (keys up to n8) and keys n8 .. n - 1. */
+static inline float
+finish_sum(const v8 *acc, const float *p, const float *v, int n8, int n)
+{
+	float s = hsum8(*acc);
+	int t;
+
+	for (t = n8; t < n; t++)
+		s += p[t] * v[t];
+	return s;
 }
 
 /*
@@ -91,24 +122,32 @@ weighted8(const float *p, const float *v, int ldk, int n, float *out,
  * same n keys of one head, channels-first: p = softmax(scale q.K),
  * out[c * ldo + j] = sum_t p[j][t] V[c][t]. K and V are [dh][ldk] and are
  * read once for all queries (they do not fit in cache for long windows):
- * 8 rows at a time, which stay in L1 while each query takes its turn.
+ * 8 rows of CHUNK keys at a time, which stay in L1 while each query
+ * takes its turn; with whole rows (48 KB for a window) the queries after
+ * the first read them again from L2, and 5 beams took 2.5 times one.
+ * Each query's floats are the same whatever queries are beside it.
  * p is nq * n floats of scratch.
  */
 CLONES void
 layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
     int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
 {
+	v8 acc[LAYER_ATTEND_MAX_Q][8];
 	float qs[8];
-	int c, t, j, i;
+	int n8 = n / 8 * 8, c, t, j, i, t0, len, r, rows;
 
 	for (t = 0; t < nq * n; t++)
 		p[t] = 0.0f;
 	for (c = 0; c + 8 <= dh; c += 8)
-		for (j = 0; j < nq; j++) {
-			for (i = 0; i < 8; i++)
-				qs[i] = q[(size_t)(c + i) * ldq + j] * scale;
-			scores8(qs, k + (size_t)c * ldk, ldk, n, p +
-			    (size_t)j * n);
+		for (t0 = 0; t0 < n; t0 += CHUNK) {
+			len = n - t0 < CHUNK ? n - t0 : CHUNK;
+			for (j = 0; j < nq; j++) {
+				for (i = 0; i < 8; i++)
+					qs[i] = q[(size_t)(c + i) * ldq + j] *
+					    scale;
+				scores8(qs, k + (size_t)c * ldk + t0, ldk, len,
+				    p + (size_t)j * n + t0);
+			}
 		}
 	for (; c < dh; c++) {
 		const float *kr = k + (size_t)c * ldk;
@@ -124,22 +163,26 @@ layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
 	}
 	for (j = 0; j < nq; j++)
 		layer_softmax(p + (size_t)j * n, n);
-	for (c = 0; c + 8 <= dh; c += 8)
-		for (j = 0; j < nq; j++)
-			weighted8(p + (size_t)j * n, v + (size_t)c * ldk, ldk,
-			    n, out + (size_t)c * ldo + j, ldo);
-	for (; c < dh; c++) {
-		const float *vr = v + (size_t)c * ldk;
+	for (c = 0; c < dh; c += rows) {
+		rows = dh - c >= 8 ? 8 : 1;
+		memset(acc, 0, sizeof(acc[0]) * nq);
+		for (t0 = 0; t0 < n8; t0 += CHUNK) {
+			int t1 = n8 - t0 < CHUNK ? n8 : t0 + CHUNK;
 
-		for (j = 0; j < nq; j++) {
-			const float *pj = p + (size_t)j * n;
-			float acc = 0.0f;
-
-#pragma omp simd reduction(+:acc)
-			for (t = 0; t < n; t++)
-				acc += pj[t] * vr[t];
-			out[(size_t)c * ldo + j] = acc;
+			for (j = 0; j < nq; j++)
+				if (rows == 8)
+					weighted8(p + (size_t)j * n, v +
+					    (size_t)c * ldk, ldk, t0, t1,
+					    acc[j]);
+				else
+					weighted1(p + (size_t)j * n, v +
+					    (size_t)c * ldk, t0, t1, acc[j]);
 		}
+		for (r = 0; r < rows; r++)
+			for (j = 0; j < nq; j++)
+				out[(size_t)(c + r) * ldo + j] = finish_sum(
+				    &acc[j][r], p + (size_t)j * n, v +
+				    (size_t)(c + r) * ldk, n8, n);
 	}
 }
 

@@ -38,10 +38,12 @@ float	layer_exp_sum(float *x, int n);
 void	layer_exp(const float *x, float *y, int n);
 
 /*
- * nq queries (consecutive columns, channel stride ldq) against n keys of
- * one head: out[c * ldo + j] = softmax(scale q_j.K) V, K and V [dh][ldk]
- * read once for all queries; p is nq * n floats of scratch.
+ * nq queries (consecutive columns, channel stride ldq; at most
+ * LAYER_ATTEND_MAX_Q) against n keys of one head: out[c * ldo + j] =
+ * softmax(scale q_j.K) V, K and V [dh][ldk] read once for all queries;
+ * p is nq * n floats of scratch.
  */
+#define LAYER_ATTEND_MAX_Q	16
 void	layer_attend(const float *q, int ldq, int nq, const float *k,
 	    const float *v, int ldk, int n, int dh, float scale, float *out,
 	    int ldo, float *p);

@@ -20,6 +20,9 @@
 #define NA	WHISPER_N_AUDIO_CTX
 #define LD	WHISPER_AUDIO_LD
 
+_Static_assert(WHISPER_MAX_BEAMS <= LAYER_ATTEND_MAX_Q,
+    "layer_attend takes every beam of a step");
+
 static float *
 cross_at(const struct sotto_state *st, int layer, int kind)
 {

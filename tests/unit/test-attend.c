@@ -1,5 +1,5 @@
 /*
- * Unit tests for layer_attend (lib/kernels/layers.c), the fp32 path's
+ * Unit tests for layer_attend (lib/kernels/attend.c), the fp32 path's
  * cross-attention of a cached step: nq queries (beams) against the
  * window's keys and values, channels-first. Against softmax(scale q.K) V
  * in double, over shapes that hit its edges (a whole window's keys and
