@@ -37,7 +37,7 @@
 #include "amx.h"
 #include "err.h"
 #include "gemv.h"
-#include "logits.h"
+#include "logits-private.h"
 
 #define AMX_TARGET	AMX_TARGET_INT8
 #define VNNI_TARGET	__attribute__((target( \
@@ -45,53 +45,6 @@
 /* code that either path runs */
 #define AVX512_TARGET	__attribute__((target( \
 	"avx512f,avx512bw,avx512vl,f16c,fma")))
-#define KC	64		/* int8 values of k per tile row */
-#define QMAX	7		/* weights round to -QMAX .. QMAX */
-#define ZERO	8		/* stored as q + ZERO, a nibble */
-#define MAX_OUT	8		/* outlier channels, at most */
-#define OUT_SD	4.0		/* spread over the mean spread of an outlier */
-#define T_C	0
-#define T_A	1
-#define T_B	2
-
-/*
- * The nibbles of a block of 16 rows (vocabulary entries), d / 2 bytes a
- * row, in one of two layouts:
- * - AMX: [d / KC][16 rows][KC / 2]: an A tile per KC values of k; byte i
- *   of a tile row holds k = i (low nibble) and k = i + KC / 2;
- * - VNNI: [d / 8][16 rows][4]: a vector per 8 values of k; byte kk of
- *   row i holds k = kk (low nibble) and k = kk + 4, so the low and the
- *   high nibbles are each the 16 rows x 4 k that vpdpbusd takes.
- */
-struct logits_head {
-	int n_vocab, d, blocks, amx;
-	uint8_t *w;		/* [blocks][d / 2 * 16] nibbles */
-	float *scale;		/* [blocks * 16] */
-	float *mean;		/* [d] channel means, 0 on outlier channels */
-	int n_out, out_c[MAX_OUT];	/* the outlier channels */
-	float *out_w;		/* [n_out][blocks * 16] their weights */
-	const uint16_t *f16;	/* [n_vocab][d] in the GGUF, borrowed */
-};
-
-static int
-is_outlier(const struct logits_head *lh, int c)
-{
-	int o;
-
-	for (o = 0; o < lh->n_out; o++)
-		if (lh->out_c[o] == c)
-			return 1;
-	return 0;
-}
-
-/* One product's columns, as the estimates need them. */
-struct xcols {
-	float sx[16];		/* int8 scale */
-	int32_t sum[16];	/* sum of the int8 values, for ZERO */
-	float base[16];		/* mean . x */
-	float xo[MAX_OUT][16];	/* x on the outlier channels */
-};
-
 /*
  * Row v, centred and without its outlier channels, to 4 bits with scale
  * max|w| / QMAX into its place in the blocks: in a tile row, byte i holds
@@ -127,7 +80,7 @@ quantize_row(struct logits_head *lh, int v)
 			_mm_storeu_si128((__m128i *)(q + i),
 			    _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(
 			    _mm512_mul_ps(_mm512_loadu_ps(c + k + i), inv))));
-		if (lh->amx) {
+		if (lh->kernel == LOGITS_AMX) {
 			uint8_t *o = block + ((size_t)(k / KC) * 16 + v % 16) *
 			    (KC / 2);
 
@@ -189,9 +142,13 @@ channel_stats(struct logits_head *lh)
 	{
 		float ps[LOGITS_MAX_D] = { 0 }, pq[LOGITS_MAX_D] = { 0 };
 		int t = omp_get_thread_num(), nt = omp_get_num_threads(), k;
+		int v0 = (int)((long long)lh->n_vocab * t / nt);
+		int v1 = (int)((long long)lh->n_vocab * (t + 1) / nt);
 
-		row_sums(lh, (int)((long long)lh->n_vocab * t / nt),
-		    (int)((long long)lh->n_vocab * (t + 1) / nt), ps, pq);
+		if (lh->kernel == LOGITS_AVX2)
+			logits_avx2_row_sums(lh, v0, v1, ps, pq);
+		else
+			row_sums(lh, v0, v1, ps, pq);
 #pragma omp critical
 		for (k = 0; k < d; k++) {
 			sum[k] += ps[k];
@@ -224,8 +181,8 @@ channel_stats(struct logits_head *lh)
 }
 
 int
-logits_head_new(const void *f16, int n_vocab, int d, int amx,
-    struct logits_head **ret, char *err)
+logits_head_new(const void *f16, int n_vocab, int d,
+    enum logits_kernel kernel, struct logits_head **ret, char *err)
 {
 	struct logits_head *lh;
 	int v;
@@ -238,7 +195,7 @@ logits_head_new(const void *f16, int n_vocab, int d, int amx,
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
 	lh->n_vocab = n_vocab;
 	lh->d = d;
-	lh->amx = amx;
+	lh->kernel = kernel;
 	lh->blocks = (n_vocab + 15) / 16;
 	lh->f16 = f16;
 	lh->w = aligned_alloc(64, (size_t)lh->blocks * 16 * d / 2);
@@ -256,7 +213,10 @@ logits_head_new(const void *f16, int n_vocab, int d, int amx,
 	memset(lh->w, ZERO | ZERO << 4, (size_t)lh->blocks * 16 * d / 2);
 #pragma omp parallel for schedule(static)
 	for (v = 0; v < n_vocab; v++)
-		quantize_row(lh, v);
+		if (lh->kernel == LOGITS_AVX2)
+			logits_avx2_quantize_row(lh, v);
+		else
+			quantize_row(lh, v);
 	*ret = lh;
 	return 0;
 }
@@ -306,7 +266,7 @@ quantize_x(const struct logits_head *lh, const float *x, int ldx, int n,
 			int8_t q = is_outlier(lh, k) ? 0 : (int8_t)lrintf(
 			    x[(size_t)k * ldx + j] * inv);
 
-			if (lh->amx)
+			if (lh->kernel == LOGITS_AMX)
 				xq[((size_t)(k / KC) * 16 + (k % KC) / 4) * 64 +
 				    j * 4 + k % 4] = q;
 			else
@@ -528,10 +488,13 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 		int b0 = (int)((long long)lh->blocks * t / nt);
 		int b1 = (int)((long long)lh->blocks * (t + 1) / nt);
 
-		if (lh->amx)
+		if (lh->kernel == LOGITS_AMX)
 			estimate(lh, scratch, &xc, n, out, b0, b1);
-		else
+		else if (lh->kernel == LOGITS_VNNI)
 			estimate_vnni(lh, scratch, &xc, n, out, b0, b1);
+		else
+			logits_avx2_estimate(lh, scratch, &xc, n, out, b0,
+			    b1);
 	}
 	for (j = 0; j < n; j++) {
 		float *row = out + (size_t)j * lh->n_vocab;
@@ -539,7 +502,9 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 
 		top_indices(row, lh->n_vocab, top);
 		for (k = 0; k < LOGITS_EXACT; k++)
-			row[top[k]] = exact_dot(lh, top[k], x, ldx, j);
+			row[top[k]] = lh->kernel == LOGITS_AVX2 ?
+			    logits_avx2_exact_dot(lh, top[k], x, ldx, j) :
+			    exact_dot(lh, top[k], x, ldx, j);
 	}
 	return 0;
 }
@@ -551,7 +516,9 @@ logits_head_exact(const struct logits_head *lh, const float *x, int v0,
 	int v;
 
 	for (v = v0; v < v1; v++)
-		out[v] = exact_dot(lh, v, x, 1, 0);
+		out[v] = lh->kernel == LOGITS_AVX2 ?
+		    logits_avx2_exact_dot(lh, v, x, 1, 0) :
+		    exact_dot(lh, v, x, 1, 0);
 }
 
 int

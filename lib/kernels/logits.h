@@ -1,7 +1,8 @@
 /*
  * The decoder's output head from 4-bit estimates plus exact rescoring of
  * the top of each column (logits.c). Used by bf16 models, on AMX or with
- * AVX512-VNNI; fp32 models keep the exact product.
+ * AVX512-VNNI, and by int8 models on AVX2 (logits-avx2.c); fp32 models
+ * keep the exact product.
  */
 #ifndef SOTTO_LOGITS_H
 #define SOTTO_LOGITS_H
@@ -14,15 +15,21 @@
 
 struct logits_head;
 
+/* The estimates' kernel, and the layout of the nibbles it reads. */
+enum logits_kernel {
+	LOGITS_AMX,	/* AMX int8 tiles (AMX granted, gemv_amx_init) */
+	LOGITS_VNNI,	/* vpdpbusd: logits_head_vnni() */
+	LOGITS_AVX2,	/* vpmaddubsw: gemv_i8_avx2_supported() */
+};
+
 /*
  * Quantize the token embedding f16 [n_vocab][d] (borrowed: it must
- * outlive the head; d a multiple of 64) for AMX tile products (amx set:
- * AMX granted, gemv_amx_init) or AVX512-VNNI (logits_head_vnni()).
+ * outlive the head; d a multiple of 64) for the kernel's products.
  * Free with logits_head_free().
  */
-int	logits_head_new(const void *f16, int n_vocab, int d, int amx,
-	    struct logits_head **ret, char *err);
-/* 1 if the CPU has what the head needs without AMX. */
+int	logits_head_new(const void *f16, int n_vocab, int d,
+	    enum logits_kernel kernel, struct logits_head **ret, char *err);
+/* 1 if the CPU has what LOGITS_VNNI needs. */
 int	logits_head_vnni(void);
 void	logits_head_free(struct logits_head *);
 

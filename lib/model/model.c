@@ -280,13 +280,25 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 	l->fc2_b = vec(ld, lname(ld, "dec", i, "mlp.fc2.b"), d);
 }
 
-/* The output head is logits.c's 4-bit one (not tok_emb's products). */
+/*
+ * The output head is logits.c's 4-bit one (not tok_emb's products): in
+ * bf16 on AMX or AVX512-VNNI, and in int8 on AVX2, where it replaced an
+ * int8 head (gemv-i8-avx2.c) at half the bytes and, for beams, half the
+ * instructions.
+ */
 static int
 head4(const struct sotto_model *m)
 {
-	return m->precision == SOTTO_PRECISION_BF16 &&
-	    (gemm_has_amx(m->gemm) || logits_head_vnni()) &&
-	    m->hp.n_text_state % 64 == 0;
+	return m->hp.n_text_state % 64 == 0 && (m->int8_avx2 ||
+	    (m->precision == SOTTO_PRECISION_BF16 &&
+	    (gemm_has_amx(m->gemm) || logits_head_vnni())));
+}
+
+static enum logits_kernel
+head4_kernel(const struct sotto_model *m)
+{
+	return m->int8_avx2 ? LOGITS_AVX2 : gemm_has_amx(m->gemm) ?
+	    LOGITS_AMX : LOGITS_VNNI;
 }
 
 /*
@@ -312,7 +324,7 @@ pack_weights(struct loader *ld)
 	}
 	if (ld->rc == 0 && head4(m)) {
 		ld->rc = logits_head_new(m->tok_emb_f16, m->hp.n_vocab,
-		    m->hp.n_text_state, gemm_has_amx(m->gemm), &m->head,
+		    m->hp.n_text_state, head4_kernel(m), &m->head,
 		    ld->err);
 	} else if (ld->rc == 0) {
 		ld->rc = mat_pack(&m->tok_emb, m->gemm, 0, ld->err);
@@ -387,7 +399,7 @@ bind_tensors(struct loader *ld)
 	m->tok_emb_f16 = tensor(ld, "dec.tok_emb", GGUF_DTYPE_F16, 2,
 	    hp->n_vocab, dt, 0);
 	/* the 4-bit head is made from the F16 rows, which it keeps */
-	if (m->tok_emb_f16 != NULL && m->int8_avx2) {
+	if (m->tok_emb_f16 != NULL && m->int8_avx2 && !head4(m)) {
 		convert(ld, &m->tok_emb, (const void *const *)&m->tok_emb_f16,
 		    &hp->n_vocab, 1, dt, INT8);
 		/* its top logits again from the F16 rows (gemm_xtw) */

@@ -143,7 +143,9 @@ def test_int8(request, manifest, ref_greedy, tiny_model):
 def test_int8_avx2(request, manifest, ref_greedy, tiny_model):
     """--precision int8 on the path of a CPU without AVX-512 (forced
     through ONEDNN_MAX_CPU_ISA=AVX2; lib/kernels/gemv-i8-avx2.c: the
-    decoder's weights and head in int8, the encoder fp32) gives the words
+    decoder's weights in int8, lib/kernels/logits-avx2.c: the output head
+    4-bit estimates with the top of each column exact, the encoder fp32)
+    gives the words
     within test_int8's bounds: at most 2 files differ from the fp32
     reference, WER at most 1.5 points above it. On the files but the
     long-form one (about 20 s of two cores); where this CPU's own int8 is

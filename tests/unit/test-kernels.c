@@ -215,11 +215,34 @@ head_weights(int v, int d)
 }
 
 /*
- * n columns (5: the VNNI path's 4 + 1 column instances) against a
- * vocabulary of 2001 (a partial last block of 16 rows).
+ * The head of kernel run on columns j .. j + n - 1 of x [D][N] alone into
+ * out (rows V apart).
  */
 static void
-check_logits_head(int amx, int N)
+run_cols(const struct logits_head *lh, const float *x, int N, int j, int n,
+    int D, float *out, int8_t *scratch)
+{
+	float *xs = malloc((size_t)D * n * sizeof(float));
+	char err[SOTTO_ERR_MAX];
+	int c, i;
+
+	assert_non_null(xs);
+	for (c = 0; c < D; c++)
+		for (i = 0; i < n; i++)
+			xs[(size_t)c * n + i] = x[(size_t)c * N + j + i];
+	assert_int_equal(logits_head_run(lh, xs, n, n, out, scratch, err), 0);
+	free(xs);
+}
+
+/*
+ * n columns (5: the VNNI path's 4 + 1 column instances; 7 and 16 the
+ * AVX2 path's 5 + 2 and 5 + 5 + 5 + 1) against a vocabulary of 2001 (a
+ * partial last block of 16 rows); each column alone gives the same
+ * floats as among the others (a beam's words do not depend on its
+ * company).
+ */
+static void
+check_logits_head(enum logits_kernel kernel, int N)
 {
 	enum { V = 2001, D = 128 };
 	uint16_t *w;
@@ -233,11 +256,15 @@ check_logits_head(int amx, int N)
 	x = frand_array((size_t)D * N, 1.0f);
 	out = malloc((size_t)N * V * sizeof(float));
 	scratch = aligned_alloc(64, LOGITS_SCRATCH(D));
-	assert_int_equal(logits_head_new(w, V, D, amx, &lh, err), 0);
+	assert_int_equal(logits_head_new(w, V, D, kernel, &lh, err), 0);
 	assert_int_equal(logits_head_run(lh, x, N, N, out, scratch, err), 0);
 	for (j = 0; j < N; j++) {
 		double ref[V], mean = 0.0, spread = 0.0, e2 = 0.0;
 		int exact = 0, above;
+		float alone[V];
+
+		run_cols(lh, x, N, j, 1, D, alone, scratch);
+		assert_memory_equal(alone, out + (size_t)j * V, sizeof(alone));
 
 		for (i = 0; i < V; i++) {
 			_Float16 h;
@@ -285,7 +312,7 @@ test_logits_head_amx(void **state)
 {
 	(void)state;
 	SKIP_WITHOUT(have_amx, NO_AMX);
-	check_logits_head(1, 3);
+	check_logits_head(LOGITS_AMX, 3);
 }
 
 static void
@@ -295,8 +322,57 @@ test_logits_head_vnni(void **state)
 	SKIP_WITHOUT(have_vnni, "no AVX512-VNNI or no bf16 here (or "
 	    "ONEDNN_MAX_CPU_ISA): the 4-bit head serves bf16 models only; fp32 "
 	    "keeps the exact product of test_gemv_f16");
-	check_logits_head(0, 1);
-	check_logits_head(0, 5);
+	check_logits_head(LOGITS_VNNI, 1);
+	check_logits_head(LOGITS_VNNI, 5);
+}
+
+/* The int8 models' head on AVX2 (logits-avx2.c). */
+static void
+test_logits_head_avx2(void **state)
+{
+	(void)state;
+	SKIP_WITHOUT(gemv_i8_avx2_supported(), "no AVX2, FMA and F16C here "
+	    "(or ONEDNN_MAX_CPU_ISA below avx2)");
+	check_logits_head(LOGITS_AVX2, 1);
+	check_logits_head(LOGITS_AVX2, 7);
+	check_logits_head(LOGITS_AVX2, 16);
+}
+
+/*
+ * The AVX2 head is the VNNI head by other instructions: the same nibbles
+ * and scales, the same integer sums, the same floats out.
+ */
+static void
+test_logits_head_avx2_as_vnni(void **state)
+{
+	enum { V = 2001, D = 128, N = 6 };
+	uint16_t *w;
+	float *x, *a, *b;
+	int8_t *scratch;
+	struct logits_head *la, *lb;
+	char err[SOTTO_ERR_MAX];
+
+	(void)state;
+	SKIP_WITHOUT(logits_head_vnni() && gemv_i8_avx2_supported(),
+	    "no AVX512-VNNI here: test_logits_head_avx2 checks the AVX2 head "
+	    "against exact products");
+	w = head_weights(V, D);
+	x = frand_array((size_t)D * N, 1.0f);
+	a = malloc((size_t)N * V * sizeof(float));
+	b = malloc((size_t)N * V * sizeof(float));
+	scratch = aligned_alloc(64, LOGITS_SCRATCH(D));
+	assert_int_equal(logits_head_new(w, V, D, LOGITS_AVX2, &la, err), 0);
+	assert_int_equal(logits_head_new(w, V, D, LOGITS_VNNI, &lb, err), 0);
+	run_cols(la, x, N, 0, N, D, a, scratch);
+	run_cols(lb, x, N, 0, N, D, b, scratch);
+	assert_memory_equal(a, b, (size_t)N * V * sizeof(float));
+	logits_head_free(la);
+	logits_head_free(lb);
+	free(w);
+	free(x);
+	free(a);
+	free(b);
+	free(scratch);
 }
 
 /*
@@ -446,6 +522,8 @@ main(void)
 		cmocka_unit_test(test_gemv_amx),
 		cmocka_unit_test(test_logits_head_amx),
 		cmocka_unit_test(test_logits_head_vnni),
+		cmocka_unit_test(test_logits_head_avx2),
+		cmocka_unit_test(test_logits_head_avx2_as_vnni),
 		cmocka_unit_test(test_attend_tm),
 		cmocka_unit_test(test_gemv_f16),
 		cmocka_unit_test(test_gemv_i8),
