@@ -44,6 +44,17 @@ void	layer_exp(const float *x, float *y, int n);
  * p is nq * n floats of scratch.
  */
 #define LAYER_ATTEND_MAX_Q	16
+
+/*
+ * layer_attend with K and V in IEEE binary16 (attend-f16.c); needs AVX2,
+ * FMA and F16C (gemv_i8_avx2_supported()), as do the conversions below.
+ */
+void	layer_attend_f16(const float *q, int ldq, int nq, const uint16_t *k,
+	    const uint16_t *v, int ldk, int n, int dh, float scale,
+	    float *out, int ldo, float *p);
+/* y = x rounded to binary16 (nearest even), and back. */
+void	layer_to_f16(const float *x, uint16_t *y, size_t n);
+void	layer_from_f16(const uint16_t *x, float *y, size_t n);
 void	layer_attend(const float *q, int ldq, int nq, const float *k,
 	    const float *v, int ldk, int n, int dh, float scale, float *out,
 	    int ldo, float *p);

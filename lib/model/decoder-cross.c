@@ -23,12 +23,41 @@
 _Static_assert(WHISPER_MAX_BEAMS <= LAYER_ATTEND_MAX_Q,
     "layer_attend takes every beam of a step");
 
-static float *
+/*
+ * Keys and values in binary16 (precision int8 on AVX2): a step's
+ * cross-attention reads every layer's, and they were a third of tiny.en's
+ * greedy step there in f32.
+ */
+static int
+cross_f16(const struct sotto_state *st)
+{
+	return st->model->int8_avx2;
+}
+
+/* Keys (kind 0) or values (1) of layer: float, or binary16 (cross_f16). */
+static void *
 cross_at(const struct sotto_state *st, int layer, int kind)
 {
 	size_t plane = (size_t)st->model->hp.n_text_state * LD;
 
-	return st->cross_kv + ((size_t)layer * 2 + kind) * plane;
+	return (char *)st->cross_kv + ((size_t)layer * 2 + kind) * plane *
+	    (cross_f16(st) ? 2 : 4);
+}
+
+/*
+ * Rows [c0, c0 + rows) of the keys or values of layer as floats: the
+ * f32 ones where they are, binary16 ones widened into buf.
+ */
+static const float *
+cross_rows(const struct sotto_state *st, int layer, int kind, int c0,
+    int rows, float *buf)
+{
+	if (!cross_f16(st))
+		return (const float *)cross_at(st, layer, kind) + (size_t)c0 *
+		    LD;
+	layer_from_f16((const uint16_t *)cross_at(st, layer, kind) +
+	    (size_t)c0 * LD, buf, (size_t)rows * LD);
+	return buf;
 }
 
 /* Cross-attention K/V of every layer from the encoder output, per window. */
@@ -40,8 +69,9 @@ decoder_cross_kv(struct sotto_state *st, char *err)
 	int i, rc;
 
 	for (i = 0; i < m->hp.n_text_layer; i++) {
-		/* bf16: through the encoder's q; k; v scratch into bf16 */
-		float *kv = st->cross_win != NULL ? st->qkv : cross_at(st, i, 0);
+		/* bf16 and f16: through the encoder's q; k; v scratch */
+		float *kv = st->cross_win != NULL || cross_f16(st) ? st->qkv :
+		    cross_at(st, i, 0);
 
 		if ((rc = gemm_linear(m->gemm, &m->dec[i].ckv, st->enc_out, LD,
 		    NA, kv, LD, m->dec[i].ckv_b, 0, err)) != 0)
@@ -49,6 +79,8 @@ decoder_cross_kv(struct sotto_state *st, char *err)
 		if (st->cross_win != NULL && (rc = attn_win_set_kv(
 		    st->cross_win, i, kv, kv + plane, err)) != 0)
 			return rc;
+		if (st->cross_win == NULL && cross_f16(st))
+			layer_to_f16(kv, cross_at(st, i, 0), 2 * plane);
 	}
 	return 0;
 }
@@ -70,8 +102,6 @@ cross_attn_own(struct sotto_state *work, struct sotto_state *st, int layer,
 	if (st->cross_win != NULL)
 		return attn_win_query(st->cross_win, layer, work->dqkv + c0, n,
 		    nq, work->dattn + c0, n, err);
-	k = cross_at(st, layer, 0);
-	v = cross_at(st, layer, 1);
 	if (nq <= WHISPER_MAX_BEAMS) {
 		/*
 		 * The heads shared among the threads (K and V of a layer,
@@ -83,25 +113,42 @@ cross_attn_own(struct sotto_state *work, struct sotto_state *st, int layer,
 		    omp_get_max_threads() : m->hp.n_text_head;
 
 #pragma omp parallel for schedule(static) num_threads(nt)
-		for (h = 0; h < m->hp.n_text_head; h++)
-			layer_attend(work->dqkv + (size_t)h * dh * n + c0, n,
-			    nq, k + (size_t)h * dh * LD, v + (size_t)h * dh * LD,
-			    LD, NA, dh, scale, work->dattn + (size_t)h * dh *
-			    n + c0, n, work->dscores + (size_t)
-			    omp_get_thread_num() * WHISPER_MAX_BEAMS * NA);
+		for (h = 0; h < m->hp.n_text_head; h++) {
+			float *p = work->dscores + (size_t)omp_get_thread_num() *
+			    WHISPER_MAX_BEAMS * NA;
+			size_t at = (size_t)h * dh * LD;
+
+			if (cross_f16(st))
+				layer_attend_f16(work->dqkv + (size_t)h * dh *
+				    n + c0, n, nq, (const uint16_t *)cross_at(
+				    st, layer, 0) + at, (const uint16_t *)
+				    cross_at(st, layer, 1) + at, LD, NA, dh,
+				    scale, work->dattn + (size_t)h * dh * n +
+				    c0, n, p);
+			else
+				layer_attend(work->dqkv + (size_t)h * dh * n +
+				    c0, n, nq, (const float *)cross_at(st,
+				    layer, 0) + at, (const float *)cross_at(st,
+				    layer, 1) + at, LD, NA, dh, scale,
+				    work->dattn + (size_t)h * dh * n + c0, n,
+				    p);
+		}
 		return 0;
 	}
-	/* a prompt: one state, all columns */
+	/* a prompt: one state, all columns; binary16 widened in st->qkv */
 	for (h = 0; h < m->hp.n_text_head; h++) {
+		k = cross_rows(st, layer, 0, h * dh, dh, st->qkv);
+		v = cross_rows(st, layer, 1, h * dh, dh, st->qkv + (size_t)dh *
+		    LD);
 		if ((rc = gemm_f32('T', 'N', n, NA, dh, scale,
-		    work->dqkv + (size_t)h * dh * n, n, k + (size_t)h * dh *
-		    LD, LD, 0.0f, work->dscores, NA, err)) != 0)
+		    work->dqkv + (size_t)h * dh * n, n, k, LD, 0.0f,
+		    work->dscores, NA, err)) != 0)
 			return rc;
 		for (i = 0; i < n; i++)
 			layer_softmax(work->dscores + (size_t)i * NA, NA);
-		if ((rc = gemm_f32('N', 'T', dh, n, NA, 1.0f,
-		    v + (size_t)h * dh * LD, LD, work->dscores, NA, 0.0f,
-		    work->dattn + (size_t)h * dh * n, n, err)) != 0)
+		if ((rc = gemm_f32('N', 'T', dh, n, NA, 1.0f, v, LD,
+		    work->dscores, NA, 0.0f, work->dattn + (size_t)h * dh * n,
+		    n, err)) != 0)
 			return rc;
 	}
 	return 0;
@@ -129,14 +176,15 @@ tap_scores_f32(struct sotto_state *st, int layer, int n, char *err)
 	const struct sotto_model *m = st->model;
 	const struct dec_tap *tap = st->tap;
 	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, h, s, rc;
-	const float *k = cross_at(st, layer, 0);
+	const float *k;
 
 	for (h = 0; h < m->hp.n_text_head; h++) {
 		if ((s = tap->slot[layer * m->hp.n_text_head + h]) < 0)
 			continue;
+		k = cross_rows(st, layer, 0, h * dh, dh, st->qkv);
 		if ((rc = gemm_f32('T', 'N', n, tap->n_keys, dh,
 		    1.0f / sqrtf((float)dh), st->dqkv + (size_t)h * dh * n, n,
-		    k + (size_t)h * dh * LD, LD, 0.0f, tap->buf +
+		    k, LD, 0.0f, tap->buf +
 		    (size_t)s * n * tap->n_keys, tap->n_keys, err)) != 0)
 			return rc;
 	}

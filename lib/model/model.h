@@ -162,7 +162,9 @@ struct sotto_state {
 	float *enc_out;		/* [d][LD] */
 
 	/* decoder */
-	float *cross_kv;	/* [layer][2][d][WHISPER_AUDIO_LD], or NULL
+	void *cross_kv;		/* [layer][2][d][WHISPER_AUDIO_LD] of
+				   float, or of binary16 in precision
+				   int8 on AVX2 (model->int8_avx2); NULL
 				   when cross_win holds them */
 	struct attn_win *cross_win;	/* owned; NULL in fp32 */
 	void *kv, *kv_spare;	/* [beams][layer][2][n_head][n_text_ctx]

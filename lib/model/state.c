@@ -69,9 +69,10 @@ sotto_state_new(const struct sotto_model *m)
 			st->p16 = (uint16_t *)buf((na * na + 1) / 2, &failed);
 		}
 	}
+	/* floats, or binary16 in precision int8 on AVX2 (decoder-cross.c) */
 	if (st->cross_win == NULL)
-		st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * ld,
-		    &failed);
+		st->cross_kv = buf((size_t)hp->n_text_layer * 2 * dt * ld /
+		    (m->int8_avx2 ? 2 : 1), &failed);
 	st->dx = buf(dt * ctx, &failed);
 	st->dh = buf(dt * ctx, &failed);
 	st->dqkv = buf(3 * dt * ctx, &failed);
