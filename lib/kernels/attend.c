@@ -196,8 +196,9 @@ layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
  */
 #define ATTEND_TM(name, elem_t, value)					\
 CLONES void								\
-name(const float *q, int ldq, const elem_t *k, const elem_t *v, int n,	\
-    int dh, float scale, float *out, int ldo, float *p)			\
+name(const float *q, int ldq, const elem_t *k, const elem_t *v,		\
+    const int32_t *slot, size_t slot_stride, int n, int dh, float scale,	\
+    float *out, int ldo, float *p)					\
 {									\
 	float qs[LAYER_DH_MAX], acc[LAYER_DH_MAX];			\
 	int c, t;							\
@@ -207,7 +208,8 @@ name(const float *q, int ldq, const elem_t *k, const elem_t *v, int n,	\
 		acc[c] = 0.0f;						\
 	}								\
 	for (t = 0; t < n; t++) {					\
-		const elem_t *kt = k + (size_t)t * dh;			\
+		const elem_t *kt = k + (size_t)slot[t] * slot_stride +	\
+		    (size_t)t * dh;					\
 		float s = 0.0f;						\
 									\
 		_Pragma("omp simd reduction(+:s)")			\
@@ -217,7 +219,8 @@ name(const float *q, int ldq, const elem_t *k, const elem_t *v, int n,	\
 	}								\
 	layer_softmax(p, n);						\
 	for (t = 0; t < n; t++) {					\
-		const elem_t *vt = v + (size_t)t * dh;			\
+		const elem_t *vt = v + (size_t)slot[t] * slot_stride +	\
+		    (size_t)t * dh;					\
 		float pt = p[t];					\
 									\
 		_Pragma("omp simd")					\

@@ -61,18 +61,20 @@ void	layer_attend(const float *q, int ldq, int nq, const float *k,
 
 /*
  * One query (channel stride ldq) against n keys of one head stored
- * token-major, k[t][dh] and v[t][dh] (the decoder's self-attention
- * caches): out[c * ldo] = softmax(scale q.k) v; dh at most
+ * token-major (the decoder's self-attention caches): key t is
+ * k[slot[t] * slot_stride + t * dh ...] (dh values), value t the same of
+ * v, so that beams share the positions they have in common instead of
+ * copying them; out[c * ldo] = softmax(scale q.k) v; dh at most
  * LAYER_DH_MAX; p is n floats of scratch. The _bf16 form reads bf16
  * K and V.
  */
 #define LAYER_DH_MAX	128
 void	layer_attend_tm(const float *q, int ldq, const float *k,
-	    const float *v, int n, int dh, float scale, float *out, int ldo,
-	    float *p);
+	    const float *v, const int32_t *slot, size_t slot_stride, int n,
+	    int dh, float scale, float *out, int ldo, float *p);
 void	layer_attend_tm_bf16(const float *q, int ldq, const uint16_t *k,
-	    const uint16_t *v, int n, int dh, float scale, float *out,
-	    int ldo, float *p);
+	    const uint16_t *v, const int32_t *slot, size_t slot_stride,
+	    int n, int dh, float scale, float *out, int ldo, float *p);
 
 /* The largest of n values (-inf for none). */
 float	layer_max(const float *x, int n);

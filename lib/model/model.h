@@ -121,9 +121,13 @@ struct sotto_model {
 };
 
 /*
- * Per-stream buffers. Beam b's self-attention caches live at
- * kv[b][layer][2][n_head][n_text_ctx][dh] (key then value; each head's
- * positions token-major, so the filled part of a head is contiguous).
+ * Per-stream buffers. The self-attention caches are slots,
+ * kv[slot][layer][2][n_head][n_text_ctx][dh] (key then value; each
+ * head's positions token-major). Beam b writes position t into slot b,
+ * and finds its position t in slot kv_slot[b][t]: a beam that takes over
+ * another's history takes its row of kv_slot, not its caches, since a
+ * slot's position t, once written, is never written again while beams
+ * may read it (decoder.c).
  */
 struct attn_win;
 struct logits_head;
@@ -167,9 +171,12 @@ struct sotto_state {
 				   int8 on AVX2 (model->int8_avx2); NULL
 				   when cross_win holds them */
 	struct attn_win *cross_win;	/* owned; NULL in fp32 */
-	void *kv, *kv_spare;	/* [beams][layer][2][n_head][n_text_ctx]
+	void *kv;		/* [slots][layer][2][n_head][n_text_ctx]
 				   [dh] of float, or bf16 in a bf16
 				   model */
+	int32_t *kv_slot;	/* [2][WHISPER_MAX_BEAMS][n_text_ctx]: the
+				   slot of each beam's positions, and room
+				   to reorder them */
 	int kv_beams;		/* beams the caches have room for */
 	int n_kv;		/* positions filled (same for all beams) */
 	float *dx;		/* [d][n_text_ctx] decoder residual stream */

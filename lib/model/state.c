@@ -79,6 +79,7 @@ sotto_state_new(const struct sotto_model *m)
 	st->dattn = buf(dt * ctx, &failed);
 	st->dffn = buf(4 * dt * ctx, &failed);
 	st->dscores = buf(ctx * na, &failed);
+	st->kv_slot = (int32_t *)buf(2 * WHISPER_MAX_BEAMS * ctx, &failed);
 	st->logits = buf((size_t)WHISPER_MAX_BEAMS * hp->n_vocab, &failed);
 	st->logprobs = buf(hp->n_vocab, &failed);
 	if (m->head != NULL)
@@ -112,7 +113,7 @@ sotto_state_free(struct sotto_state *st)
 	attn_win_free(st->cross_win);
 	bigmem_free(st->cross_kv);
 	bigmem_free(st->kv);
-	bigmem_free(st->kv_spare);
+	bigmem_free(st->kv_slot);
 	bigmem_free(st->dx);
 	bigmem_free(st->dh);
 	bigmem_free(st->dqkv);

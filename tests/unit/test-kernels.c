@@ -456,35 +456,50 @@ test_gemv_f16(void **state)
 /*
  * layer_attend_tm and layer_attend_tm_bf16 (token-major K and V, as the
  * decoder's self-attention caches hold them), against softmax(scale q.K)
- * V in double on the values each reads.
+ * V in double on the values each reads. The positions lie in two slots
+ * (beams that share a history), each position in one of them and other
+ * values in the other, which the kernel must not read.
  */
 static void
 check_attend_tm(int bf16)
 {
-	enum { DH = 64, N = 301, LDQ = 3, LDO = 2 };
+	enum { DH = 64, N = 301, LDQ = 3, LDO = 2, SLOT = N * DH };
 	float *q = frand_array((size_t)DH * LDQ, 1.0f);
 	float *kf = frand_array((size_t)N * DH, 2.0f);
 	float *vf = frand_array((size_t)N * DH, 1.0f);
-	uint16_t *k = malloc((size_t)N * DH * 2);
-	uint16_t *v = malloc((size_t)N * DH * 2);
+	float *k2f = frand_array((size_t)2 * SLOT, 9.0f);
+	float *v2f = frand_array((size_t)2 * SLOT, 9.0f);
+	uint16_t *k = malloc((size_t)2 * SLOT * 2);
+	uint16_t *v = malloc((size_t)2 * SLOT * 2);
 	float out[DH * LDO], p[N], scale = 0.125f;
+	int32_t slot[N];
 	double s[N], sum;
-	int c, t;
+	int c, t, i;
 
 	assert_non_null(k);
 	assert_non_null(v);
-	for (t = 0; t < N * DH; t++) {
-		k[t] = to_bf16(kf[t]);
-		v[t] = to_bf16(vf[t]);
-		if (bf16) {
-			kf[t] = bf(kf[t]);
-			vf[t] = bf(vf[t]);
+	for (t = 0; t < N; t++)
+		slot[t] = t % 3 == 1 || t > 250;
+	for (t = 0; t < N; t++)
+		for (c = 0; c < DH; c++) {
+			i = t * DH + c;
+			if (bf16) {
+				kf[i] = bf(kf[i]);
+				vf[i] = bf(vf[i]);
+			}
+			k2f[slot[t] * SLOT + i] = kf[i];
+			v2f[slot[t] * SLOT + i] = vf[i];
 		}
+	for (i = 0; i < 2 * SLOT; i++) {
+		k[i] = to_bf16(k2f[i]);
+		v[i] = to_bf16(v2f[i]);
 	}
 	if (bf16)
-		layer_attend_tm_bf16(q, LDQ, k, v, N, DH, scale, out, LDO, p);
+		layer_attend_tm_bf16(q, LDQ, k, v, slot, SLOT, N, DH, scale,
+		    out, LDO, p);
 	else
-		layer_attend_tm(q, LDQ, kf, vf, N, DH, scale, out, LDO, p);
+		layer_attend_tm(q, LDQ, k2f, v2f, slot, SLOT, N, DH, scale, out,
+		    LDO, p);
 	for (t = 0; t < N; t++) {
 		s[t] = 0.0;
 		for (c = 0; c < DH; c++)
@@ -502,6 +517,8 @@ check_attend_tm(int bf16)
 	free(q);
 	free(kf);
 	free(vf);
+	free(k2f);
+	free(v2f);
 	free(k);
 	free(v);
 }
