@@ -12,8 +12,10 @@
  *   and the output head read the weights once for all of them; each
  *   column attends to its own state's caches and window.
  *
- * Caches are channels-first, [layer][2][d][n_text_ctx] per beam, so a
- * head's keys are a row block with positions contiguous.
+ * Caches are slots of [layer][2][n_head][n_text_ctx][dh] (token-major in
+ * each head); beam b writes its positions into slot b and reads each
+ * from the slot kv_slot names (model.h), so beams share what they have
+ * in common.
  *
  * ref: whisper/model.py TextDecoder, ResidualAttentionBlock (cross_attn).
  */
