@@ -296,7 +296,7 @@ class Bench:
         if self.a.idle_step_ms is not None:
             conf += f"\n[engine]\nidle_step_ms = {self.a.idle_step_ms}\n"
         d = conftest.Daemon(self.tmp / tag, self.models[model], conf=conf, env=env,
-                            argv=["--precision", self.a.precision])
+                            argv=["--precision", self.a.precision, "-t", str(self.a.threads)])
         d.start(timeout=120)
         return d
 
@@ -307,7 +307,7 @@ class Bench:
         R = self.results
         L = [f"### {started:%Y-%m-%d %H:%M} UTC: sottod, {', '.join(a.only)}", ""]
         L.append(f"Command: `{a.command}`. Machine: {cpu_model()}, {os.cpu_count()} logical CPUs; sottod "
-                 f"`-t 2 --precision {a.precision}`, step {a.step_ms} ms"
+                 f"`-t {a.threads} --precision {a.precision}`, step {a.step_ms} ms"
                  + (f", idle_step_ms {a.idle_step_ms}" if a.idle_step_ms is not None else "")
                  + ", everything else at its default. "
                  f"Source: {source_note(Path(a.build_dir))}. Load average when the run began: "
@@ -391,6 +391,7 @@ def main() -> int:
                     help="sottod's step_ms (the default config's; used for the stagger) [1000]")
     ap.add_argument("--idle-step-ms", type=int, default=None,
                     help="sottod's [engine] idle_step_ms (previews of a lone live stream) [its default]")
+    ap.add_argument("--threads", type=int, default=2, help="sottod -t: its compute threads [2]")
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"), help="sottod --precision [auto]")
     ap.add_argument("--max-other", type=float, default=0.5,
                     help="cores the rest of the machine may use during a measurement [0.5]")

@@ -399,6 +399,7 @@ decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
 		    "not fit the %d-token context", n, m->hp.n_text_ctx);
 	if ((rc = decoder_reserve(st, 1, err)) != 0)
 		return rc;
+	model_use_threads(m);
 	embed(st, tokens, n, 0, 0, st->dx);
 	for (i = 0; i < m->hp.n_text_layer; i++)
 		if ((rc = decoder_layer(&cs, i, n, 1, err)) != 0)
@@ -414,6 +415,7 @@ step_cols(const struct decoder_cols *cs, int n, float *logits, char *err)
 	const struct sotto_model *m = cs->work->model;
 	int cols[WHISPER_MAX_BEAMS], i, rc;
 
+	model_use_threads(m);
 	for (i = 0; i < m->hp.n_text_layer; i++)
 		if ((rc = decoder_layer(cs, i, n, 0, err)) != 0)
 			return rc;

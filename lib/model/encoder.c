@@ -197,6 +197,7 @@ encoder_forward(struct sotto_state *st, const float *mel, char *err)
 	const struct sotto_model *m = st->model;
 	int i, rc;
 
+	model_use_threads(m);
 	if ((rc = encoder_stem(st, mel, err)) != 0)
 		return rc;
 	for (i = 0; i < m->hp.n_audio_layer; i++)

@@ -66,6 +66,20 @@ model_compute_setup(struct sotto_model *m, const struct sotto_model_params *p,
 	return gemm_new(m->precision, &m->gemm, err);
 }
 
+/*
+ * OpenMP keeps the team size per thread, so setting it at load reaches
+ * only the thread that loaded: sottod, which loads in one thread and
+ * computes in another, ran every step on all the cores whatever -t or
+ * `threads` said. Each compute entry (a state's buffers, mel, encoder,
+ * decoder) sets it for its own thread.
+ */
+void
+model_use_threads(const struct sotto_model *m)
+{
+	if (omp_get_max_threads() != m->threads)
+		omp_set_num_threads(m->threads);
+}
+
 /* Which kernels run the products, as the log and `sotto status` say. */
 const char *
 model_compute_name(const struct sotto_model *m)

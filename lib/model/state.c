@@ -35,6 +35,7 @@ sotto_state_new(const struct sotto_model *m)
 	struct sotto_state *st;
 	int failed = 0;
 
+	model_use_threads(m);	/* the buffers per thread below */
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return NULL;
 	st->model = m;
@@ -153,6 +154,7 @@ sotto_log_mel(const struct sotto_model *m, const float *pcm, size_t n,
 	if (n_frames > mel_total_frames(n, 0))
 		return err_set(err, SOTTO_EINVAL, "%zu frames asked of %zu "
 		    "samples", n_frames, n);
+	model_use_threads(m);
 	if ((rc = mel_new(m->hp.n_mels, m->mel_filters, &mel, err)) != 0)
 		return rc;
 	rc = mel_log(mel, pcm, n, 0, 0, n_frames, out, n_frames, &max, err);
