@@ -295,6 +295,8 @@ class Bench:
     def daemon(self, model: str, tag: str, conf: str = "", env: dict | None = None):
         if self.a.idle_step_ms is not None:
             conf += f"\n[engine]\nidle_step_ms = {self.a.idle_step_ms}\n"
+        if self.a.workers is not None:
+            conf += f"\n[engine]\nworkers = {self.a.workers}\n"
         d = conftest.Daemon(self.tmp / tag, self.models[model], conf=conf, env=env,
                             argv=["--precision", self.a.precision, "-t", str(self.a.threads)])
         d.start(timeout=120)
@@ -309,6 +311,7 @@ class Bench:
         L.append(f"Command: `{a.command}`. Machine: {cpu_model()}, {os.cpu_count()} logical CPUs; sottod "
                  f"`-t {a.threads} --precision {a.precision}`, step {a.step_ms} ms"
                  + (f", idle_step_ms {a.idle_step_ms}" if a.idle_step_ms is not None else "")
+                 + (f", workers {a.workers}" if a.workers is not None else "")
                  + ", everything else at its default. "
                  f"Source: {source_note(Path(a.build_dir))}. Load average when the run began: "
                  f"{load_start:.2f} (1 min); the \"other\" columns are the cores the rest of the machine "
@@ -391,7 +394,9 @@ def main() -> int:
                     help="sottod's step_ms (the default config's; used for the stagger) [1000]")
     ap.add_argument("--idle-step-ms", type=int, default=None,
                     help="sottod's [engine] idle_step_ms (previews of a lone live stream) [its default]")
-    ap.add_argument("--threads", type=int, default=2, help="sottod -t: its compute threads [2]")
+    ap.add_argument("--threads", type=int, default=2, help="sottod -t: its engine threads [2]")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="sottod's [engine] workers (jobs computed at once) [its default]")
     ap.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16"), help="sottod --precision [auto]")
     ap.add_argument("--max-other", type=float, default=0.5,
                     help="cores the rest of the machine may use during a measurement [0.5]")

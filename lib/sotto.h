@@ -3,9 +3,11 @@
  *
  * A struct sotto_model is loaded once, is read-only afterwards and may be
  * shared by any number of struct sotto_state (one per stream or file).
- * All compute goes through one thread at a time: callers serialise calls
- * that share a model (the daemon has one compute thread; the CLI is
- * single-threaded).
+ * Several threads may compute with one model at once, each with its own
+ * states (a state, stream or result: one thread at a time). Each call
+ * runs an OpenMP team of the model's threads (sotto_model_params), or
+ * fewer (sotto_thread_share): threads that compute at once should share
+ * the cores out (sottod's compute threads do).
  *
  * Errors: functions return 0 or a negative SOTTO_E* code; functions that
  * take `char *err` write a message a user can act on into it (a buffer of
@@ -71,6 +73,14 @@ SOTTO_API void	sotto_model_params_init(struct sotto_model_params *);
 SOTTO_API int	sotto_model_load(const char *path, const struct sotto_model_params *,
 	    struct sotto_model **ret, char *err);
 SOTTO_API void	sotto_model_free(struct sotto_model *);
+
+/*
+ * At most n of a model's threads for the calls the calling thread makes
+ * from now on (0: all of them, as at start). For a program that computes
+ * in several threads at once: sottod's compute threads share the cores
+ * out this way while more than one is busy.
+ */
+SOTTO_API void	sotto_thread_share(int n);
 
 /*
  * Check a model file without loading its weights: path is a GGUF file

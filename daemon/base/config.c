@@ -71,6 +71,7 @@ static const struct config_key config_keys[] = {
 	I("engine", "threads", threads, 0, 1024, RESTART),
 	S("engine", "vad", config_parse_vad, vad, LIVE),
 	S("engine", "vad_model", config_parse_string, vad_model, RESTART),
+	I("engine", "workers", workers, 0, 8, RESTART),
 	I("http", "beam_size", http_beam_size, 1, 16, LIVE),
 	I("http", "header_timeout_seconds", http_header_timeout_s, 1, 3600,
 	    LIVE),
@@ -147,6 +148,7 @@ config_defaults(struct config *cfg)
 	CONFIG_SET(cfg->log_level, "info");
 	CONFIG_SET(cfg->model, "tiny.en");
 	cfg->threads = 0;
+	cfg->workers = 0;
 	CONFIG_SET(cfg->precision, "auto");
 	cfg->step_ms = 1000;
 	cfg->idle_step_ms = 500;

@@ -32,6 +32,8 @@ struct config {
 	/* [engine] */
 	char	model[256];		/* model = tiny.en (name or path) */
 	int	threads;		/* threads = 0 (all cores) */
+	int	workers;		/* workers = 0 (as many as threads,
+					   at most 8) */
 	char	precision[8];		/* precision = auto|fp32|bf16 */
 	int	step_ms;		/* step_ms = 1000 */
 	int	idle_step_ms;		/* idle_step_ms = 500, 0: off */

@@ -17,6 +17,7 @@
  * the config (reload.c). Signals arrive as libevent events, so all
  * of this runs on the loop, never in a signal handler.
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,32 @@ fail:
 }
 
 /* Signals, the compute thread and the timers. 0, or -1 with err. */
+/*
+ * The compute threads (worker.c): [engine] workers of them (0: one per
+ * engine thread, at most WORKER_THREADS_MAX), sharing the engine's
+ * threads (-t, [engine] threads; 0: the cores this process may run on).
+ * Steps of several streams at once on a core each: on two cores an
+ * OpenMP team of two waits on itself at every one of a step's hundreds
+ * of parallel regions (docs/architecture.md, "Threads").
+ */
+static int
+server_workers(char *err, size_t errlen)
+{
+	cpu_set_t set;
+	int cores = core.cfg.threads, n = core.cfg.workers;
+
+	if (cores <= 0)
+		cores = sched_getaffinity(0, sizeof(set), &set) == 0 ?
+		    CPU_COUNT(&set) : 1;
+	if (n <= 0)
+		n = cores < WORKER_THREADS_MAX ? cores : WORKER_THREADS_MAX;
+	if (worker_start(server.wake, n, cores, err, errlen) != 0)
+		return -1;
+	log_info("%d compute thread%s sharing %d engine thread%s", n,
+	    n == 1 ? "" : "s", cores, cores == 1 ? "" : "s");
+	return 0;
+}
+
 int
 server_start(char *err, size_t errlen)
 {
@@ -220,7 +247,7 @@ server_start(char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	if (worker_start(server.wake, err, errlen) != 0)
+	if (server_workers(err, errlen) != 0)
 		return -1;
 	return server_timers(err, errlen);
 }

@@ -35,6 +35,8 @@ struct worker_stream {
 					   (SIZE_MAX: none above it yet):
 					   a pause, an end of speech */
 	int		 follow;	/* moves to a reloaded model */
+	int		 running;	/* guarded by worker.c's lock: a
+					   compute thread steps it */
 	struct model_ref *model;	/* the model it runs on */
 	/* compute thread only: */
 	struct sotto_stream *stream;

@@ -1,12 +1,14 @@
 /*
- * Which job the compute thread runs next, and which run with it in a
+ * Which job a compute thread runs next, and which run with it in a
  * batch. worker.c holds the queue and its lock; everything here runs on
- * the compute thread with that lock held.
+ * a compute thread with that lock held. No job of a stream another
+ * compute thread is stepping (running) is taken.
  *
  * 1. FREE jobs first: they give memory back and cost no compute. A FREE
- *    waits only for a STEP or FINISH of its own stream still queued, so a
- *    stream's jobs keep their order (a stream has at most one STEP or
- *    FINISH queued: the loop queues the next when the last returns).
+ *    waits only for a STEP or FINISH of its own stream, queued or
+ *    running, so a stream's jobs keep their order (a stream has at most
+ *    one STEP or FINISH queued: the loop queues the next when the last
+ *    returns).
  * 2. Files (HTTP uploads, Wyoming utterances) that have waited
  *    WORKER_FILE_WAIT_S, oldest first: live streams that take the whole
  *    thread (more of them than the CPU can step) would otherwise keep a
@@ -87,6 +89,8 @@ worker_sched_next(struct worker_job_list *jobs, int files, double now)
 	TAILQ_FOREACH(q, jobs, entry) {
 		if (q->kind == WORKER_FILE && !files)
 			continue;
+		if (q->ws != NULL && q->ws->running)
+			continue;	/* another compute thread steps it */
 		if (q->kind == WORKER_FREE) {
 			if (!worker_sched_stepping(jobs, q->ws))
 				return q;
@@ -105,6 +109,7 @@ worker_sched_step(struct worker_job_list *jobs)
 
 	TAILQ_FOREACH(q, jobs, entry)
 		if ((q->kind == WORKER_STEP || q->kind == WORKER_FINISH) &&
+		    !q->ws->running &&
 		    worker_sched_before(q, best, 0))	/* steps do not age */
 			best = q;
 	return best;

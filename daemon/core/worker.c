@@ -77,13 +77,15 @@ struct worker_task {
 };
 
 static struct {
-	pthread_t		 thread;
+	pthread_t		 threads[WORKER_THREADS_MAX];
+	int			 n_threads;	/* compute threads started */
+	int			 cores;		/* the engine's threads, shared */
 	pthread_mutex_t		 lock;
 	pthread_cond_t		 cond;
 	struct worker_job_list	 jobs;
 	TAILQ_HEAD(, worker_result) done;
 	int			 stop, running;
-	int			 busy;		/* a job runs */
+	int			 n_busy;	/* compute threads in a job */
 	int			 abort;		/* shutdown: no engine work */
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
@@ -138,7 +140,7 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 	return ws;
 }
 
-/* Queue j (loop thread); the compute thread takes it from there. */
+/* Queue j (loop thread); a compute thread takes it from there. */
 static void
 worker_enqueue(struct worker_job *j)
 {
@@ -328,8 +330,17 @@ static int
 worker_take_steps(struct worker_job *j, struct worker_task *batch)
 {
 	struct worker_job *q;
-	int n = 1, most = worker_batch_most();
+	int n = 1, most = worker_batch_most(), queued = 1, share, i;
 
+	/*
+	 * leave the other compute threads their share of the steps queued,
+	 * busy ones too: one is soon done, and would wait for this batch
+	 */
+	TAILQ_FOREACH(q, &worker.jobs, entry)
+		queued += q->kind == WORKER_STEP || q->kind == WORKER_FINISH;
+	share = (queued + worker.n_threads - 1) / worker.n_threads;
+	if (share < most)
+		most = share;
 	batch[0].ws = j->ws;
 	batch[0].kind = j->kind;
 	while (n < most &&
@@ -339,7 +350,30 @@ worker_take_steps(struct worker_job *j, struct worker_task *batch)
 		batch[n++].kind = q->kind;
 		free(q);
 	}
+	for (i = 0; i < n; i++)
+		batch[i].ws->running = 1;
 	return n;
+}
+
+/*
+ * With the lock held: the engine threads for a job starting now: the
+ * cores shared among the jobs that can run at once, as many as there
+ * are streams alive or jobs running, up to the compute threads. A lone
+ * stream (or file) has them all; with two streams on two compute
+ * threads each job has half, even when the other is between two steps:
+ * a job keeps its share to its end, and a team of two on a core the
+ * other stream's next step takes waits on itself at every region.
+ */
+static int
+worker_share(void)
+{
+	int jobs = worker.n_streams > worker.n_busy ? worker.n_streams :
+	    worker.n_busy, n;
+
+	if (jobs > worker.n_threads)
+		jobs = worker.n_threads;
+	n = worker.cores / (jobs > 0 ? jobs : 1);
+	return n > 0 ? n : 1;
 }
 
 /* With the lock held: queue a result and wake the loop. */
@@ -373,11 +407,14 @@ worker_run_file(struct worker_file *f)
 	return r;
 }
 
-/* Debug log: a batch, its time and each stream's service so far. */
+/*
+ * Debug log: a batch, its compute thread, when it began (worker_now()),
+ * its time and each stream's service so far.
+ */
 static void
-worker_trace(const struct worker_task *t, int n, double dt)
+worker_trace(const struct worker_task *t, int n, double t0, double dt)
 {
-	char line[WORKER_BATCH * 40];
+	char line[WORKER_BATCH * 40], name[16] = "";
 	size_t len = 0;
 	int i;
 
@@ -388,8 +425,9 @@ worker_trace(const struct worker_task *t, int n, double dt)
 		len += snprintf(line + len, sizeof(line) - len, " %llu%s/%.2f",
 		    (unsigned long long)t[i].ws->id,
 		    t[i].kind == WORKER_FINISH ? "F" : "", t[i].ws->attained_s);
-	log_debug("batch of %d in %.3f s (stream/its service, F: ended):%s",
-	    n, dt, line);
+	pthread_getname_np(pthread_self(), name, sizeof(name));
+	log_debug("%s: batch of %d at %.3f in %.3f s (stream/its service, "
+	    "F: ended):%s", name, n, t0, dt, line);
 }
 
 /*
@@ -408,13 +446,14 @@ worker_run_job(struct worker_job *j)
 	skip = worker.abort && step;
 	if (step && !skip)
 		n = worker_take_steps(j, batch);
+	sotto_thread_share(worker_share());
 	pthread_mutex_unlock(&worker.lock);
 	if (skip)
 		r[n++] = worker_skip(j->ws, j->kind);
 	else if (n > 0) {
 		t0 = worker_now();
 		worker_run_steps(batch, n, r);
-		worker_trace(batch, n, worker_now() - t0);
+		worker_trace(batch, n, t0, worker_now() - t0);
 	}
 	else if (j->kind == WORKER_FILE)
 		r[n++] = worker_run_file(j->file);
@@ -422,8 +461,12 @@ worker_run_job(struct worker_job *j)
 		worker_stream_free(j->ws);
 	free(j);
 	pthread_mutex_lock(&worker.lock);
+	for (i = 0; step && !skip && i < n; i++)
+		batch[i].ws->running = 0;
 	for (i = 0; i < n; i++)
 		worker_done(r[i]);
+	/* a FREE may have waited for these streams */
+	pthread_cond_broadcast(&worker.cond);
 }
 
 void
@@ -446,6 +489,7 @@ worker_yield(void)
 	int budget = 0;
 
 	pthread_mutex_lock(&worker.lock);
+	sotto_thread_share(worker_share());	/* as the file's next window's */
 	TAILQ_FOREACH(j, &worker.jobs, entry)
 		budget++;
 	while (budget-- > 0) {
@@ -474,23 +518,32 @@ worker_stopping(void)
 	return stop;
 }
 
+/*
+ * A compute thread: the next job that can run (none of a stream another
+ * thread is stepping), until worker_stop() and the queue is empty.
+ */
 static void *
 worker_main(void *arg)
 {
 	struct worker_job *j;
+	char name[16];
 
-	(void)arg;
+	/* named for top -H and the tests: "compute 1", "compute 2", ... */
+	snprintf(name, sizeof(name), "compute %d", (int)(intptr_t)arg);
+	pthread_setname_np(pthread_self(), name);
 	pthread_mutex_lock(&worker.lock);
 	for (;;) {
-		while (!worker.stop && TAILQ_EMPTY(&worker.jobs))
-			pthread_cond_wait(&worker.cond, &worker.lock);
-		if ((j = worker_sched_next(&worker.jobs, 1,
-		    worker_now())) == NULL)
+		j = worker_sched_next(&worker.jobs, 1, worker_now());
+		if (j == NULL && worker.stop && TAILQ_EMPTY(&worker.jobs))
 			break;
+		if (j == NULL) {
+			pthread_cond_wait(&worker.cond, &worker.lock);
+			continue;
+		}
 		TAILQ_REMOVE(&worker.jobs, j, entry);
-		worker.busy = 1;
+		worker.n_busy++;
 		worker_run_job(j);
-		worker.busy = 0;
+		worker.n_busy--;
 	}
 	pthread_mutex_unlock(&worker.lock);
 	return NULL;
@@ -533,23 +586,33 @@ worker_step_seconds(void)
 }
 
 /*
- * Start the compute thread; wake (an event on the loop's base) is made
- * active whenever results are ready. Returns 0 or -1 with err.
+ * Start n compute threads (1 to WORKER_THREADS_MAX) that share cores
+ * engine threads; wake (an event on the loop's base) is made active
+ * whenever results are ready. Returns 0 or -1 with err.
  */
 int
-worker_start(struct event *wake, char *err, size_t errlen)
+worker_start(struct event *wake, int n, int cores, char *err,
+    size_t errlen)
 {
 	int rc;
 
 	TAILQ_INIT(&worker.jobs);
 	TAILQ_INIT(&worker.done);
 	worker.wake = wake;
-	if ((rc = pthread_create(&worker.thread, NULL, worker_main,
-	    NULL)) != 0) {
-		snprintf(err, errlen, "cannot start the compute thread: %s",
-		    strerror(rc));
-		return -1;
-	}
+	worker.cores = cores > 0 ? cores : 1;
+	n = n < 1 ? 1 : n > WORKER_THREADS_MAX ? WORKER_THREADS_MAX : n;
+	for (worker.n_threads = 0; worker.n_threads < n; worker.n_threads++)
+		if ((rc = pthread_create(&worker.threads[worker.n_threads],
+		    NULL, worker_main, (void *)(intptr_t)(worker.n_threads +
+		    1))) != 0) {
+			snprintf(err, errlen, "cannot start compute thread "
+			    "%d: %s", worker.n_threads + 1, strerror(rc));
+			if (worker.n_threads == 0)
+				return -1;
+			log_warnx("%s; going on with %d", err,
+			    worker.n_threads);
+			break;
+		}
 	worker.running = 1;
 	return 0;
 }
@@ -574,7 +637,7 @@ worker_idle_alone(void)
 	int idle;
 
 	pthread_mutex_lock(&worker.lock);
-	idle = !worker.busy && TAILQ_EMPTY(&worker.jobs) &&
+	idle = worker.n_busy == 0 && TAILQ_EMPTY(&worker.jobs) &&
 	    worker.n_streams == 1;
 	pthread_mutex_unlock(&worker.lock);
 	return idle;
@@ -597,14 +660,16 @@ void
 worker_stop(void)
 {
 	struct worker_result *r;
+	int i;
 
 	if (!worker.running)
 		return;
 	pthread_mutex_lock(&worker.lock);
 	worker.stop = 1;
-	pthread_cond_signal(&worker.cond);
+	pthread_cond_broadcast(&worker.cond);
 	pthread_mutex_unlock(&worker.lock);
-	pthread_join(worker.thread, NULL);
+	for (i = 0; i < worker.n_threads; i++)
+		pthread_join(worker.threads[i], NULL);
 	worker.running = 0;
 	while ((r = worker_next_result()) != NULL) {
 		if (r->kind == WORKER_FILE)

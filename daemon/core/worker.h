@@ -112,7 +112,9 @@ int	worker_queue(struct worker_stream *, enum worker_kind);
 struct worker_result *worker_next_result(void);
 void	worker_result_free(struct worker_result *);
 double	worker_step_seconds(void);
-int	worker_start(struct event *wake, char *err, size_t errlen);
+#define WORKER_THREADS_MAX	8	/* compute threads, at most */
+int	worker_start(struct event *wake, int n, int cores, char *err,
+	    size_t errlen);
 /* Shutdown: no more engine work; jobs return at once, aborted. */
 void	worker_abort(void);
 void	worker_stop(void);

@@ -178,9 +178,11 @@ gemm_dnnl_run(struct gemm *g, const struct gemm_prim *key, const void *a,
 	struct gemm_prim *p = NULL;
 	int rc;
 
-	if ((rc = prim_get(g, key, &p, err)) != 0)
-		return rc;
-	return prim_run(g, p, a, b, c, err);
+	pthread_mutex_lock(&g->lock);
+	if ((rc = prim_get(g, key, &p, err)) == 0)
+		rc = prim_run(g, p, a, b, c, err);
+	pthread_mutex_unlock(&g->lock);
+	return rc;
 }
 
 int

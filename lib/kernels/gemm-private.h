@@ -5,6 +5,7 @@
 #ifndef SOTTO_GEMM_PRIVATE_H
 #define SOTTO_GEMM_PRIVATE_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,19 +26,15 @@ struct gemm {
 	enum sotto_precision precision;
 	dnnl_engine_t engine;
 	dnnl_stream_t stream;
+	/*
+	 * The primitives run one at a time (lock): each holds its memory
+	 * objects, pointed at the caller's data for a run. The scratch of
+	 * the products is per thread (gemm.c).
+	 */
+	pthread_mutex_t lock;
 	struct gemm_prim *prims;	/* owned */
 	size_t n_prims, cap_prims;
-	uint16_t *xbuf;			/* bf16 copy of the current x */
-	size_t xbuf_len;		/* bytes */
 	int amx;			/* gemv may use tile products */
-	uint16_t *gemv_scratch;		/* owned, gemv_len bytes */
-	size_t gemv_len;
-	uint16_t *win_scratch;		/* owned, win_len bytes */
-	size_t win_len;
-	uint16_t *i8_bf16;		/* owned: an int8 weight as bf16 */
-	size_t i8_len;
-	uint16_t *i8w_scratch;		/* owned: gemm-i8.c's X */
-	size_t i8w_len;
 };
 
 /*

@@ -2,6 +2,7 @@
  * Matrix products: the kernel for each (gemm.h), or oneDNN (gemm-dnnl.c).
  */
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,45 @@
 #include "gemm-win.h"
 #include "gemv.h"
 #include "layers.h"
+
+/*
+ * The products' scratch, per thread rather than per model: several
+ * threads may compute with one model at once (sottod's compute threads),
+ * each on its own states. A thread's buffers are freed when it exits,
+ * or when it frees a model (they come back on its next product).
+ */
+enum scratch_use { SCRATCH_X, SCRATCH_GEMV, SCRATCH_WIN, SCRATCH_I8_BF16,
+	SCRATCH_I8W, SCRATCH_N };
+
+struct gemm_scratch {
+	uint16_t	*buf[SCRATCH_N];	/* owned, 64-byte aligned */
+	size_t		 len[SCRATCH_N];	/* bytes */
+};
+
+static _Thread_local struct gemm_scratch tls_scratch;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void
+scratch_free(void *p)
+{
+	struct gemm_scratch *s = p;
+	int i;
+
+	for (i = 0; i < SCRATCH_N; i++) {
+		free(s->buf[i]);
+		s->buf[i] = NULL;
+		s->len[i] = 0;
+	}
+}
+
+static void
+scratch_key_make(void)
+{
+	(void)pthread_key_create(&scratch_key, scratch_free);
+}
+
+#define SCRATCH(which)	(tls_scratch.buf[which])
 
 static int
 cpu_has_bf16(void)
@@ -60,6 +100,7 @@ gemm_new(enum sotto_precision precision, struct gemm **ret, char *err)
 
 	if ((g = calloc(1, sizeof(*g))) == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	pthread_mutex_init(&g->lock, NULL);
 	g->precision = precision;
 	g->amx = precision == SOTTO_PRECISION_BF16 && cpu_has_amx() &&
 	    gemv_amx_init();
@@ -89,28 +130,31 @@ gemm_free(struct gemm *g)
 	if (g == NULL)
 		return;
 	gemm_dnnl_free(g);
-	free(g->xbuf);
-	free(g->gemv_scratch);
-	free(g->i8_bf16);
-	free(g->i8w_scratch);
-	free(g->win_scratch);
+	pthread_mutex_destroy(&g->lock);
+	scratch_free(&tls_scratch);
 	free(g);
 }
 
 /*
- * Make *buf hold at least need bytes (64-byte aligned), keeping it when it
- * already does: the shapes are static, so this allocates on first use.
+ * Make scratch which of the calling thread hold at least need bytes
+ * (64-byte aligned), keeping it when it already does: the shapes are
+ * static, so this allocates on a thread's first use.
  */
 static int
-scratch_reserve(uint16_t **buf, size_t *len, size_t need, char *err)
+scratch_reserve(enum scratch_use which, size_t need, char *err)
 {
-	if (need <= *len)
+	struct gemm_scratch *s = &tls_scratch;
+
+	pthread_once(&scratch_once, scratch_key_make);
+	if (need <= s->len[which])
 		return 0;
-	free(*buf);
-	*buf = aligned_alloc(64, (need + 63) & ~(size_t)63);
-	*len = *buf == NULL ? 0 : need;
-	if (*buf == NULL)
+	free(s->buf[which]);
+	s->buf[which] = aligned_alloc(64, (need + 63) & ~(size_t)63);
+	s->len[which] = s->buf[which] == NULL ? 0 : need;
+	if (s->buf[which] == NULL)
 		return err_set(err, SOTTO_ENOMEM, "out of memory");
+	/* a value for the key, so that the thread's exit frees them */
+	pthread_setspecific(scratch_key, s);
 	return 0;
 }
 
@@ -133,12 +177,12 @@ gemm_x_to_bf16(struct gemm *g, const float *x, int ldx, int k, int n,
 	size_t need = (size_t)k * n;
 	int i, rc;
 
-	if ((rc = scratch_reserve(&g->xbuf, &g->xbuf_len, need * 2,
+	if ((rc = scratch_reserve(SCRATCH_X, need * 2,
 	    err)) != 0)
 		return rc;
 #pragma omp parallel for schedule(static) if (need > 65536)
 	for (i = 0; i < k; i++)
-		layer_to_bf16(x + (size_t)i * ldx, g->xbuf + (size_t)i * n, n);
+		layer_to_bf16(x + (size_t)i * ldx, SCRATCH(SCRATCH_X) + (size_t)i * n, n);
 	return 0;
 }
 
@@ -165,7 +209,7 @@ gemm_few(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	struct gemv_args a = { 0 };
 	int rc;
 
-	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len, fp32 ?
+	if ((rc = scratch_reserve(SCRATCH_GEMV, fp32 ?
 	    GEMV_F16_SCRATCH(w->cols) * sizeof(float) :
 	    GEMV_SCRATCH_BYTES(w->cols), err)) != 0)
 		return rc;
@@ -181,9 +225,9 @@ gemm_few(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	a.accumulate = accumulate;
 	a.amx = g->amx;
 	if (fp32)
-		gemv_f16(&a, (float *)g->gemv_scratch);
+		gemv_f16(&a, (float *)SCRATCH(SCRATCH_GEMV));
 	else
-		gemv_bf16(&a, g->gemv_scratch);
+		gemv_bf16(&a, SCRATCH(SCRATCH_GEMV));
 	return 0;
 }
 
@@ -195,7 +239,7 @@ i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	struct i8_win p = { 0 };
 	int rc;
 
-	if ((rc = scratch_reserve(&g->i8w_scratch, &g->i8w_len,
+	if ((rc = scratch_reserve(SCRATCH_I8W,
 	    i8_win_scratch_bytes(w->cols, n), err)) != 0)
 		return rc;
 	if (flags & GEMM_GELU_X)
@@ -213,7 +257,7 @@ i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	p.bias = bias;
 	p.flags = (flags & GEMM_GELU ? WIN_GELU : 0) |
 	    (flags & GEMM_ACCUMULATE ? WIN_ACCUMULATE : 0);
-	i8_gemm_run(&p, g->i8w_scratch);
+	i8_gemm_run(&p, SCRATCH(SCRATCH_I8W));
 	return 0;
 }
 
@@ -252,11 +296,11 @@ gemm_i8_avx2(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	struct gemv_i8_args a;
 	int rc;
 
-	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+	if ((rc = scratch_reserve(SCRATCH_GEMV,
 	    GEMV_I8_AVX2_SCRATCH_BYTES(w->cols), err)) != 0)
 		return rc;
 	a = i8_args(w, x, ldx, n, y, ym, yj, accumulate);
-	gemv_i8_avx2(&a, g->gemv_scratch);
+	gemv_i8_avx2(&a, SCRATCH(SCRATCH_GEMV));
 	return 0;
 }
 
@@ -272,21 +316,21 @@ gemm_i8(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 		return gemm_i8_avx2(g, w, x, ldx, n, y, ym, yj, accumulate,
 		    err);
 	if (n > I8_FEW) {
-		if ((rc = scratch_reserve(&g->i8_bf16, &g->i8_len,
+		if ((rc = scratch_reserve(SCRATCH_I8_BF16,
 		    gemv_packed_elems(w->rows, w->cols) * 2, err)) != 0)
 			return rc;
 		gemv_i8_unpack(w->i8, w->i8_scale, w->rows, w->cols,
-		    g->i8_bf16);
+		    SCRATCH(SCRATCH_I8_BF16));
 		t.rows = w->rows;
 		t.cols = w->cols;
-		t.packed = g->i8_bf16;
+		t.packed = SCRATCH(SCRATCH_I8_BF16);
 		return gemm_wx(g, &t, x, ldx, n, y, (int)ym, accumulate, err);
 	}
-	if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+	if ((rc = scratch_reserve(SCRATCH_GEMV,
 	    GEMV_I8_SCRATCH_BYTES(w->cols), err)) != 0)
 		return rc;
 	a = i8_args(w, x, ldx, n, y, ym, yj, accumulate);
-	gemv_i8(&a, g->gemv_scratch);
+	gemv_i8(&a, SCRATCH(SCRATCH_GEMV));
 	return 0;
 }
 
@@ -323,7 +367,7 @@ gemm_wx(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	key.accumulate = accumulate;
 	if ((rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
 		return rc;
-	return gemm_dnnl_run(g, &key, w->bf16, g->xbuf, y, err);
+	return gemm_dnnl_run(g, &key, w->bf16, SCRATCH(SCRATCH_X), y, err);
 }
 
 /* p (its x and y already set) with w, n, bias and flags. */
@@ -333,7 +377,7 @@ win_run(struct gemm *g, struct win_gemm *p, const struct mat *w, int n,
 {
 	int rc;
 
-	if ((rc = scratch_reserve(&g->win_scratch, &g->win_len,
+	if ((rc = scratch_reserve(SCRATCH_WIN,
 	    win_scratch_bytes(w->rows, w->cols, n), err)) != 0)
 		return rc;
 	p->w = w->packed;
@@ -343,9 +387,9 @@ win_run(struct gemm *g, struct win_gemm *p, const struct mat *w, int n,
 	p->bias = bias;
 	p->flags = flags;
 	if (g->amx)
-		amx_gemm_run(p, g->win_scratch);
+		amx_gemm_run(p, SCRATCH(SCRATCH_WIN));
 	else
-		dp_gemm_run(p, g->win_scratch);
+		dp_gemm_run(p, SCRATCH(SCRATCH_WIN));
 	return 0;
 }
 
@@ -434,11 +478,11 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 		/* an output head that kept its F16 rows: its top exact */
 		if (w->f16 == NULL)
 			return 0;
-		if ((rc = scratch_reserve(&g->gemv_scratch, &g->gemv_len,
+		if ((rc = scratch_reserve(SCRATCH_GEMV,
 		    GEMV_I8_AVX2_RESCORE_BYTES(w->cols, n), err)) != 0)
 			return rc;
 		gemv_i8_avx2_rescore(w->f16, w->rows, w->cols, x, ldx, n, y,
-		    ldy, g->gemv_scratch);
+		    ldy, SCRATCH(SCRATCH_GEMV));
 		return 0;
 	}
 	if (use_f16(g, w, n))
@@ -458,5 +502,5 @@ gemm_xtw(struct gemm *g, const struct mat *w, const float *x, int ldx, int n,
 	key.ldc = ldy;
 	if ((rc = gemm_x_to_bf16(g, x, ldx, w->cols, n, err)) != 0)
 		return rc;
-	return gemm_dnnl_run(g, &key, g->xbuf, w->bf16, y, err);
+	return gemm_dnnl_run(g, &key, SCRATCH(SCRATCH_X), w->bf16, y, err);
 }

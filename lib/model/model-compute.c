@@ -70,11 +70,30 @@ model_compute_setup(struct sotto_model *m, const struct sotto_model_params *p,
  * OpenMP keeps the team size per thread, so setting it at load reaches
  * only the thread that loaded: sottod, which loads in one thread and
  * computes in another, ran every step on all the cores whatever -t or
- * `threads` said. Each compute entry (a state's buffers, mel, encoder,
- * decoder) sets it for its own thread.
+ * `threads` said. Each compute entry (mel, encoder, decoder) sets it for
+ * its own thread, capped by sotto_thread_share().
  */
+static _Thread_local int thread_share;	/* sotto_thread_share(), 0: all */
+
+void
+sotto_thread_share(int n)
+{
+	thread_share = n > 0 ? n : 0;
+}
+
 void
 model_use_threads(const struct sotto_model *m)
+{
+	int n = thread_share > 0 && thread_share < m->threads ? thread_share :
+	    m->threads;
+
+	if (omp_get_max_threads() != n)
+		omp_set_num_threads(n);
+}
+
+/* The most threads a call can use: per-thread buffers are this many. */
+void
+model_use_all_threads(const struct sotto_model *m)
 {
 	if (omp_get_max_threads() != m->threads)
 		omp_set_num_threads(m->threads);

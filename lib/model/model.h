@@ -199,8 +199,13 @@ int	model_compute_setup(struct sotto_model *m,
 	    const struct sotto_model_params *p, char *err);
 /* The products' path, as sotto_model_info's compute. */
 const char	*model_compute_name(const struct sotto_model *);
-/* m's thread count for the OpenMP regions the calling thread opens. */
+/*
+ * m's thread count (or the calling thread's sotto_thread_share, if less)
+ * for the OpenMP regions the calling thread opens; _all: m's count, for
+ * buffers sized per thread.
+ */
 void	model_use_threads(const struct sotto_model *m);
+void	model_use_all_threads(const struct sotto_model *m);
 
 /* encoder.c: mel [n_mels][3000] -> st->enc_out [d][1500] */
 int	encoder_forward(struct sotto_state *, const float *mel, char *err);

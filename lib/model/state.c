@@ -35,7 +35,7 @@ sotto_state_new(const struct sotto_model *m)
 	struct sotto_state *st;
 	int failed = 0;
 
-	model_use_threads(m);	/* the buffers per thread below */
+	model_use_all_threads(m);	/* the buffers per thread below */
 	if ((st = calloc(1, sizeof(*st))) == NULL)
 		return NULL;
 	st->model = m;
@@ -91,6 +91,7 @@ sotto_state_new(const struct sotto_model *m)
 		sotto_state_free(st);
 		return NULL;
 	}
+	model_use_threads(m);	/* the stream's mel next: the share again */
 	return st;
 }
 
