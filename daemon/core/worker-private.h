@@ -47,6 +47,10 @@ struct worker_stream {
 	double		 t_offset;	/* audio of earlier streams */
 	double		 stale_since;	/* its model was replaced */
 	double		 attained_s;	/* compute it has had, in s */
+	double		 last_job;	/* guarded by worker.c's lock:
+					   worker_now() when its last job
+					   ended (0: none yet) */
+	TAILQ_ENTRY(worker_stream) all;	/* worker.c's streams */
 };
 
 /* A job in the compute thread's queue. */

@@ -69,6 +69,8 @@
 
 #define WORKER_BATCH	16	/* streams stepped together, at most */
 #define WORKER_BATCH_S	1.0	/* seconds a batch takes, about */
+#define WORKER_ACTIVE_S	2.0	/* a stream stepped this recently steps
+				   again soon (worker_share) */
 
 /* A STEP or FINISH job taken into a batch. */
 struct worker_task {
@@ -90,9 +92,11 @@ static struct {
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
 	int			 n_streams;	/* alive */
+	TAILQ_HEAD(, worker_stream) streams;	/* alive */
 } worker = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
+	.streams = TAILQ_HEAD_INITIALIZER(worker.streams),
 };
 
 double
@@ -136,6 +140,8 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 	}
 	pthread_mutex_lock(&worker.lock);
 	worker.n_streams++;
+	ws->last_job = worker_now();
+	TAILQ_INSERT_TAIL(&worker.streams, ws, all);
 	pthread_mutex_unlock(&worker.lock);
 	return ws;
 }
@@ -205,6 +211,10 @@ worker_stream_free(struct worker_stream *ws)
 {
 	int idle;
 
+	pthread_mutex_lock(&worker.lock);
+	TAILQ_REMOVE(&worker.streams, ws, all);
+	idle = --worker.n_streams == 0 && TAILQ_EMPTY(&worker.jobs);
+	pthread_mutex_unlock(&worker.lock);
 	sotto_stream_free(ws->stream);
 	sotto_speaker_track_free(ws->track);
 	models_drop(ws->model);
@@ -212,9 +222,6 @@ worker_stream_free(struct worker_stream *ws)
 	free(ws->pending);
 	free(ws->prompt);
 	free(ws);
-	pthread_mutex_lock(&worker.lock);
-	idle = --worker.n_streams == 0 && TAILQ_EMPTY(&worker.jobs);
-	pthread_mutex_unlock(&worker.lock);
 	if (idle)
 		mem_idle();
 }
@@ -357,19 +364,27 @@ worker_take_steps(struct worker_job *j, struct worker_task *batch)
 
 /*
  * With the lock held: the engine threads for a job starting now: the
- * cores shared among the jobs that can run at once, as many as there
- * are streams alive or jobs running, up to the compute threads. A lone
- * stream (or file) has them all; with two streams on two compute
- * threads each job has half, even when the other is between two steps:
- * a job keeps its share to its end, and a team of two on a core the
- * other stream's next step takes waits on itself at every region.
+ * cores shared among the jobs that can run at once, up to the compute
+ * threads: those running (this one included), a file queued, and a job
+ * for each other stream that is stepping (a job queued or ended in the
+ * last WORKER_ACTIVE_S). A lone stream has them all, also beside
+ * sessions that wait for a resume; with two streams on two compute
+ * threads each job has half, even when the other stream is between two
+ * steps: a job keeps its share to its end, and a team of two on a core
+ * the other stream's next step takes waits on itself at every region.
  */
 static int
 worker_share(void)
 {
-	int jobs = worker.n_streams > worker.n_busy ? worker.n_streams :
-	    worker.n_busy, n;
+	const struct worker_stream *ws;
+	const struct worker_job *q;
+	double now = worker_now();
+	int jobs = worker.n_busy, n;
 
+	TAILQ_FOREACH(q, &worker.jobs, entry)
+		jobs += q->kind == WORKER_FILE;
+	TAILQ_FOREACH(ws, &worker.streams, all)
+		jobs += !ws->running && now - ws->last_job < WORKER_ACTIVE_S;
 	if (jobs > worker.n_threads)
 		jobs = worker.n_threads;
 	n = worker.cores / (jobs > 0 ? jobs : 1);
@@ -461,8 +476,10 @@ worker_run_job(struct worker_job *j)
 		worker_stream_free(j->ws);
 	free(j);
 	pthread_mutex_lock(&worker.lock);
-	for (i = 0; step && !skip && i < n; i++)
+	for (i = 0; step && !skip && i < n; i++) {
 		batch[i].ws->running = 0;
+		batch[i].ws->last_job = worker_now();
+	}
 	for (i = 0; i < n; i++)
 		worker_done(r[i]);
 	/* a FREE may have waited for these streams */
