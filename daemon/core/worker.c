@@ -366,12 +366,13 @@ worker_take_steps(struct worker_job *j, struct worker_task *batch)
  * With the lock held: the engine threads for a job starting now: the
  * cores shared among the jobs that can run at once, up to the compute
  * threads: those running (this one included), a file queued, and a job
- * for each other stream that is stepping (a job queued or ended in the
- * last WORKER_ACTIVE_S). A lone stream has them all, also beside
- * sessions that wait for a resume; with two streams on two compute
- * threads each job has half, even when the other stream is between two
- * steps: a job keeps its share to its end, and a team of two on a core
- * the other stream's next step takes waits on itself at every region.
+ * for each other stream that is stepping (its last job ended, or it
+ * opened, in the last WORKER_ACTIVE_S). A lone stream has them all, also
+ * beside sessions that wait for a resume; with two streams on two
+ * compute threads each job has half, even when the other stream is
+ * between two steps: a job keeps its share to its end, and a team of two
+ * on a core the other stream's next step takes waits on itself at every
+ * region. (A stream silent for longer is not counted until it steps.)
  */
 static int
 worker_share(void)
