@@ -248,7 +248,11 @@ forced_better(const struct sotto_stream *s, const struct decode_result *f,
  * one's text closes far short of speech the other transcribes (see
  * forced_better: the same window at other steps, forced "and I'm not a
  * good boy." closed at 5 s of its 15, unforced the three sentences of
- * it).
+ * it). An unforced decode kept so still has the committed words it
+ * hears otherwise at its start ("power to do for them. ..." where "his
+ * power to do for them. ..." was committed and final): what follows
+ * the committed text's last words in it is kept, if it has them
+ * (stream_match_tail), else all of it.
  */
 int
 stream_decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
@@ -269,7 +273,11 @@ stream_decode_last(struct sotto_stream *s, struct decode_result *res, int *p,
 	if (forced_better(s, &forced, res)) {
 		decode_result_clear(res);
 		*res = forced;
-	} else
+	} else {
 		decode_result_clear(&forced);
+		if ((*p = stream_match_tail(s, res->tokens,
+		    res->n_tokens)) < 0)
+			*p = 0;
+	}
 	return 0;
 }

@@ -26,6 +26,12 @@
 
 /* Words of the history a window's hypothesis may repeat at its start. */
 #define REPEAT_WORDS	5
+/*
+ * Words at the end of the committed prefix that mark where it ends in a
+ * hypothesis that does not start with all of it: three words rarely
+ * recur within one window by chance.
+ */
+#define TAIL_WORDS	3
 
 /*
  * Next letter or digit (lower case; bytes of UTF-8 sequences as they
@@ -128,6 +134,43 @@ last_words(const struct sotto_stream *s, const int32_t *t, int n, int k)
 		if (!stream_is_ts(s, t[i]) && (i == 0 ||
 		    stream_word_start(s, t[i])) && --k == 0)
 			return i;
+	return -1;
+}
+
+/* Whether a word starts at h[i] (a time before it starts one too). */
+static int
+word_at(const struct sotto_stream *s, const int32_t *h, int i)
+{
+	return !stream_is_ts(s, h[i]) && (i == 0 ||
+	    stream_is_ts(s, h[i - 1]) || stream_word_start(s, h[i]));
+}
+
+/*
+ * Where the text after the committed prefix begins in h[n], a hypothesis
+ * decoded without it forced that does not start with all of it: after
+ * the first whole words of h that are the prefix's last TAIL_WORDS (or
+ * all of its words, if fewer), and the punctuation after them; -1 if h
+ * has none. The decoder may hear a window's first committed words
+ * otherwise ("power" where the cut left "his power") and still repeat
+ * the rest of them.
+ */
+int
+stream_match_tail(const struct sotto_stream *s, const int32_t *h, int n)
+{
+	int k, i = -1, j, m;
+
+	for (k = TAIL_WORDS; k > 0 && i < 0; k--)
+		i = last_words(s, s->prefix, s->n_prefix, k);
+	if (i < 0 || !stream_has_words(s, s->prefix + i, s->n_prefix - i))
+		return -1;
+	for (j = 0; j < n; j++) {
+		if (!word_at(s, h, j))
+			continue;
+		m = letters_match(s, s->prefix + i, s->n_prefix - i, h + j,
+		    n - j);
+		if (m > 0 && (j + m == n || stream_word_start(s, h[j + m])))
+			return j + m;
+	}
 	return -1;
 }
 

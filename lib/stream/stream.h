@@ -168,6 +168,8 @@ double	stream_estimate(const struct sotto_stream *, const int32_t *seq,
 
 /* stream-match.c */
 int	stream_match(const struct sotto_stream *, const int32_t *hyp, int n);
+int	stream_match_tail(const struct sotto_stream *, const int32_t *hyp,
+	    int n);
 int	stream_repeat(const struct sotto_stream *, const int32_t *hyp, int n);
 /* t[n] has a token that is not a timestamp (punctuation counts). */
 int	stream_has_text(const struct sotto_stream *, const int32_t *t, int n);
