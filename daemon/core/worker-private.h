@@ -1,7 +1,8 @@
 /*
- * The compute thread's private parts, shared by worker.c (the thread, its
- * queue and batches) and worker-stream.c (a stream's audio, results and
- * model). The rest of the daemon sees worker.h.
+ * The compute threads' private parts, shared by worker.c (the threads and
+ * their queue), worker-batch.c (a batch of steps), worker-file.c (a
+ * file) and worker-stream.c (a stream's audio, results and model). The
+ * rest of the daemon sees worker.h.
  */
 #ifndef SOTTOD_WORKER_PRIVATE_H
 #define SOTTOD_WORKER_PRIVATE_H
@@ -75,6 +76,23 @@ struct worker_job *worker_sched_next(struct worker_job_list *, int files,
 struct worker_job *worker_sched_step(struct worker_job_list *);
 
 double	worker_now(void);
+
+/* worker-batch.c, compute thread */
+#define WORKER_BATCH	16	/* streams stepped together, at most */
+/* A STEP or FINISH job taken into a batch. */
+struct worker_task {
+	struct worker_stream	*ws;
+	enum worker_kind	 kind;
+};
+/*
+ * Run the batch t[n] (streams that no other thread steps); out[i] is
+ * task i's result, owned by the caller (NULL when out of memory).
+ */
+void	worker_run_steps(const struct worker_task *t, int n,
+	    struct worker_result **out);
+/* Debug log of a batch that began at t0 (worker_now()) and took dt s. */
+void	worker_trace(const struct worker_task *t, int n, double t0,
+	    double dt);
 
 /* worker.c, compute thread: files (worker-file.c) */
 int	worker_queue_file(struct worker_file *);	/* loop */

@@ -1,15 +1,19 @@
 /*
- * The compute thread: the only thread that calls the engine.
+ * The compute threads ([engine] workers of them): the only threads that
+ * call the engine.
  *
  * DESIGN
- * A session owns a struct worker_stream, shared with this thread: the loop
- * appends 16 kHz mono audio to its pending buffer (under the stream's
- * lock) and queues jobs; the worker alone creates, steps, finishes and
- * frees the sotto_stream inside it. Jobs run one at a time, in the order
- * worker-sched.c chooses (memory first, then live streams first come
- * first served, then the rest by least compute time had so far); a stream
- * has at most one STEP or FINISH queued, so its jobs never overlap, and
- * a FREE queued after a STEP runs after it. Each job leaves a result
+ * A session owns a struct worker_stream, shared with these threads: the
+ * loop appends 16 kHz mono audio to its pending buffer (under the
+ * stream's lock) and queues jobs; the compute threads alone create, step,
+ * finish and free the sotto_stream inside it. Each thread takes the next
+ * job in the order worker-sched.c chooses (memory first, then live
+ * streams first come first served, then the rest by least compute time
+ * had so far), never one of a stream another thread is stepping
+ * (ws->running); a stream has at most one STEP or FINISH queued, so its
+ * jobs never overlap, and a FREE queued after a STEP runs after it. The
+ * engine's threads are shared among the jobs that run at once
+ * (worker_share). Each job leaves a result
  * (copies, keyed by the session's numeric id, never a pointer) on the
  * done list and wakes the loop with event_active(); the loop looks the
  * session up by id and drops results of sessions that are gone. Peers
@@ -29,13 +33,14 @@
  * as they come. A live stream with at most a catch-up pending ends in
  * its first FINISH, without that step (worker_finish_at_once).
  *
- * STEP and FINISH jobs of different streams run as one batch: with one
- * the worker takes the queue's other STEP and FINISH jobs, best first
- * (as many as step in about WORKER_BATCH_S, from 2 to WORKER_BATCH:
- * worker_batch_most), feeds each, and
- * steps the due ones together (sotto_stream_step_many), so their
- * decoders read the weights once per token for all of them. Each
- * stream of a batch is charged an equal share of its time (attained_s).
+ * STEP and FINISH jobs of different streams run as one batch
+ * (worker-batch.c): with one the thread takes the queue's other STEP and
+ * FINISH jobs, best first (as many as step in about WORKER_BATCH_S, from
+ * 2 to WORKER_BATCH, and no more than this thread's share of those
+ * queued: worker_take_steps), feeds each, and steps the due ones
+ * together (sotto_stream_step_many), so their decoders read the weights
+ * once per token for all of them. Each stream of a batch is charged an
+ * equal share of its time (attained_s).
  *
  * Shutdown: after worker_abort() no engine work is done for streams;
  * each STEP or FINISH job comes back at once with aborted set (FREE
@@ -67,16 +72,9 @@
 #include "log.h"
 #include "worker-private.h"
 
-#define WORKER_BATCH	16	/* streams stepped together, at most */
 #define WORKER_BATCH_S	1.0	/* seconds a batch takes, about */
 #define WORKER_ACTIVE_S	2.0	/* a stream stepped this recently steps
 				   again soon (worker_share) */
-
-/* A STEP or FINISH job taken into a batch. */
-struct worker_task {
-	struct worker_stream	*ws;
-	enum worker_kind	 kind;
-};
 
 static struct {
 	pthread_t		 threads[WORKER_THREADS_MAX];
@@ -91,7 +89,6 @@ static struct {
 	int			 abort;		/* shutdown: no engine work */
 	struct event		*wake;
 	double			 compute_s;	/* seconds per step, averaged */
-	int			 n_streams;	/* alive */
 	TAILQ_HEAD(, worker_stream) streams;	/* alive */
 } worker = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -139,7 +136,6 @@ worker_stream_new(uint64_t id, const struct sotto_stream_params *p,
 		ws->params.language = ws->language;
 	}
 	pthread_mutex_lock(&worker.lock);
-	worker.n_streams++;
 	ws->last_job = worker_now();
 	TAILQ_INSERT_TAIL(&worker.streams, ws, all);
 	pthread_mutex_unlock(&worker.lock);
@@ -213,7 +209,7 @@ worker_stream_free(struct worker_stream *ws)
 
 	pthread_mutex_lock(&worker.lock);
 	TAILQ_REMOVE(&worker.streams, ws, all);
-	idle = --worker.n_streams == 0 && TAILQ_EMPTY(&worker.jobs);
+	idle = TAILQ_EMPTY(&worker.streams) && TAILQ_EMPTY(&worker.jobs);
 	pthread_mutex_unlock(&worker.lock);
 	sotto_stream_free(ws->stream);
 	sotto_speaker_track_free(ws->track);
@@ -224,91 +220,6 @@ worker_stream_free(struct worker_stream *ws)
 	free(ws);
 	if (idle)
 		mem_idle();
-}
-
-/*
- * STEP and FINISH jobs of n different streams: each fed
- * worker_feed_size() of its pending audio beyond what the engine holds,
- * then the due ones stepped as one batch; a FINISH with nothing left to
- * step ends its stream instead. out[i] is task i's result (NULL when out
- * of memory); compute_s is the batch's time per stream stepped.
- */
-static void
-worker_run_steps(const struct worker_task *t, int n,
-    struct worker_result **out)
-{
-	struct sotto_stream *due[WORKER_BATCH];
-	struct sotto_stream_update u[WORKER_BATCH];
-	char err[WORKER_BATCH][SOTTO_ERR_MAX];
-	int at[WORKER_BATCH], rc[WORKER_BATCH], k = 0, i, j;
-	double t0 = worker_now(), dt;
-	struct worker_stream *ws;
-
-	for (i = 0; i < n; i++) {
-		enum worker_early early = WORKER_EARLY_NO;
-		int pv;
-
-		ws = t[i].ws;
-		if ((out[i] = worker_prepare(ws, t[i].kind)) == NULL ||
-		    out[i]->error)
-			continue;
-		if (t[i].kind == WORKER_STEP)
-			early = worker_take_early_step(ws);
-		if (early == WORKER_EARLY_PREVIEW &&
-		    !sotto_stream_due(ws->stream) &&
-		    (pv = worker_preview(ws, out[i])) != 0) {
-			if (pv < 0)
-				worker_fail(ws, out[i]);
-			continue;	/* else a step came due meanwhile */
-		}
-		if (t[i].kind == WORKER_FINISH && worker_finish_at_once(ws)) {
-			if (worker_feed(ws, SIZE_MAX, out[i]->err) != 0 ||
-			    worker_finish(ws, out[i], out[i]->err) != 0)
-				worker_fail(ws, out[i]);
-			continue;
-		}
-		/* an end step reads all of the pause (finish needs no decode) */
-		if (!sotto_stream_due(ws->stream) && worker_feed(ws,
-		    early == WORKER_EARLY_END ? SIZE_MAX : worker_feed_size(ws),
-		    out[i]->err) != 0) {
-			worker_fail(ws, out[i]);
-			continue;
-		}
-		if (sotto_stream_due(ws->stream) ||
-		    early == WORKER_EARLY_END) {
-			at[k] = i;
-			due[k++] = ws->stream;
-		} else if (t[i].kind == WORKER_FINISH &&
-		    worker_finish(ws, out[i], out[i]->err) != 0)
-			worker_fail(ws, out[i]);
-	}
-	if (k > 0)
-		sotto_stream_step_many(due, k, u, rc, err);
-	for (j = 0; j < k; j++) {
-		struct worker_result *r = out[at[j]];
-
-		ws = t[at[j]].ws;
-		if (rc[j] != 0) {
-			snprintf(r->err, sizeof(r->err), "%s", err[j]);
-			worker_fail(ws, r);
-		} else if (worker_copy(ws, r, &u[j]) != 0) {
-			snprintf(r->err, sizeof(r->err), "out of memory");
-			worker_fail(ws, r);
-		} else {
-			r->stepped = 1;
-			worker_stepped(ws);
-		}
-	}
-	dt = worker_now() - t0;
-	for (i = 0; i < n; i++)
-		t[i].ws->attained_s += dt / n;
-	dt /= k > 0 ? k : 1;
-	for (i = 0; i < n; i++)
-		if (out[i] != NULL) {
-			out[i]->due = !t[i].ws->failed &&
-			    sotto_stream_due(t[i].ws->stream);
-			out[i]->compute_s = dt;
-		}
 }
 
 /*
@@ -421,29 +332,6 @@ worker_run_file(struct worker_file *f)
 	r->kind = WORKER_FILE;
 	r->file = f;
 	return r;
-}
-
-/*
- * Debug log: a batch, its compute thread, when it began (worker_now()),
- * its time and each stream's service so far.
- */
-static void
-worker_trace(const struct worker_task *t, int n, double t0, double dt)
-{
-	char line[WORKER_BATCH * 40], name[16] = "";
-	size_t len = 0;
-	int i;
-
-	if (!log_getdebug())
-		return;
-	line[0] = '\0';
-	for (i = 0; i < n && len < sizeof(line); i++)
-		len += snprintf(line + len, sizeof(line) - len, " %llu%s/%.2f",
-		    (unsigned long long)t[i].ws->id,
-		    t[i].kind == WORKER_FINISH ? "F" : "", t[i].ws->attained_s);
-	pthread_getname_np(pthread_self(), name, sizeof(name));
-	log_debug("%s: batch of %d at %.3f in %.3f s (stream/its service, "
-	    "F: ended):%s", name, n, t0, dt, line);
 }
 
 /*
@@ -635,7 +523,7 @@ worker_start(struct event *wake, int n, int cores, char *err,
 	return 0;
 }
 
-/* Jobs waiting for the compute thread (GET /metrics). */
+/* Jobs waiting for a compute thread (GET /metrics). */
 int
 worker_queue_depth(void)
 {
@@ -656,12 +544,13 @@ worker_idle_alone(void)
 
 	pthread_mutex_lock(&worker.lock);
 	idle = worker.n_busy == 0 && TAILQ_EMPTY(&worker.jobs) &&
-	    worker.n_streams == 1;
+	    !TAILQ_EMPTY(&worker.streams) &&
+	    TAILQ_NEXT(TAILQ_FIRST(&worker.streams), all) == NULL;
 	pthread_mutex_unlock(&worker.lock);
 	return idle;
 }
 
-/* Whether the compute thread runs (GET /health). */
+/* Whether the compute threads run (GET /health). */
 int
 worker_alive(void)
 {
