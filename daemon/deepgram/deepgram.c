@@ -95,11 +95,9 @@ dg_io_failed(void *arg, enum proto_error e, const char *msg)
 static size_t
 dg_io_unsent(void *arg)
 {
-	struct dg_conn *c = arg;
+	const struct dg_conn *c = arg;
 
-	if (c->peer->flags & PEER_DEAD)
-		return 0;
-	return evbuffer_get_length(bufferevent_get_output(c->peer->bev));
+	return ws_peer_unsent(c->peer);
 }
 
 static const struct ws_conn_io dg_io = {
@@ -115,11 +113,7 @@ dg_read(struct peer *p)
 {
 	struct dg_conn *c = p->front;
 
-	if (p->flags & (PEER_DEAD | PEER_PAUSED))
-		return;
-	ws_conn_set_max_unsent(c->conn, core_config()->max_client_buffer_bytes);
-	if (ws_conn_recv(c->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
-		peer_close_after_flush(p);
+	ws_peer_read(p, c->conn);
 }
 
 /*
@@ -130,11 +124,9 @@ static void
 dg_write(struct peer *p, const char *json)
 {
 	struct dg_conn *c = p->front;
-	enum proto_error e = proto_event_error_code(json);
 
 	dg_session_event(c, json);
-	if (e != PROTO_OK)
-		ws_conn_close(c->conn, ws_close_code(e), proto_error_name(e));
+	ws_peer_close_on_error(c->conn, json);
 }
 
 static void

@@ -307,6 +307,33 @@ ws_peer_drain(struct peer *p, struct ws_conn *conn, int *taking)
 	*taking = 0;
 }
 
+void
+ws_peer_read(struct peer *p, struct ws_conn *conn)
+{
+	if (p->flags & (PEER_DEAD | PEER_PAUSED))
+		return;
+	ws_conn_set_max_unsent(conn, core_config()->max_client_buffer_bytes);
+	if (ws_conn_recv(conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+		peer_close_after_flush(p);
+}
+
+void
+ws_peer_close_on_error(struct ws_conn *conn, const char *json)
+{
+	enum proto_error e = proto_event_error_code(json);
+
+	if (e != PROTO_OK)
+		ws_conn_close(conn, ws_close_code(e), proto_error_name(e));
+}
+
+size_t
+ws_peer_unsent(const struct peer *p)
+{
+	if (p->flags & PEER_DEAD)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(p->bev));
+}
+
 /*
  * Take the connection from evhttp: a descriptor of our own for the
  * socket, evhttp's pointed at /dev/null, evhttp's connection freed.

@@ -39,5 +39,18 @@ void	ws_peer_closing(struct ws_conn *);
  * paused, set for the while.
  */
 void	ws_peer_drain(struct peer *, struct ws_conn *, int *taking);
+/*
+ * peer_ops->read of a WebSocket door: the frames that came, under the
+ * bound peer.c gives events (for what wslay sends itself); the client's
+ * close, or a broken frame, ends the peer.
+ */
+void	ws_peer_read(struct peer *, struct ws_conn *);
+/*
+ * After peer_ops->write sent the event json its door's way: an error
+ * event is the last thing sent, with the close frame that says the same.
+ */
+void	ws_peer_close_on_error(struct ws_conn *, const char *json);
+/* ws_conn_io->unsent: what the client has not read, beyond the kernel's. */
+size_t	ws_peer_unsent(const struct peer *);
 
 #endif

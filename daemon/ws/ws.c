@@ -86,11 +86,9 @@ ws_io_failed(void *arg, enum proto_error e, const char *msg)
 static size_t
 ws_io_unsent(void *arg)
 {
-	struct ws *w = arg;
+	const struct ws *w = arg;
 
-	if (w->peer->flags & PEER_DEAD)
-		return 0;
-	return evbuffer_get_length(bufferevent_get_output(w->peer->bev));
+	return ws_peer_unsent(w->peer);
 }
 
 static const struct ws_conn_io ws_io = {
@@ -107,12 +105,7 @@ ws_read(struct peer *p)
 {
 	struct ws *w = p->front;
 
-	if (p->flags & (PEER_DEAD | PEER_PAUSED))
-		return;
-	/* the bound events have (peer.c), for what wslay sends itself */
-	ws_conn_set_max_unsent(w->conn, core_config()->max_client_buffer_bytes);
-	if (ws_conn_recv(w->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
-		peer_close_after_flush(p);
+	ws_peer_read(p, w->conn);
 }
 
 /*
@@ -123,11 +116,9 @@ static void
 ws_write(struct peer *p, const char *json)
 {
 	struct ws *w = p->front;
-	enum proto_error e = proto_event_error_code(json);
 
 	(void)ws_conn_send_text(w->conn, json, strlen(json));
-	if (e != PROTO_OK)
-		ws_conn_close(w->conn, ws_close_code(e), proto_error_name(e));
+	ws_peer_close_on_error(w->conn, json);
 }
 
 static void
