@@ -34,6 +34,10 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "gemv.h"
+#include "logits.h"
+
+_Static_assert(GEMV_I8_AVX2_EXACT == LOGITS_EXACT,
+    "the rescoring takes the top logits_top() finds");
 
 #define V3		__attribute__((target("avx2,f16c,fma")))
 #define RB		32	/* rows per block, as gemv-i8.c */
@@ -357,30 +361,6 @@ gemv_i8_avx2(const struct gemv_i8_args *a, void *scratch)
 	}
 }
 
-/* The GEMV_I8_AVX2_EXACT largest of row[0..n) into top, any order. */
-static void
-top_indices(const float *row, int n, int *top)
-{
-	float val[GEMV_I8_AVX2_EXACT];
-	int i, t, min_at = 0;
-
-	for (t = 0; t < GEMV_I8_AVX2_EXACT; t++) {
-		top[t] = t;
-		val[t] = row[t];
-		if (val[t] < val[min_at])
-			min_at = t;
-	}
-	for (i = GEMV_I8_AVX2_EXACT; i < n; i++) {
-		if (row[i] <= val[min_at])
-			continue;
-		top[min_at] = i;
-		val[min_at] = row[i];
-		for (t = 0; t < GEMV_I8_AVX2_EXACT; t++)
-			if (val[t] < val[min_at])
-				min_at = t;
-	}
-}
-
 void
 gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k, const float *x,
     int ldx, int n, float *y, ptrdiff_t yj, void *scratch)
@@ -398,7 +378,7 @@ gemv_i8_avx2_rescore(const uint16_t *f16, int rows, int k, const float *x,
 
 		for (kk = 0; kk < k; kk++)
 			col[kk] = x[(size_t)kk * ldx + j];
-		top_indices(row, rows, top);
+		logits_top(row, rows, top);
 		for (t = 0; t < GEMV_I8_AVX2_EXACT; t++)
 			row[top[t]] = gemv_dot_f16_avx2(f16 + (size_t)top[t] * k, col, k);
 	}

@@ -193,16 +193,3 @@ logits_avx2_estimate(const struct logits_head *lh, const int8_t *xq,
 			}
 	}
 }
-
-/* f16 row v . column j of x, in f32 (gemv_dot_f16_avx2's sum). */
-float
-logits_avx2_exact_dot(const struct logits_head *lh, int v, const float *x,
-    int ldx, int j)
-{
-	float col[LOGITS_MAX_D];
-	int k;
-
-	for (k = 0; k < lh->d; k++)
-		col[k] = x[(size_t)k * ldx + j];
-	return gemv_dot_f16_avx2(lh->f16 + (size_t)v * lh->d, col, lh->d);
-}

@@ -65,7 +65,5 @@ void	logits_avx2_row_sums(const struct logits_head *lh, int v0, int v1,
 void	logits_avx2_quantize_row(struct logits_head *lh, int v);
 void	logits_avx2_estimate(const struct logits_head *lh, const int8_t *xq,
 	    const struct xcols *xc, int n, float *out, int b0, int b1);
-float	logits_avx2_exact_dot(const struct logits_head *lh, int v,
-	    const float *x, int ldx, int j);
 
 #endif

@@ -428,12 +428,25 @@ estimate_vnni(const struct logits_head *lh, const int8_t *xq,
 	}
 }
 
-/* The LOGITS_EXACT largest of row[0..n) into top (indices), any order. */
-static void
-top_indices(const float *row, int n, int *top)
+/*
+ * Whether any of x[0..8) is not at most t (a NaN is not): nearly all of a
+ * row is below the 64 largest seen so far, and this looks at 8 of them
+ * at a time; SSE2 is in every x86-64.
+ */
+static inline int
+any_above(const float *x, float t)
+{
+	__m128 tv = _mm_set1_ps(t);
+
+	return _mm_movemask_ps(_mm_or_ps(_mm_cmpnle_ps(_mm_loadu_ps(x), tv),
+	    _mm_cmpnle_ps(_mm_loadu_ps(x + 4), tv))) != 0;
+}
+
+void
+logits_top(const float *row, int n, int *top)
 {
 	float val[LOGITS_EXACT];
-	int i, k, min_at = 0;
+	int i, k, end, min_at = 0;
 
 	for (k = 0; k < LOGITS_EXACT; k++) {
 		top[k] = k;
@@ -441,33 +454,46 @@ top_indices(const float *row, int n, int *top)
 		if (val[k] < val[min_at])
 			min_at = k;
 	}
-	for (i = LOGITS_EXACT; i < n; i++) {
-		if (row[i] <= val[min_at])
+	for (i = LOGITS_EXACT; i < n; i = end) {
+		end = n - i < 8 ? n : i + 8;
+		/* the same as the loop below would skip them one by one */
+		if (end == i + 8 && !any_above(row + i, val[min_at]))
 			continue;
-		top[min_at] = i;
-		val[min_at] = row[i];
-		for (k = 0; k < LOGITS_EXACT; k++)
-			if (val[k] < val[min_at])
-				min_at = k;
+		for (; i < end; i++) {
+			if (row[i] <= val[min_at])
+				continue;
+			top[min_at] = i;
+			val[min_at] = row[i];
+			for (k = 0; k < LOGITS_EXACT; k++)
+				if (val[k] < val[min_at])
+					min_at = k;
+		}
 	}
 }
 
-/* f16 row v . column j of x, in f32. */
+/* f16 row v . col [d], in f32. */
 AVX512_TARGET static float
-exact_dot(const struct logits_head *lh, int v, const float *x, int ldx, int j)
+exact_dot(const struct logits_head *lh, int v, const float *col)
 {
 	const uint16_t *row = lh->f16 + (size_t)v * lh->d;
 	__m512 acc = _mm512_setzero_ps();
-	float col[16];
-	int k, t;
+	int k;
 
-	for (k = 0; k < lh->d; k += 16) {
-		for (t = 0; t < 16; t++)
-			col[t] = x[(size_t)(k + t) * ldx + j];
+	for (k = 0; k < lh->d; k += 16)
 		acc = _mm512_fmadd_ps(_mm512_cvtph_ps(_mm256_loadu_si256(
-		    (const __m256i *)(row + k))), _mm512_loadu_ps(col), acc);
-	}
+		    (const __m256i *)(row + k))), _mm512_loadu_ps(col + k),
+		    acc);
 	return _mm512_reduce_add_ps(acc);
+}
+
+/* Logit v exactly, from the column col [d]: by the head's kernel's ISA. */
+static float
+exact_logit(const struct logits_head *lh, int v, const float *col)
+{
+	if (lh->kernel == LOGITS_AVX2)
+		return gemv_dot_f16_avx2(lh->f16 + (size_t)v * lh->d, col,
+		    lh->d);
+	return exact_dot(lh, v, col);
 }
 
 int
@@ -496,15 +522,17 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 			logits_avx2_estimate(lh, scratch, &xc, n, out, b0,
 			    b1);
 	}
+	/* the columns (beams) apart: one thread slept through them all */
+#pragma omp parallel for schedule(static) if (n > 1)
 	for (j = 0; j < n; j++) {
-		float *row = out + (size_t)j * lh->n_vocab;
+		float *row = out + (size_t)j * lh->n_vocab, col[LOGITS_MAX_D];
 		int top[LOGITS_EXACT], k;
 
-		top_indices(row, lh->n_vocab, top);
+		for (k = 0; k < lh->d; k++)
+			col[k] = x[(size_t)k * ldx + j];
+		logits_top(row, lh->n_vocab, top);
 		for (k = 0; k < LOGITS_EXACT; k++)
-			row[top[k]] = lh->kernel == LOGITS_AVX2 ?
-			    logits_avx2_exact_dot(lh, top[k], x, ldx, j) :
-			    exact_dot(lh, top[k], x, ldx, j);
+			row[top[k]] = exact_logit(lh, top[k], col);
 	}
 	return 0;
 }
@@ -516,9 +544,7 @@ logits_head_exact(const struct logits_head *lh, const float *x, int v0,
 	int v;
 
 	for (v = v0; v < v1; v++)
-		out[v] = lh->kernel == LOGITS_AVX2 ?
-		    logits_avx2_exact_dot(lh, v, x, 1, 0) :
-		    exact_dot(lh, v, x, 1, 0);
+		out[v] = exact_logit(lh, v, x);
 }
 
 int

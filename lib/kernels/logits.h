@@ -48,4 +48,11 @@ int	logits_head_run(const struct logits_head *, const float *x, int ldx,
 void	logits_head_exact(const struct logits_head *, const float *x, int v0,
 	    int v1, float *out);
 
+/*
+ * The LOGITS_EXACT largest of row[0..n) (n >= LOGITS_EXACT) into top
+ * (indices, any order): the logits a head recomputes exactly (here and
+ * gemv-i8-avx2.c's rescoring).
+ */
+void	logits_top(const float *row, int n, int *top);
+
 #endif
