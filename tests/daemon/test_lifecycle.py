@@ -400,6 +400,30 @@ class Sender(threading.Thread):
                        for s in e["segments"])
 
 
+def test_signals_while_exiting(make_daemon, manifest):
+    """SIGTERM after SIGTERM while sottod stops (a stream mid-step, a file
+    of steps queued): the first drains, the second ends the streams, the
+    third the loop, and the rest land while it joins its compute threads
+    and frees the model; they must not kill it. It exits 0, as a
+    supervisor that signals until the process is gone expects (a CI run
+    of test_sigterm_decodes_what_was_written saw -15 there once: the
+    signal events were freed first, which put back the default action)."""
+    pcm, _ = speech(manifest)
+    d = make_daemon(conf="shutdown_grace_seconds = 60\n").start()
+    c = write_all(d.socket, pcm)
+    ev = c.event()      # a step is running or done: the engine is busy
+    assert ev is not None and ev["type"] in ("partial", "final", "unit"), ev
+    sent = 0
+    while d.proc.poll() is None and sent < 20000:
+        d.proc.send_signal(signal.SIGTERM)
+        sent += 1
+        time.sleep(0.0005)
+    rc = d.stop()
+    report(f"signals while exiting: {sent} SIGTERMs until sottod was gone, "
+           f"exit {rc}")
+    assert rc == 0, (rc, d.log()[-2000:])
+
+
 def test_live_stream_is_not_starved_by_bulk(make_daemon):
     """24 streams of 5.3 s sent at once as fast as sottod takes them,
     then a live one of 3 s (paced as spoken, as `sotto stream` sends a
