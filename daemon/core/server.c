@@ -10,10 +10,11 @@
  * last finals and "end" are sent, and then its connection is closed;
  * idle connections are closed at once. The loop ends when no session is
  * decoding and no connection is left. When shutdown_grace_seconds pass
- * first (or on a second signal) the compute thread stops and every
+ * first (or on a second signal) the compute threads stop and every
  * stream ends at once, its "end" saying how much of its audio was not
  * decoded; the loop then ends once that is written, at most
- * SERVER_ABORT_MAX_S later. A third signal ends it at once. SIGHUP reloads
+ * SERVER_ABORT_MAX_S later. A third signal ends it at once; later ones
+ * are ignored while it exits (server_stop). SIGHUP reloads
  * the config (reload.c). Signals arrive as libevent events, so all
  * of this runs on the loop, never in a signal handler.
  */
