@@ -101,7 +101,7 @@ struct sotto_model_info {
 	enum sotto_precision precision;	/* what AUTO resolved to */
 	int threads;
 	const char *compute;		/* the products' path, e.g. "int8
-					   decoder on AVX2, fp32 encoder" */
+					   on AVX2, fp32 encoder attention" */
 };
 SOTTO_API void	sotto_model_info(const struct sotto_model *,
 	    struct sotto_model_info *ret);

@@ -98,4 +98,20 @@ size_t	i8_win_scratch_bytes(int k, int n);
 /* Needs AVX512-VNNI (gemv_i8_supported). */
 void	i8_gemm_run(const struct i8_win *, void *scratch);
 
+/*
+ * The same without AVX512-VNNI (gemm-u8.c): W as int8 rows [m][k]
+ * (u8_gemm_pack; m a multiple of 8), X rounded to 7 bits per position,
+ * by oneDNN's u8 x s8 GEMM. Fails only if oneDNN does.
+ */
+void	u8_gemm_pack(const uint16_t *f16, int rows, int k, int row0,
+	    int8_t *w, float *scale, int32_t *rowsum);
+/* scratch for products of up to m rows and k columns, hidden the MLP's
+ * hidden rows (0 for u8_gemm_run), for the calling thread's team */
+size_t	u8_scratch_bytes(int m, int k, int hidden);
+int	u8_gemm_run(const struct i8_win *, void *scratch, char *err);
+/* y += fc2 gelu(fc1 x + b1) + b2: fc1 with x, fc2 with y (fc1's y and
+ * fc2's x are the scratch's) */
+int	u8_mlp_run(const struct i8_win *fc1, const struct i8_win *fc2,
+	    void *scratch, char *err);
+
 #endif

@@ -231,19 +231,14 @@ gemm_few(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	return 0;
 }
 
-/* Precision int8's encoder: y = W x + b over the window (gemm-i8.c). */
-static int
-i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
-    int n, float *y, int ldy, const float *bias, int flags, char *err)
+/* Precision int8's encoder: y = W x + b over the window (gemm-i8.c, or
+ * gemm-u8.c without VNNI). */
+static struct i8_win
+i8_win_of(const struct mat *w, const float *x, int ldx, int n, float *y,
+    int ldy, const float *bias, int flags)
 {
 	struct i8_win p = { 0 };
-	int rc;
 
-	if ((rc = scratch_reserve(SCRATCH_I8W,
-	    i8_win_scratch_bytes(w->cols, n), err)) != 0)
-		return rc;
-	if (flags & GEMM_GELU_X)
-		layer_gelu((float *)x, w->cols, n, ldx);
 	p.w = w->i8;
 	p.scale = w->i8_scale;
 	p.rowsum = w->i8_rowsum;
@@ -257,8 +252,45 @@ i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
 	p.bias = bias;
 	p.flags = (flags & GEMM_GELU ? WIN_GELU : 0) |
 	    (flags & GEMM_ACCUMULATE ? WIN_ACCUMULATE : 0);
+	return p;
+}
+
+static int
+i8_win_run(struct gemm *g, const struct mat *w, const float *x, int ldx,
+    int n, float *y, int ldy, const float *bias, int flags, char *err)
+{
+	struct i8_win p;
+	int rc;
+
+	if ((rc = scratch_reserve(SCRATCH_I8W, w->i8_rows ?
+	    u8_scratch_bytes(w->rows, w->cols, 0) :
+	    i8_win_scratch_bytes(w->cols, n), err)) != 0)
+		return rc;
+	if (flags & GEMM_GELU_X)
+		layer_gelu((float *)x, w->cols, n, ldx);
+	p = i8_win_of(w, x, ldx, n, y, ldy, bias, flags);
+	if (w->i8_rows)
+		return u8_gemm_run(&p, SCRATCH(SCRATCH_I8W), err);
 	i8_gemm_run(&p, SCRATCH(SCRATCH_I8W));
 	return 0;
+}
+
+/* The MLP from int8 rows (gemm-u8.c), fc1's results kept in cache. */
+static int
+u8_mlp(const struct mat *fc1, const float *b1, const struct mat *fc2,
+    const float *b2, const float *x, int ldx, int n, float *y, int ldy,
+    char *err)
+{
+	struct i8_win p1 = i8_win_of(fc1, x, ldx, n, NULL, 0, b1, GEMM_GELU);
+	struct i8_win p2 = i8_win_of(fc2, NULL, 0, n, y, ldy, b2,
+	    GEMM_ACCUMULATE);
+	int rc;
+
+	if ((rc = scratch_reserve(SCRATCH_I8W, u8_scratch_bytes(fc1->rows >
+	    fc2->rows ? fc1->rows : fc2->rows, fc1->cols > fc2->cols ?
+	    fc1->cols : fc2->cols, fc1->rows), err)) != 0)
+		return rc;
+	return u8_mlp_run(&p1, &p2, SCRATCH(SCRATCH_I8W), err);
 }
 
 /*
@@ -438,6 +470,8 @@ gemm_mlp(struct gemm *g, const struct mat *fc1, const float *b1,
 	struct win_gemm p1 = { 0 }, p2 = { 0 };
 	int rc;
 
+	if (fc1->i8_rows && fc2->i8_rows)
+		return u8_mlp(fc1, b1, fc2, b2, x, ldx, n, y, ldy, err);
 	if (fc1->i8_rowsum != NULL) {	/* int8: GELU as fc1's results land */
 		if ((rc = gemm_linear(g, fc1, x, ldx, n, hidden, ldh, b1,
 		    GEMM_GELU, err)) != 0)

@@ -46,6 +46,9 @@ struct mat {
 	uint8_t *i8;
 	float *i8_scale;
 	int32_t *i8_rowsum;
+	int i8_rows;		/* i8 is int8 rows [rows][cols] with
+				   i8_rowsum, for gemm-u8.c's window products
+				   (encoder, precision int8 without VNNI) */
 	int i8_avx2;		/* i8 is gemv-i8-avx2.c's signed form, its
 				   rows padded to 32: an fp32 model's decoder
 				   on CPUs without AVX512-VNNI */
@@ -94,6 +97,13 @@ int	mat_i8_fits(int rows, int cols);
 int	mat_init_i8_avx2_stack(struct mat *m, const void *const *blocks,
 	    const int *block_rows, int n_blocks, int cols, char *err);
 int	mat_i8_avx2_fits(int cols);
+/*
+ * The same as int8 rows for gemm-u8.c's window products (precision int8's
+ * encoder without AVX512-VNNI): rows a multiple of 8 (mat_i8_rows_fits).
+ */
+int	mat_init_i8_rows_stack(struct mat *m, const void *const *blocks,
+	    const int *block_rows, int n_blocks, int cols, char *err);
+int	mat_i8_rows_fits(int rows);
 /*
  * Repack a bf16 m into 16x32 blocks: for the decoder's few-column
  * products (gemv.c), and for products over a window (window set;

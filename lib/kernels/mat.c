@@ -11,6 +11,7 @@
 #include "amx.h"
 #include "err.h"
 #include "gemm.h"
+#include "gemm-win.h"
 #include "gemv.h"
 
 static float
@@ -277,6 +278,41 @@ int
 mat_i8_avx2_fits(int cols)
 {
 	return cols % GEMV_I8_ALIGN == 0;
+}
+
+int
+mat_init_i8_rows_stack(struct mat *m, const void *const *blocks,
+    const int *block_rows, int n_blocks, int cols, char *err)
+{
+	int i, rows = 0;
+
+	memset(m, 0, sizeof(*m));
+	for (i = 0; i < n_blocks; i++)
+		rows += block_rows[i];
+	if (!mat_i8_rows_fits(rows))
+		return err_set(err, SOTTO_EINVAL, "a %dx%d weight cannot be "
+		    "int8 (its height must be a multiple of 8)", rows, cols);
+	m->rows = rows;
+	m->cols = cols;
+	m->i8_rows = 1;
+	m->i8 = aligned_alloc(64, ((size_t)rows * cols + 63) / 64 * 64);
+	m->i8_scale = malloc((size_t)rows * sizeof(float));
+	m->i8_rowsum = malloc((size_t)rows * sizeof(int32_t));
+	if (m->i8 == NULL || m->i8_scale == NULL || m->i8_rowsum == NULL) {
+		mat_free(m);
+		return err_set(err, SOTTO_ENOMEM, "out of memory for a "
+		    "%dx%d weight", rows, cols);
+	}
+	for (rows = 0, i = 0; i < n_blocks; rows += block_rows[i++])
+		u8_gemm_pack(blocks[i], block_rows[i], cols, rows,
+		    (int8_t *)m->i8, m->i8_scale, m->i8_rowsum);
+	return 0;
+}
+
+int
+mat_i8_rows_fits(int rows)
+{
+	return rows % 8 == 0;
 }
 
 /*

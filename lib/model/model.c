@@ -109,7 +109,11 @@ convert(struct loader *ld, struct mat *out, const void *const *blocks,
 		all += rows[i];
 	if (ld->rc != 0)
 		return;
-	if ((flags & INT8) && ld->m->int8_avx2 && mat_i8_avx2_fits(cols))
+	if ((flags & INT8_WIN) && ld->m->int8_avx2 && mat_i8_rows_fits(all))
+		ld->rc = mat_init_i8_rows_stack(out, blocks, rows, n, cols,
+		    ld->err);
+	else if ((flags & INT8) && ld->m->int8_avx2 &&
+	    mat_i8_avx2_fits(cols))
 		ld->rc = mat_init_i8_avx2_stack(out, blocks, rows, n, cols,
 		    ld->err);
 	else if ((flags & (INT8 | INT8_WIN)) && !ld->m->int8_avx2 &&
@@ -222,11 +226,13 @@ static void
 bind_encoder_layer(struct loader *ld, int i, struct enc_layer *l)
 {
 	int d = ld->m->hp.n_audio_state;
-	int flags = ld->m->int8 ? INT8_WIN : 0;
+	/* int8 on AVX2 (gemm-u8.c): out, fc1 and fc2, q/k/v stay fp32 */
+	int flags = ld->m->int8 || ld->m->int8_avx2 ? INT8_WIN : 0;
 
 	l->attn_ln_w = vec(ld, lname(ld, "enc", i, "attn_ln.w"), d);
 	l->attn_ln_b = vec(ld, lname(ld, "enc", i, "attn_ln.b"), d);
-	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d, flags);
+	mat_stack(ld, &l->qkv, "enc", i, "attn", qkv_names, 3, d,
+	    ld->m->int8_avx2 ? 0 : flags);
 	l->qkv_b = bias_stack(ld, "enc", i, "attn", qkv_bias, 3, d);
 	matrix(ld, &l->o, lname(ld, "enc", i, "attn.o.w"), d, d, flags);
 	l->o_b = vec(ld, lname(ld, "enc", i, "attn.o.b"), d);
