@@ -7,6 +7,7 @@
  * MultiHeadAttention.qkv_attention (non-SDPA path).
  */
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "attn-win.h"
@@ -69,51 +70,74 @@ encoder_stem(struct sotto_state *st, const float *mel, char *err)
 
 /*
  * Per-head attention over the window, a block of queries at a time so the
- * scores of a block ([QBLOCK][1500], 750 KB) stay in cache between the
+ * scores of a block ([QBLOCK][1500], 375 KB) stay in cache between the
  * product that writes them, the softmax and the product that reads them.
  * For head h, q, k and v are the row block [h*dh, (h+1)*dh);
  * scores[q][k] = q.k / sqrt(dh), e[q][k] = exp(scores - max over k),
  * out[c][q] = sum_k v[c][k] e[q][k] / sum_k e[q][k]: the softmax's
  * division on the dh outputs of a query rather than its 1500 scores.
+ * Each thread takes whole blocks (of any head), its scores its own rows
+ * of st->scores and oneDNN's products single-threaded inside: a block's
+ * products are small, and splitting each among the threads cost a
+ * wait at every one of them.
  */
-#define QBLOCK	128
+#define QBLOCK	64
+
+/* Queries [q0, q0 + nq) of head h, in this thread; scores [nq][S]. */
+static int
+attention_block(struct sotto_state *st, int d, int dh, int h, int q0,
+    int nq, float *scores, char *err)
+{
+	const float *q = st->qkv + (size_t)h * dh * LD;
+	const float *k = st->qkv + ((size_t)d + h * dh) * LD;
+	const float *v = st->qkv + ((size_t)2 * d + h * dh) * LD;
+	float *out = st->attn + (size_t)h * dh * LD + q0, inv[QBLOCK];
+	int i, c, rc;
+
+	if ((rc = gemm_f32('T', 'N', nq, S, dh, 1.0f / sqrtf((float)dh),
+	    q + q0, LD, k, LD, 0.0f, scores, S, err)) != 0)
+		return rc;
+	for (i = 0; i < nq; i++)
+		inv[i] = 1.0f / layer_exp_sum(scores + (size_t)i * S, S);
+	if ((rc = gemm_f32('N', 'T', dh, nq, S, 1.0f, v, LD, scores, S, 0.0f,
+	    out, LD, err)) != 0)
+		return rc;
+	for (c = 0; c < dh; c++)
+		for (i = 0; i < nq; i++)
+			out[(size_t)c * LD + i] *= inv[i];
+	return 0;
+}
 
 static int
 attention_f32(struct sotto_state *st, int d, int n_head, char *err)
 {
-	int dh = d / n_head, h, q0, nq, i, c, rc;
-	float scale = 1.0f / sqrtf((float)dh), inv[QBLOCK], *out;
+	int blocks = (S + QBLOCK - 1) / QBLOCK, tasks = n_head * blocks, t;
+	int threads = omp_get_max_threads(), failed = 0;
 
-	for (h = 0; h < n_head; h++) {
-		const float *q = st->qkv + (size_t)h * dh * LD;
-		const float *k = st->qkv + ((size_t)d + h * dh) * LD;
-		const float *v = st->qkv + ((size_t)2 * d + h * dh) * LD;
+	/* st->scores holds [S][S]: S / QBLOCK threads' blocks */
+	if (threads > S / QBLOCK)
+		threads = S / QBLOCK;
+#pragma omp parallel for schedule(static) num_threads(threads) \
+    reduction(|:failed)
+	for (t = 0; t < tasks; t++) {
+		int q0 = t % blocks * QBLOCK;
+		char terr[SOTTO_ERR_MAX];
 
-		for (q0 = 0; q0 < S; q0 += nq) {
-			nq = S - q0 < QBLOCK ? S - q0 : QBLOCK;
-			if ((rc = gemm_f32('T', 'N', nq, S, dh, scale, q + q0,
-			    LD, k, LD, 0.0f, st->scores, S, err)) != 0)
-				return rc;
-#pragma omp parallel for schedule(static)
-			for (i = 0; i < nq; i++)
-				inv[i] = 1.0f / layer_exp_sum(st->scores +
-				    (size_t)i * S, S);
-			out = st->attn + (size_t)h * dh * LD + q0;
-			if ((rc = gemm_f32('N', 'T', dh, nq, S, 1.0f, v, LD,
-			    st->scores, S, 0.0f, out, LD, err)) != 0)
-				return rc;
-			for (c = 0; c < dh; c++)
-				for (i = 0; i < nq; i++)
-					out[(size_t)c * LD + i] *= inv[i];
-		}
+		failed |= attention_block(st, d, d / n_head, t / blocks, q0,
+		    S - q0 < QBLOCK ? S - q0 : QBLOCK, st->scores +
+		    (size_t)omp_get_thread_num() * QBLOCK * S, terr) != 0;
 	}
-	return 0;
+	return failed ? err_set(err, SOTTO_ECOMPUTE, "oneDNN sgemm failed "
+	    "in the encoder's attention") : 0;
 }
 
 /*
  * The same in bf16: q, k, v and the probabilities rounded to bf16, the
  * products on AMX with f32 accumulation; transposes are stride views.
+ * oneDNN's bf16 primitives run one at a time (gemm.h), so the blocks go
+ * in turn, each product on all the threads.
  */
+#define QBLOCK_BF16	128
 static int
 attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 {
@@ -138,7 +162,7 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 		const uint16_t *v = st->qkv16 + ((size_t)2 * d + h * dh) * LD;
 
 		for (q0 = 0; q0 < S; q0 += nq) {
-			nq = S - q0 < QBLOCK ? S - q0 : QBLOCK;
+			nq = S - q0 < QBLOCK_BF16 ? S - q0 : QBLOCK_BF16;
 			if ((rc = gemm_bf16(g, nq, S, dh, q + q0, 1, LD, k, LD,
 			    1, st->scores, S, err)) != 0)
 				return rc;
