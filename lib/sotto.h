@@ -101,7 +101,7 @@ struct sotto_model_info {
 	enum sotto_precision precision;	/* what AUTO resolved to */
 	int threads;
 	const char *compute;		/* the products' path, e.g. "int8
-					   on AVX2, fp32 encoder attention" */
+					   on AVX2, fp32 encoder q/k/v" */
 };
 SOTTO_API void	sotto_model_info(const struct sotto_model *,
 	    struct sotto_model_info *ret);

@@ -94,9 +94,9 @@ load8(const float *x, int nj, __m256i lanes)
  * k rows always holds 0 (lanes past nj load as 0), so that zp is in
  * 0..127; sx and sx * zp go to sx[], szp[].
  */
-V3 static void
-pack8(const float *x, int ldx, int k, int n, int j0, int nj, uint8_t *xq,
-    float *sx, float *szp)
+V3 void
+u8_round_cols(const float *x, int ldx, int k, int n, int j0, int nj,
+    uint8_t *xq, float *sx, float *szp)
 {
 	__m256i lanes = lanes8(nj);
 	__m256 mn = _mm256_setzero_ps(), mx = mn, span, inv, zp;
@@ -244,8 +244,8 @@ chunk_run(const struct i8_win *p, const struct u8_bufs *b)
 	int j, i;
 
 	for (j = 0; j < p->n; j += 8)
-		pack8(p->x, p->ldx, p->k, p->n, j, p->n - j < 8 ? p->n - j :
-		    8, b->xq, b->sx, b->szp);
+		u8_round_cols(p->x, p->ldx, p->k, p->n, j, p->n - j < 8 ?
+		    p->n - j : 8, b->xq, b->sx, b->szp);
 	if (dnnl_gemm_u8s8s32('T', 'T', 'F', p->n, p->m, p->k, 1.0f, b->xq,
 	    p->n, 0, (const int8_t *)p->w, p->k, 0, 0.0f, b->c, p->m,
 	    &zero) != dnnl_success)

@@ -105,6 +105,13 @@ void	i8_gemm_run(const struct i8_win *, void *scratch);
  */
 void	u8_gemm_pack(const uint16_t *f16, int rows, int k, int row0,
 	    int8_t *w, float *scale, int32_t *rowsum);
+/*
+ * Columns [j0, j0 + nj) (nj <= 8) of X [k][...] (row stride ldx) rounded
+ * to 0..127 per column into xq [k][n]; each column's scale to sx[j], its
+ * scale times its zero point to szp[j].
+ */
+void	u8_round_cols(const float *x, int ldx, int k, int n, int j0, int nj,
+	    uint8_t *xq, float *sx, float *szp);
 /* scratch for products of up to m rows and k columns, hidden the MLP's
  * hidden rows (0 for u8_gemm_run), for the calling thread's team */
 size_t	u8_scratch_bytes(int m, int k, int hidden);

@@ -10,6 +10,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "attn-u8.h"
 #include "attn-win.h"
 #include "err.h"
 #include "gemm.h"
@@ -181,9 +182,29 @@ attention_bf16(struct sotto_state *st, int d, int n_head, char *err)
 	return 0;
 }
 
+/*
+ * Precision int8 on AVX2: from bytes (attn-u8.c), its buffers carved from
+ * st->scores ([S][S] floats), which has room for 8 threads' with
+ * large-v3's 1280 channels.
+ */
+static int
+attention_u8(struct sotto_state *st, int d, int n_head, char *err)
+{
+	struct attn_u8 a = { .qkv = st->qkv, .ld = LD, .d = d,
+	    .n_head = n_head, .n = S, .out = st->attn, .ldo = LD,
+	    .threads = omp_get_max_threads() };
+
+	while (a.threads > 1 && attn_u8_bytes(d, S, n_head, a.threads) >
+	    (size_t)S * S * sizeof(float))
+		a.threads--;
+	return attn_u8_run(&a, st->scores, err);
+}
+
 static int
 encoder_attention(struct sotto_state *st, int d, int n_head, char *err)
 {
+	if (st->model->int8_avx2 && attn_u8_fits(d, n_head, S))
+		return attention_u8(st, d, n_head, err);
 	if (st->attn_win != NULL) {
 		int rc = attn_win_set_kv(st->attn_win, 0, st->qkv +
 		    (size_t)d * LD, st->qkv + (size_t)2 * d * LD, err);

@@ -106,7 +106,7 @@ model_compute_name(const struct sotto_model *m)
 	if (m->int8)
 		return "int8 on AVX512-VNNI";
 	if (m->int8_avx2)
-		return "int8 on AVX2, fp32 encoder attention";
+		return "int8 on AVX2, fp32 encoder q/k/v";
 	if (m->precision == SOTTO_PRECISION_BF16)
 		return gemm_has_amx(m->gemm) ? "bf16 on AMX" :
 		    "bf16 on AVX512-BF16";

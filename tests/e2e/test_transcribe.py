@@ -114,8 +114,8 @@ def test_int8(request, manifest, ref_greedy, tiny_model):
     what was measured when it was added (tiny.en greedy: one file of 15
     differs from fp32, WER 1.38% -> 1.83%; docs/architecture.md
     "Numerics"), with room for one more file, not more. On a CPU without
-    AVX512-VNNI but with AVX2 it is the AVX2 path (the decoder and the
-    encoder's out and MLP in int8, the encoder's q/k/v and attention
+    AVX512-VNNI but with AVX2 it is the AVX2 path (the decoder, the
+    encoder's out and MLP and its attention in int8, the encoder's q/k/v
     fp32), held to the same bounds (test_int8_avx2 forces it on every CPU
     with AVX2)."""
     if not cpu.int8():
@@ -147,8 +147,8 @@ def test_int8_avx2(request, manifest, ref_greedy, tiny_model):
     decoder's weights in int8, lib/kernels/logits-avx2.c: the output head
     4-bit estimates with the top of each column exact,
     lib/kernels/gemm-u8.c: the encoder's out and MLP from int8 weights and
-    7-bit positions by oneDNN's AVX2 u8 x s8 GEMM, q/k/v fp32) gives the
-    words
+    7-bit positions by oneDNN's AVX2 u8 x s8 GEMM, lib/kernels/attn-u8.c:
+    its attention from bytes, q/k/v fp32) gives the words
     within test_int8's bounds: at most 2 files differ from the fp32
     reference, WER at most 1.5 points above it. On the files but the
     long-form one (about 20 s of two cores); where this CPU's own int8 is
