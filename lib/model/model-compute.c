@@ -28,8 +28,8 @@ precision_int8_refused(char *err)
  * auto on a CPU without bf16 but with AVX2, FMA and F16C: precision int8's
  * AVX2 path, by the rule that auto may round only within 0.3 WER points
  * of fp32: on the 15 test files tiny.en and base, greedy and beam 5, were
- * no worse than fp32 (docs/architecture.md "Numerics"), a tiny.en step
- * took about 0.6 of fp32's and a window about 0.86 (docs/benchmarks.md).
+ * within a word of it (docs/architecture.md "Numerics"), and a tiny.en
+ * step took about 0.4 of fp32's and a window 0.73 (docs/benchmarks.md).
  */
 static int
 auto_int8_avx2(void)

@@ -250,7 +250,8 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 	int d = ld->m->hp.n_text_state;
 	/* ROWS_KEPT (fp32: keep_rows) or INT8 (on AVX2 both: a weight int8
 	 * cannot take stays fp32); not for the cross K/V, a product over
-	 * the window that stays bf16 (or fp32) */
+	 * the window that stays bf16 or fp32 (on AVX2 gemm-u8.c's, as the
+	 * encoder's: tiny.en and base kept their WER within a word) */
 	int flags = ld->m->int8_avx2 ? INT8 | ROWS_KEPT :
 	    ld->m->precision != SOTTO_PRECISION_BF16 ? ROWS_KEPT :
 	    ld->m->int8 ? INT8 : 0;
@@ -273,7 +274,8 @@ bind_decoder_layer(struct loader *ld, int i, struct dec_layer *l)
 	l->cross_ln_b = vec(ld, lname(ld, "dec", i, "cross_ln.b"), d);
 	matrix(ld, &l->cq, lname(ld, "dec", i, "cross.q.w"), d, d, flags);
 	l->cq_b = vec(ld, lname(ld, "dec", i, "cross.q.b"), d);
-	mat_stack(ld, &l->ckv, "dec", i, "cross", kv_names, 2, d, 0);
+	mat_stack(ld, &l->ckv, "dec", i, "cross", kv_names, 2, d,
+	    ld->m->int8_avx2 ? INT8_WIN : 0);
 	l->ckv_b = bias_stack(ld, "dec", i, "cross", kv_bias, 2, d);
 	matrix(ld, &l->co, lname(ld, "dec", i, "cross.o.w"), d, d, flags);
 	l->co_b = vec(ld, lname(ld, "dec", i, "cross.o.b"), d);
