@@ -352,6 +352,61 @@ out:
 	return rc;
 }
 
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: sotto-bench MODEL [--load-only] [--precision "
+	    "auto|fp32|bf16|int8]\n"
+	    "         [--threads N] [--runs N (1-63, 5)] [--step-rounds N "
+	    "(1-100, 1)]\n"
+	    "         [--file RAW [--tokens N (100)]]\n"
+	    "Times MODEL's load, encoder window and decoder steps (greedy and "
+	    "5 beams),\nor with --file a 16 kHz s16 file at N tokens per "
+	    "window; prints one JSON line.\n");
+}
+
+/* Exit status 2 with what is wrong with opt. */
+static int
+bad_arg(const char *opt, const char *why)
+{
+	fprintf(stderr, "sotto-bench: %s %s\n", opt, why);
+	return 2;
+}
+
+static int
+number(const char *opt, const char *val, int lo, int hi, int *ret)
+{
+	char *end;
+	long v = strtol(val, &end, 10);
+
+	if (*val == '\0' || *end != '\0' || v < lo || v > hi) {
+		fprintf(stderr, "sotto-bench: %s takes a whole number from %d "
+		    "to %d, not '%s'\n", opt, lo, hi, val);
+		return 2;
+	}
+	*ret = (int)v;
+	return 0;
+}
+
+static int
+precision(const char *val, enum sotto_precision *ret)
+{
+	static const struct {
+		const char *name;
+		enum sotto_precision p;
+	} names[] = { { "auto", SOTTO_PRECISION_AUTO },
+	    { "fp32", SOTTO_PRECISION_FP32 }, { "bf16", SOTTO_PRECISION_BF16 },
+	    { "int8", SOTTO_PRECISION_INT8 } };
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(val, names[i].name) == 0) {
+			*ret = names[i].p;
+			return 0;
+		}
+	return bad_arg(val, "is not a precision (auto, fp32, bf16, int8)");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -363,45 +418,46 @@ main(int argc, char **argv)
 	double t0, load, load_rss, load_hwm, enc, step1, step5;
 	double onednn = 0.0, win = 0.0, t_start = now();
 	const char *file = NULL;
-	int i, runs = 5, step_rounds = 1, load_only = 0, tokens = 100, windows;
+	int i, rc = 0, runs = 5, step_rounds = 1, load_only = 0, tokens = 100;
+	int windows;
 
 	omp_env_reexec(argv, OMP_WAIT_SPIN);	/* as sotto transcribe */
 	sotto_model_params_init(&mp);
-	if (argc < 2) {
-		fprintf(stderr, "usage: sotto-bench MODEL [--load-only] "
-		    "[--precision P] [--threads N] [--runs N] "
-		    "[--step-rounds N] [--file RAW [--tokens N]]\n");
-		return 2;
+	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0)) {
+		usage(stdout);
+		return 0;
 	}
+	if (argc < 2 || argv[1][0] == '-')
+		return usage(stderr), 2;
 	for (i = 2; i < argc; i++) {
-		if (strcmp(argv[i], "--load-only") == 0)
+		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] :
+		    NULL;
+
+		if (strcmp(opt, "--load-only") == 0) {
 			load_only = 1;
-		else if (i + 1 == argc)
-			break;
-		else if (strcmp(argv[i], "--threads") == 0)
-			mp.threads = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--runs") == 0)
-			runs = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--step-rounds") == 0)
-			step_rounds = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--file") == 0)
-			file = argv[++i];
-		else if (strcmp(argv[i], "--tokens") == 0)
-			tokens = atoi(argv[++i]);
-		else if (strcmp(argv[i], "--precision") == 0) {
-			i++;
-			mp.precision = strcmp(argv[i], "fp32") == 0 ?
-			    SOTTO_PRECISION_FP32 : strcmp(argv[i], "bf16") ==
-			    0 ? SOTTO_PRECISION_BF16 : strcmp(argv[i], "int8") ==
-			    0 ? SOTTO_PRECISION_INT8 : SOTTO_PRECISION_AUTO;
+			continue;
 		}
+		if (val == NULL)
+			return bad_arg(opt, "needs a value");
+		i++;
+		if (strcmp(opt, "--threads") == 0)
+			rc = number(opt, val, 1, 1024, &mp.threads);
+		else if (strcmp(opt, "--runs") == 0)
+			rc = number(opt, val, 1, 63, &runs);
+		else if (strcmp(opt, "--step-rounds") == 0)
+			rc = number(opt, val, 1, 100, &step_rounds);
+		else if (strcmp(opt, "--tokens") == 0)
+			rc = number(opt, val, 1, 100000, &tokens);
+		else if (strcmp(opt, "--file") == 0)
+			file = val;
+		else if (strcmp(opt, "--precision") == 0)
+			rc = precision(val, &mp.precision);
+		else
+			rc = bad_arg(opt, "is not an option (--help lists them)");
+		if (rc != 0)
+			return rc;
 	}
-	if (runs < 1 || runs > 63)
-		runs = 5;
-	if (step_rounds < 1 || step_rounds > 100)
-		step_rounds = 1;
-	if (tokens < 1)
-		tokens = 100;
 	t0 = now();
 	if (sotto_model_load(argv[1], &mp, &m, err) != 0) {
 		fprintf(stderr, "sotto-bench: %s\n", err);

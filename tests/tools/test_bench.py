@@ -48,3 +48,25 @@ def test_bench_random_tiny(tmp_path):
         assert 60 < r["fixed_rss_mb"] < 2000, (tool, r)
         assert r["fixed_wall_s"] > r["fixed_load_s"] + 2 * r["fixed_enc_s"], (tool, r)
     assert (REPO / "docs" / "benchmarks.md").read_bytes() == docs
+
+
+def test_sotto_bench_arguments(tmp_path):
+    """sotto-bench says what it takes and refuses what it does not, rather
+    than measuring something else than asked (an unknown option was
+    ignored, a bad precision ran auto, --step-rounds 0 ran one round).
+    The arguments are checked before the model is read: a missing model
+    with good arguments gets as far as the load (exit 3, its message)."""
+    exe = BUILD / "bench" / "sotto-bench"
+    model = tmp_path / "missing.gguf"
+    cp = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 0 and "usage: sotto-bench MODEL" in cp.stdout, cp
+    for args, said in ((["--runz", "3"], "--runz is not an option"),
+                       (["--runs", "0"], "--runs takes a whole number from 1 to 63"),
+                       (["--step-rounds", "x"], "--step-rounds takes a whole number"),
+                       (["--precision", "int9"], "int9 is not a precision"),
+                       (["--threads"], "--threads needs a value")):
+        cp = subprocess.run([exe, model, *args], capture_output=True, text=True, timeout=30)
+        assert cp.returncode == 2 and said in cp.stderr, (args, cp.returncode, cp.stderr)
+    cp = subprocess.run([exe, model, "--load-only", "--precision", "fp32", "--runs", "2"],
+                        capture_output=True, text=True, timeout=30)
+    assert cp.returncode == 3 and "missing.gguf" in cp.stderr, cp
