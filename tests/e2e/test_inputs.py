@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import wer as werlib
+
 from conftest import (AUDIO_DIR, normalise, parse_json_lines, report,
                       run_sotto)
 
@@ -103,7 +105,12 @@ def test_float_samples_sanitised(tiny_model, tmp_path):
             problems.append(f"{name}: exit {cp.returncode}: {cp.stderr[-300:]}")
             continue
         got = normalise(obj["text"])
-        if speech and got != want:
+        # x8 clips the speech itself (the others' bad samples are replaced
+        # and the rest is the plain file's): a word may differ, as it did
+        # for beam 5 on precision int8 on AVX2 ("ask" -> "as")
+        if speech and got != want and not (
+                name == "gain-8" and werlib.counts(want, got)[0] <= 1
+                and "ask not what your country" in got):
             problems.append(f"{name}: {obj['text']!r}")
         if not speech and got:
             problems.append(f"{name}: text from no audio: {obj['text']!r}")
