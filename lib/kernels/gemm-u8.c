@@ -259,14 +259,15 @@ chunk_run(const struct i8_win *p, const struct u8_bufs *b)
 	return 0;
 }
 
-/* p restricted to positions [j0, j0 + NC). */
+/* p restricted to positions [j0, j0 + NC); x or y NULL (the MLP's hidden
+ * layer, set per thread) stays NULL. */
 static struct i8_win
 chunk_of(const struct i8_win *p, int j0)
 {
 	struct i8_win c = *p;
 
-	c.x += j0;
-	c.y += j0;
+	c.x = p->x != NULL ? p->x + j0 : NULL;
+	c.y = p->y != NULL ? p->y + j0 : NULL;
 	c.n = p->n - j0 < NC ? p->n - j0 : NC;
 	return c;
 }
