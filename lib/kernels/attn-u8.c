@@ -29,19 +29,12 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "attn-u8.h"
+#include "bytes-avx2.h"
 #include "err.h"
 #include "gemm-win.h"
-#include "layers.h"
 
-#define V3	__attribute__((target("avx2,f16c,fma")))
 #define QB	64	/* queries per block */
 #define DH_MAX	128	/* channels per head this handles */
-
-static size_t
-align64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
 
 /* K and V rounded, for all the threads (in the scratch). */
 struct kv8 {
@@ -98,16 +91,6 @@ abs8(__m256 v)
 	return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
 }
 
-/* 8 int32 lanes as 8 signed bytes (they are within -127..127) */
-V3 static inline uint64_t
-bytes8(__m256i q)
-{
-	__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q),
-	    _mm256_extracti128_si256(q, 1));
-
-	return (uint64_t)_mm_cvtsi128_si64(_mm_packs_epi16(w, w));
-}
-
 /* 127 / m per lane, 0 where m is 0 */
 V3 static inline __m256
 inv127(__m256 m)
@@ -134,7 +117,7 @@ round_v_row(const float *v, int n, int8_t *v8, float *sv)
 	*sv = m / 127.0f;
 	inv = inv127(_mm256_set1_ps(m));
 	for (j = 0; j + 8 <= n; j += 8) {
-		uint64_t b = bytes8(_mm256_cvtps_epi32(_mm256_mul_ps(
+		uint64_t b = s8_of8(_mm256_cvtps_epi32(_mm256_mul_ps(
 		    _mm256_loadu_ps(v + j), inv)));
 
 		memcpy(v8 + j, &b, 8);
@@ -164,7 +147,7 @@ round_k8(const float *k, int ldk, int dh, int n, int j, int8_t *k8,
 	for (c = 0; c < dh; c++) {
 		__m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(
 		    k + (size_t)c * ldk + j), inv));
-		uint64_t b = bytes8(q);
+		uint64_t b = s8_of8(q);
 
 		sum = _mm256_add_epi32(sum, q);
 		memcpy(k8 + (size_t)c * n + j, &b, 8);
@@ -210,14 +193,6 @@ exp2_fast(__m256 t)
 	    _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23)));
 }
 
-/* Lanes [0, nj) of 8 set. */
-V3 static inline __m256
-lanes8(int nj)
-{
-	return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(nj),
-	    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
-}
-
 /*
  * One query's scores from the int32 q.k, in log2 units (s = sk (sq c -
  * sq zq ksum) log2(e) / sqrt(dh)), then exp(s - max) rounded to 0..127
@@ -244,7 +219,7 @@ query_probs(const int32_t *c, float sq, float szq, const float *sk,
 
 		if (n - j < 8)	/* past n: no probability */
 			t = _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), t,
-			    lanes8(n - j));
+			    lanes8_ps(n - j));
 		_mm256_storeu_ps(row + j, t);
 		mx = _mm256_max_ps(mx, t);
 	}
@@ -257,13 +232,10 @@ query_probs(const int32_t *c, float sq, float szq, const float *sk,
 		    mx));
 		__m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(e,
 		    _mm256_set1_ps(127.0f)));
-		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q),
-		    _mm256_extracti128_si256(q, 1));
-		uint64_t b = (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(w,
-		    w));
+		uint64_t b = u8_of8(q);
 
 		if (n - j < 8)
-			e = _mm256_and_ps(e, lanes8(n - j));
+			e = _mm256_and_ps(e, lanes8_ps(n - j));
 		sum = _mm256_add_ps(sum, e);
 		memcpy(p8 + j, &b, n - j < 8 ? (size_t)(n - j) : 8);
 	}

@@ -30,19 +30,13 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "bytes-avx2.h"
 #include "err.h"
 #include "gemm-win.h"
 #include "layers.h"
 
-#define V3	__attribute__((target("avx2,f16c,fma")))
 #define QMAX	127.0f
 #define NC	64	/* positions per chunk (u8_gemm_run) */
-
-static size_t
-align64(size_t n)
-{
-	return (n + 63) & ~(size_t)63;
-}
 
 V3 void
 u8_gemm_pack(const uint16_t *f16, int rows, int k, int row0, int8_t *w,
@@ -75,13 +69,6 @@ u8_gemm_pack(const uint16_t *f16, int rows, int k, int row0, int8_t *w,
  * AMD cores, and the loads slower than plain ones, so whole groups of 8
  * do without.
  */
-V3 static inline __m256i
-lanes8(int nj)
-{
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32(nj),
-	    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 V3 static inline __m256
 load8(const float *x, int nj, __m256i lanes)
 {
@@ -123,10 +110,7 @@ u8_round_cols(const float *x, int ldx, int k, int n, int j0, int nj,
 		__m256i q = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(
 		    _mm256_fmadd_ps(v, inv, zp), _mm256_setzero_ps()),
 		    _mm256_set1_ps(QMAX)));
-		__m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q),
-		    _mm256_extracti128_si256(q, 1));
-		uint64_t b = (uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(w,
-		    w));
+		uint64_t b = u8_of8(q);
 
 		if (nj == 8)
 			memcpy(xq + (size_t)r * n + j0, &b, 8);
