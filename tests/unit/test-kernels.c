@@ -340,7 +340,9 @@ test_logits_head_avx2(void **state)
 
 /*
  * The AVX2 head is the VNNI head by other instructions: the same nibbles
- * and scales, the same integer sums, the same floats out.
+ * and scales, the same integer sums, the same estimates to the bit. Only
+ * each column's LOGITS_EXACT recomputed logits may differ, by the order
+ * in which 8 or 16 lanes sum the f32 dot product (a few ulp).
  */
 static void
 test_logits_head_avx2_as_vnni(void **state)
@@ -365,7 +367,21 @@ test_logits_head_avx2_as_vnni(void **state)
 	assert_int_equal(logits_head_new(w, V, D, LOGITS_VNNI, &lb, err), 0);
 	run_cols(la, x, N, 0, N, D, a, scratch);
 	run_cols(lb, x, N, 0, N, D, b, scratch);
-	assert_memory_equal(a, b, (size_t)N * V * sizeof(float));
+	for (int j = 0; j < N; j++) {
+		int differ = 0;
+
+		for (int v = 0; v < V; v++) {
+			float p = a[(size_t)j * V + v], q = b[(size_t)j * V + v];
+
+			if (memcmp(&p, &q, sizeof(p)) == 0)
+				continue;
+			differ++;
+			if (fabsf(p - q) > 1e-5f * fmaxf(1.0f, fabsf(q)))
+				fail_msg("column %d logit %d: AVX2 %.9g, VNNI "
+				    "%.9g", j, v, p, q);
+		}
+		assert_true(differ <= LOGITS_EXACT);
+	}
 	logits_head_free(la);
 	logits_head_free(lb);
 	free(w);
