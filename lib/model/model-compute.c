@@ -81,22 +81,26 @@ sotto_thread_share(int n)
 	thread_share = n > 0 ? n : 0;
 }
 
+/* The calling thread's OpenMP team: n threads from its next region. */
+static void
+team_of(int n)
+{
+	if (omp_get_max_threads() != n)
+		omp_set_num_threads(n);
+}
+
 void
 model_use_threads(const struct sotto_model *m)
 {
-	int n = thread_share > 0 && thread_share < m->threads ? thread_share :
-	    m->threads;
-
-	if (omp_get_max_threads() != n)
-		omp_set_num_threads(n);
+	team_of(thread_share > 0 && thread_share < m->threads ? thread_share :
+	    m->threads);
 }
 
 /* The most threads a call can use: per-thread buffers are this many. */
 void
 model_use_all_threads(const struct sotto_model *m)
 {
-	if (omp_get_max_threads() != m->threads)
-		omp_set_num_threads(m->threads);
+	team_of(m->threads);
 }
 
 /* Which kernels run the products, as the log and `sotto status` say. */
