@@ -1,6 +1,7 @@
 """Smoke test of bench/run's random-weight path (issue 17 item 4): a random
 tiny (tools/families.json) made, converted and measured by sotto and
-faster-whisper int8 with the micro-benchmarks and the fixed-token file.
+faster-whisper int8 with the micro-benchmarks and the fixed-token file,
+and both again held to AVX2 (sotto-avx2, fw-int8-avx2).
 Checks the harness end to end, not the figures (whisper.cpp is left out:
 building it takes minutes; `bench/run --random` runs it). sotto runs in
 the precisions this CPU has (tests/cpu.py): bf16 (and int8) where it has
@@ -25,6 +26,8 @@ def test_bench_random_tiny(tmp_path):
     assert (BUILD / "bench" / "sotto-bench").is_file(), "build/ is not compiled (scripts/setup)"
     best = f"sotto-{cpu.default_precision()}"
     tools = [best] + (["sotto-int8"] if cpu.int8() and best != "sotto-int8" else []) + ["fw-int8"]
+    # the pair that stands in for an AVX2-only CPU on any machine
+    tools += ["sotto-avx2", "fw-int8-avx2"]
     docs = (REPO / "docs" / "benchmarks.md").read_bytes()
     out = tmp_path / "samples.json"
     cp = subprocess.run([PY, REPO / "bench" / "bench.py", "--random", "--models", "tiny", "--quick", "--no-docs",
@@ -37,6 +40,9 @@ def test_bench_random_tiny(tmp_path):
     assert "Random weights (seed 0" in report
     assert all(f"| {label} |" in report for label in (f"sotto {cpu.default_precision()}", "faster-whisper int8"))
     assert ("| sotto int8 |" in report) == ("sotto-int8" in tools)
+    assert "| sotto auto, AVX2 forced vs faster-whisper int8, AVX2 forced |" in report
+    assert "ONEDNN_MAX_CPU_ISA=AVX2 " + str(BUILD / "bench" / "sotto-bench") in report
+    assert "CT2_FORCE_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 " in report
     assert "Fixed-token file (60 s, 20 tokens per 30 s window" in report
     assert "WER" not in report  # random weights: no text measured
     res = json.loads(out.read_text())["results"]["tiny"]
