@@ -298,6 +298,9 @@ def test_sanitized_labels(tiny_model, tmp_path):
                     "scripts/setup --asan")
     wav = tmp_path / "two.wav"
     conv.assemble(conv.SHORT, wav)
+    long2 = tmp_path / "long2.wav"
+    pcm = conv.read_wav(conv.AUDIO_DIR / "LJ001-0001_to_LJ001-0017_longform.wav")
+    conv.write_wav(long2, np.concatenate([pcm, pcm]))
     for model in (SPEAKER_MODEL, tmp_path / "none.gguf"):
         d = Daemon(tmp_path / model.stem, tiny_model, env=SAN_ENV,
                    binary=ASAN_SOTTOD, argv=["--http", "127.0.0.1:0"],
@@ -314,10 +317,12 @@ def test_sanitized_labels(tiny_model, tmp_path):
                     request=wav.read_bytes(), diarize=True, utterances=True,
                     paragraphs=True)
                 assert len({w.speaker for w in dg_words(r)}) >= 2
-                # a client gone mid-file: its connection freed, job canceled
+                # a client gone mid-file: its connection freed, job canceled;
+                # a 236 s file, as test_deepgram_disconnect_cancels (the
+                # 10.5 s conversation took under 1 s even here on AMX)
                 cp = subprocess.run(
                     ["curl", "-sS", "--max-time", "1", "--data-binary",
-                     f"@{wav}", f"http://{d.base}/v1/listen?diarize=true"],
+                     f"@{long2}", f"http://{d.base}/v1/listen?diarize=true"],
                     capture_output=True, timeout=60)
                 assert cp.returncode == 28, cp
                 t0 = time.monotonic()

@@ -471,19 +471,20 @@ def test_live_stream_is_not_starved_by_bulk(make_daemon):
 
 
 def test_file_is_not_starved_by_live_streams(make_daemon):
-    """Live streams that take the whole compute thread (four whose 40 s of
+    """Live streams that take the whole compute thread (four whose 118 s of
     audio came at once: a step of each is always due, and live steps go
     before the rest) kept an HTTP upload waiting until they ended. A file
     now waits at most WORKER_FILE_WAIT_S (1 s) for them, then runs a 30 s
     window at a time between rounds of their steps: jfk.wav is answered
-    long before the streams end."""
+    long before the streams end. (With 40 s each, four streams ended 2.6 s
+    after the file was sent on a 2-core AMX Xeon, too soon to tell.)"""
     import openai
 
     d = make_daemon(argv=["--http", "127.0.0.1:0"],
                     conf="[http]\nbeam_size = 1\n").start()
     port = int(re.search(r"http: listening on [^ ]*:(\d+)", d.log()).group(1))
     first = threading.Event()
-    pcm = pcm16("LJ001-0001_to_LJ001-0017_longform.wav")[:40 * 32000]
+    pcm = pcm16("LJ001-0001_to_LJ001-0017_longform.wav")
     live = [Sender(d.socket, pcm, first, live=True, paced=False)
             for _ in range(4)]
     for s in live:
