@@ -65,9 +65,9 @@ u8_gemm_pack(const uint16_t *f16, int rows, int k, int row0, int8_t *w,
 }
 
 /*
- * Lanes [0, nj) of 8 set, for masked loads; masked stores are slow on
- * AMD cores, and the loads slower than plain ones, so whole groups of 8
- * do without.
+ * 8 floats, or lanes [0, nj) of them through a masked load (lanes8):
+ * masked stores are slow on AMD cores, and the loads slower than plain
+ * ones, so whole groups of 8 do without.
  */
 V3 static inline __m256
 load8(const float *x, int nj, __m256i lanes)
