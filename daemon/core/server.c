@@ -14,7 +14,7 @@
  * stream ends at once, its "end" saying how much of its audio was not
  * decoded; the loop then ends once that is written, at most
  * SERVER_ABORT_MAX_S later. A third signal ends it at once; later ones
- * are ignored while it exits (server_stop). SIGHUP reloads
+ * are ignored while it exits (server_hold). SIGHUP reloads
  * the config (reload.c). Signals arrive as libevent events, so all
  * of this runs on the loop, never in a signal handler.
  */
@@ -45,6 +45,28 @@ static struct {
 	int			 exit_armed;	/* drain_timer: the last flush */
 	struct timeval		 watchdog_tv;
 } server;
+
+static const int server_sigs[3] = { SIGTERM, SIGINT, SIGHUP };
+static volatile sig_atomic_t server_held[3];
+
+/*
+ * The action libevent finds in place when it takes a signal, and so the
+ * one it puts back when its event is freed at exit: the signal is noted,
+ * never the default death. Installed before libevent's own handler, it
+ * keeps a signal that comes in between (noted, then replayed on the loop);
+ * put back at exit, it keeps a supervisor that signals until the process
+ * is gone from killing it while a compute thread's step is joined or the
+ * model freed: sottod still exits 0.
+ */
+static void
+server_hold(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (server_sigs[i] == sig)
+			server_held[i] = 1;
+}
 
 static void
 server_worker_cb(int fd, short ev, void *arg)
@@ -229,20 +251,40 @@ server_workers(char *err, size_t errlen)
 	return 0;
 }
 
-int
-server_start(char *err, size_t errlen)
+static int
+server_signals(char *err, size_t errlen)
 {
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction sa;
 	size_t i;
 
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = server_hold;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
 	for (i = 0; i < 3; i++) {
-		server.sig[i] = evsignal_new(core.base, sigs[i],
+		if (sigaction(server_sigs[i], &sa, NULL) != 0) {
+			snprintf(err, errlen, "cannot handle signals");
+			return -1;
+		}
+		server.sig[i] = evsignal_new(core.base, server_sigs[i],
 		    server_signal_cb, NULL);
 		if (server.sig[i] == NULL || event_add(server.sig[i], NULL)) {
 			snprintf(err, errlen, "cannot handle signals");
 			return -1;
 		}
+		if (server_held[i]) {
+			server_held[i] = 0;
+			event_active(server.sig[i], EV_SIGNAL, 1);
+		}
 	}
+	return 0;
+}
+
+int
+server_start(char *err, size_t errlen)
+{
+	if (server_signals(err, errlen) != 0)
+		return -1;
 	server.wake = event_new(core.base, -1, 0, server_worker_cb, NULL);
 	if (server.wake == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -259,21 +301,12 @@ server_stop(void)
 {
 	size_t i;
 
-	/*
-	 * Freeing a signal event puts back the action it replaced (the
-	 * default: death by the signal); sottod is exiting, so later signals
-	 * are ignored instead, before anything slow (a compute thread's
-	 * step to join, the model to free): a supervisor that signals until
-	 * the process is gone must still see it exit 0.
-	 */
+	/* Each puts back server_hold: later signals are noted, not fatal. */
 	for (i = 0; i < 3; i++)
 		if (server.sig[i] != NULL) {
 			event_free(server.sig[i]);
 			server.sig[i] = NULL;
 		}
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
 	peer_close_all();
 	session_mic_stop();
 	session_free_all();
