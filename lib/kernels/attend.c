@@ -10,181 +10,23 @@
 #include "amx.h"
 #include "layers.h"
 
-/* keys a pass: 8 rows of K or V, 8 KB, and the queries' 1 KB each in L1 */
-#define CHUNK	256
 #define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
 	"arch=x86-64-v3", "default")))
 
-/*
- * The scores of one query: p[t] += sum over 8 channels c of q[c] k[c][t],
- * added channel by channel in order, as a loop over one channel at a
- * time adds them (the same floats), with p loaded and stored once per 8
- * channels instead of once per channel: the one-channel loop was bound
- * by those stores.
- */
-static inline void
-scores8(const float *qs, const float *k, int ldk, int n, float *p)
-{
-	const float *k0 = k, *k1 = k0 + ldk, *k2 = k1 + ldk, *k3 = k2 + ldk;
-	const float *k4 = k3 + ldk, *k5 = k4 + ldk, *k6 = k5 + ldk;
-	const float *k7 = k6 + ldk;
-	int t;
+#define AW_ELEM			float
+#define AW_LOAD8(x)		ld8(x)
+#define AW_VALUE(x)		(x)
+#define AW_MADD8(a, b, c)	((c) + (a) * (b))
+#define AW_MADD(a, b, c)	((c) + (a) * (b))
+#define AW_ATTR
+#define AW_NAME(x)		x##_f32
+#include "attend-window.h"
 
-#pragma omp simd
-	for (t = 0; t < n; t++) {
-		float s = p[t] + qs[0] * k0[t];
-
-		s = s + qs[1] * k1[t];
-		s = s + qs[2] * k2[t];
-		s = s + qs[3] * k3[t];
-		s = s + qs[4] * k4[t];
-		s = s + qs[5] * k5[t];
-		s = s + qs[6] * k6[t];
-		p[t] = s + qs[7] * k7[t];
-	}
-}
-
-typedef float v8 __attribute__((vector_size(32)));
-typedef float v8u __attribute__((vector_size(32), aligned(4)));
-
-/* macros: a function taking or returning a v8 changes the default ABI */
-#define ld8(x)		(*(const v8u *)(x))
-#define bcast8(x)	((v8){ (x), (x), (x), (x), (x), (x), (x), (x) })
-#define hsum8(a)	((((a)[0] + (a)[4]) + ((a)[2] + (a)[6])) + \
-			    (((a)[1] + (a)[5]) + ((a)[3] + (a)[7])))
-
-/*
- * The weighted sums sum_t p[t] V[c][t] of 8 channels (rows ldk apart)
- * over keys [t0, t1), a multiple of 8 apart, carried in acc[8]: lane l
- * of a sum adds the keys t = l (mod 8) in order, so that a sum split
- * into parts is the same float as one pass (finish_sum adds the lanes
- * and the keys past the last whole vector). Eight sums in flight: one at
- * a time waited on its own additions (5 beams' cross-attention of tiny.en
- * took 2.05 ms against 1.73, AVX-512, 1 thread, least of 30; four
- * against eight 2.44 against 1.87, AVX2, Zen 3).
- */
-static inline void
-weighted8(const float *p, const float *v, int ldk, int t0, int t1, v8 *acc)
-{
-	const float *v0 = v, *v1 = v0 + ldk, *v2 = v1 + ldk, *v3 = v2 + ldk;
-	const float *v4 = v3 + ldk, *v5 = v4 + ldk, *v6 = v5 + ldk;
-	const float *v7 = v6 + ldk;
-	v8 a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-	v8 a4 = acc[4], a5 = acc[5], a6 = acc[6], a7 = acc[7], pt;
-	int t;
-
-	for (t = t0; t < t1; t += 8) {
-		pt = ld8(p + t);
-		a0 = a0 + pt * ld8(v0 + t);
-		a1 = a1 + pt * ld8(v1 + t);
-		a2 = a2 + pt * ld8(v2 + t);
-		a3 = a3 + pt * ld8(v3 + t);
-		a4 = a4 + pt * ld8(v4 + t);
-		a5 = a5 + pt * ld8(v5 + t);
-		a6 = a6 + pt * ld8(v6 + t);
-		a7 = a7 + pt * ld8(v7 + t);
-	}
-	acc[0] = a0;
-	acc[1] = a1;
-	acc[2] = a2;
-	acc[3] = a3;
-	acc[4] = a4;
-	acc[5] = a5;
-	acc[6] = a6;
-	acc[7] = a7;
-}
-
-/* As weighted8, one channel. */
-static inline void
-weighted1(const float *p, const float *v, int t0, int t1, v8 *acc)
-{
-	v8 a = *acc;
-	int t;
-
-	for (t = t0; t < t1; t += 8)
-		a = a + ld8(p + t) * ld8(v + t);
-	*acc = a;
-}
-
-/* A sum of weighted8 or weighted1 (keys up to n8) and keys n8 .. n - 1. */
-static inline float
-finish_sum(const v8 *acc, const float *p, const float *v, int n8, int n)
-{
-	float s = hsum8(*acc);
-	int t;
-
-	for (t = n8; t < n; t++)
-		s += p[t] * v[t];
-	return s;
-}
-
-/*
- * nq queries (consecutive columns of q, channel stride ldq) against the
- * same n keys of one head, channels-first: p = softmax(scale q.K),
- * out[c * ldo + j] = sum_t p[j][t] V[c][t]. K and V are [dh][ldk] and are
- * read once for all queries (they do not fit in cache for long windows):
- * 8 rows of CHUNK keys at a time, which stay in L1 while each query
- * takes its turn; with whole rows (48 KB for a window) the queries after
- * the first read them again from L2, and 5 beams took 2.5 times one.
- * Each query's floats are the same whatever queries are beside it.
- * p is nq * n floats of scratch.
- */
 CLONES void
 layer_attend(const float *q, int ldq, int nq, const float *k, const float *v,
     int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
 {
-	v8 acc[LAYER_ATTEND_MAX_Q][8];
-	float qs[8];
-	int n8 = n / 8 * 8, c, t, j, i, t0, len, r, rows;
-
-	for (t = 0; t < nq * n; t++)
-		p[t] = 0.0f;
-	for (c = 0; c + 8 <= dh; c += 8)
-		for (t0 = 0; t0 < n; t0 += CHUNK) {
-			len = n - t0 < CHUNK ? n - t0 : CHUNK;
-			for (j = 0; j < nq; j++) {
-				for (i = 0; i < 8; i++)
-					qs[i] = q[(size_t)(c + i) * ldq + j] *
-					    scale;
-				scores8(qs, k + (size_t)c * ldk + t0, ldk, len,
-				    p + (size_t)j * n + t0);
-			}
-		}
-	for (; c < dh; c++) {
-		const float *kr = k + (size_t)c * ldk;
-
-		for (j = 0; j < nq; j++) {
-			float qc = q[(size_t)c * ldq + j] * scale, *pj = p +
-			    (size_t)j * n;
-
-#pragma omp simd
-			for (t = 0; t < n; t++)
-				pj[t] += qc * kr[t];
-		}
-	}
-	for (j = 0; j < nq; j++)
-		layer_softmax(p + (size_t)j * n, n);
-	for (c = 0; c < dh; c += rows) {
-		rows = dh - c >= 8 ? 8 : 1;
-		memset(acc, 0, sizeof(acc[0]) * nq);
-		for (t0 = 0; t0 < n8; t0 += CHUNK) {
-			int t1 = n8 - t0 < CHUNK ? n8 : t0 + CHUNK;
-
-			for (j = 0; j < nq; j++)
-				if (rows == 8)
-					weighted8(p + (size_t)j * n, v +
-					    (size_t)c * ldk, ldk, t0, t1,
-					    acc[j]);
-				else
-					weighted1(p + (size_t)j * n, v +
-					    (size_t)c * ldk, t0, t1, acc[j]);
-		}
-		for (r = 0; r < rows; r++)
-			for (j = 0; j < nq; j++)
-				out[(size_t)(c + r) * ldo + j] = finish_sum(
-				    &acc[j][r], p + (size_t)j * n, v +
-				    (size_t)(c + r) * ldk, n8, n);
-	}
+	attend_f32(q, ldq, nq, k, v, ldk, n, dh, scale, out, ldo, p);
 }
 
 /*
