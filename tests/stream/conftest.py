@@ -1,11 +1,14 @@
 """Fixtures for the streaming tests: build/tests/stream/stream-driver over
-../shared/audio (read in place) and `sotto transcribe` on the same files.
+../shared/audio (read in place) and `sotto transcribe` on the same files,
+and the helpers the test_stream*.py files share (the driver's events by
+type, a file's samples and raw s16le for the driver's stdin).
 A missing binary, model or audio FAILS the tests: nothing skips."""
 
 from __future__ import annotations
 
 import json
 import os
+import struct
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +33,7 @@ THREADS = os.environ.get("SOTTO_TEST_THREADS", "1")
 JOBS = int(os.environ.get("SOTTO_TEST_JOBS", "2"))
 STEP_MS = 2000          # the whole-set run
 FINE_STEP_MS = 1000     # jfk and the silence checks
+LONG_FORM = "LJ001-0001_to_LJ001-0017_longform.wav"
 
 REPORT: list[str] = []
 
@@ -82,6 +86,32 @@ def run_transcribe(files: list[Path]) -> dict[str, str]:
             o = json.loads(ln)
             out[Path(o["file"]).name] = o["text"]
     return out
+
+
+def finals(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "final"]
+
+
+def final_text(events: list[dict]) -> str:
+    return "".join(e["text"] for e in finals(events))
+
+
+def steps(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["type"] == "step"]
+
+
+def _pcm(name: str) -> list[int]:
+    import wave
+
+    with wave.open(str(AUDIO_DIR / name)) as w:
+        assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == \
+            (16000, 1, 2), name
+        raw = w.readframes(w.getnframes())
+    return list(struct.unpack(f"<{len(raw) // 2}h", raw))
+
+
+def _raw(samples) -> bytes:
+    return struct.pack(f"<{len(samples)}h", *samples)
 
 
 @pytest.fixture(scope="session")
