@@ -140,6 +140,7 @@ test_attend_f16(void **state)
 	check_attend_f16(5, 1500, 64);
 	check_attend_f16(5, 301, 64);
 	check_attend_f16(7, 100, 64);
+	check_attend_f16(6, 1500, 64);
 	check_attend_f16(2, 40, 6);
 	check_attend_f16(4, 9, 8);
 }
@@ -153,6 +154,8 @@ test_attend_window(void **state)
 	check_attend(3, 1500, 64);
 	check_attend(5, 301, 64);	/* keys not whole vectors */
 	check_attend(7, 100, 64);	/* more queries than 5 beams */
+	check_attend(11, 300, 64);	/* groups of 5, 5 and 1 */
+	check_attend(16, 64, 64);	/* LAYER_ATTEND_MAX_Q */
 	check_attend(2, 40, 6);		/* a head width not a multiple of 4 */
 	check_attend(4, 9, 8);		/* fewer keys than a vector */
 }
