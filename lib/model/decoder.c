@@ -193,8 +193,6 @@ self_attn_prefill(struct sotto_state *st, int layer, int t_n)
 	int n_head = m->hp.n_text_head, dh = d / n_head, c, t, w;
 	void *kc = kv_at(st, 0, layer, 0), *vc = kv_at(st, 0, layer, 1);
 
-	for (t = 0; t < t_n; t++)
-		slot_row(st, 0, 0)[t] = 0;
 	for (c = 0; c < d; c++)
 		for (t = 0; t < t_n; t++) {
 			kv_put(m, kc, c, t, st->dqkv[((size_t)d + c) * t_n +
@@ -223,7 +221,6 @@ kv_append(const struct sotto_state *work, struct sotto_state *st, int layer,
 	int d = m->hp.n_text_state, c;
 	void *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
 
-	slot_row(st, 0, b)[st->n_kv] = b;
 	for (c = 0; c < d; c++) {
 		kv_put(m, kc, c, st->n_kv, work->dqkv[((size_t)d + c) * n +
 		    col]);
@@ -401,6 +398,8 @@ decoder_prefill(struct sotto_state *st, const int32_t *tokens, int n,
 		return rc;
 	model_use_threads(m);
 	embed(st, tokens, n, 0, 0, st->dx);
+	for (i = 0; i < n; i++)		/* every layer's positions: beam 0's */
+		slot_row(st, 0, 0)[i] = 0;
 	for (i = 0; i < m->hp.n_text_layer; i++)
 		if ((rc = decoder_layer(&cs, i, n, 1, err)) != 0)
 			return rc;
@@ -413,9 +412,13 @@ static int
 step_cols(const struct decoder_cols *cs, int n, float *logits, char *err)
 {
 	const struct sotto_model *m = cs->work->model;
-	int cols[WHISPER_MAX_BEAMS], i, rc;
+	int cols[WHISPER_MAX_BEAMS], i, b, rc;
 
 	model_use_threads(m);
+	/* each column's new position, in every layer: in its beam's slot */
+	for (i = 0; i < cs->n_own; i++)
+		for (b = 0; b < cs->col0[i + 1] - cs->col0[i]; b++)
+			slot_row(cs->own[i], 0, b)[cs->own[i]->n_kv] = b;
 	for (i = 0; i < m->hp.n_text_layer; i++)
 		if ((rc = decoder_layer(cs, i, n, 0, err)) != 0)
 			return rc;
