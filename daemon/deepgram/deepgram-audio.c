@@ -40,7 +40,7 @@ dg_open(struct dg_conn *c, char *msg)
 {
 	enum proto_error e;
 
-	if (session_open_live(c->peer, c->prm.language, c->prm.prompt, 1,
+	if (session_open_live(c->ws.peer, c->prm.language, c->prm.prompt, 1,
 	    c->prm.diarize, msg, &e) == NULL) {
 		c->err = e;
 		return -1;
@@ -57,9 +57,9 @@ dg_feed(struct dg_conn *c, const float *pcm, size_t n, char *msg)
 
 	if (n == 0)
 		return 0;
-	if (c->peer->session == NULL && dg_open(c, msg) != 0)
+	if (c->ws.peer->session == NULL && dg_open(c, msg) != 0)
 		return -1;
-	session_audio(c->peer->session, (const uint8_t *)pcm, n * sizeof(*pcm),
+	session_audio(c->ws.peer->session, (const uint8_t *)pcm, n * sizeof(*pcm),
 	    msg, &e);
 	c->err = e;
 	if (e != PROTO_OK)
@@ -160,7 +160,7 @@ dg_closed(struct dg_conn *c)
 {
 	dg_utterance_check(c, 1e30);
 	dg_send_metadata(c);
-	peer_close_after_flush(c->peer);
+	peer_close_after_flush(c->ws.peer);
 }
 
 /* The resampler's last samples, at the end of the stream. */
@@ -171,7 +171,7 @@ dg_flush(struct dg_conn *c)
 	size_t n;
 	char msg[PROTO_MSG_MAX];
 
-	if (c->src != NULL && c->peer->session != NULL &&
+	if (c->src != NULL && c->ws.peer->session != NULL &&
 	    source_client_flush(c->src, &pcm, &n, msg) == PROTO_OK)
 		(void)dg_feed(c, pcm, n, msg);
 }
@@ -183,7 +183,7 @@ dg_flush(struct dg_conn *c)
 void
 dg_finalize(struct dg_conn *c, enum dg_ending how)
 {
-	struct peer *p = c->peer;
+	struct peer *p = c->ws.peer;
 
 	if (c->ending == DG_END_CLOSE)
 		return;
@@ -218,14 +218,14 @@ dg_resume(struct dg_conn *c)
 
 	c->n_wait = 0;
 	if (dg_feed(c, c->wait, n, msg) != 0)
-		peer_fail(c->peer, c->err, "%s", msg);
+		peer_fail(c->ws.peer, c->err, "%s", msg);
 }
 
 /* The session has ended: after a Finalize the next one may open. */
 void
 dg_session_over(struct dg_conn *c)
 {
-	struct peer *p = c->peer;
+	struct peer *p = c->ws.peer;
 	enum dg_ending how = c->ending;
 
 	if (p->session != NULL)

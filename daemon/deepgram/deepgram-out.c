@@ -28,10 +28,10 @@ dg_send(struct dg_conn *c, struct json_object *o)
 
 	if (o == NULL)
 		return;
-	if (!(c->peer->flags & PEER_DEAD)) {
+	if (!(c->ws.peer->flags & PEER_DEAD)) {
 		s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 		    JSON_C_TO_STRING_NOSLASHESCAPE);
-		(void)ws_conn_send_text(c->conn, s, strlen(s));
+		(void)ws_conn_send_text(c->ws.conn, s, strlen(s));
 	}
 	json_object_put(o);
 }

@@ -16,7 +16,7 @@
 #include "peer.h"
 #include "session.h"
 #include "source-client.h"
-#include "ws-conn.h"
+#include "ws-upgrade.h"
 
 #define DG_ID_MAX	40
 
@@ -30,12 +30,10 @@ enum dg_ending {
 };
 
 struct dg_conn {
-	struct peer		*peer;
-	struct ws_conn		*conn;
+	struct ws_peer		 ws;		/* first: ws-upgrade.h */
 	struct dg_params	 prm;
 	char			 request_id[DG_ID_MAX];
 	char			 created[32];	/* ISO 8601, UTC */
-	int			 taking;	/* SIGTERM: read while paused */
 	enum proto_error	 err;		/* why dg_audio failed */
 	/* audio in */
 	struct source_client	*src;

@@ -30,36 +30,12 @@
 #include "log.h"
 #include "ws-upgrade.h"
 
-static size_t
-dg_io_read(void *arg, uint8_t *buf, size_t len)
-{
-	struct dg_conn *c = arg;
-	struct peer *p = c->peer;
-	int n;
-
-	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) ||
-	    ((p->flags & PEER_PAUSED) && !c->taking))
-		return 0;
-	n = evbuffer_remove(bufferevent_get_input(p->bev), buf, len);
-	return n > 0 ? (size_t)n : 0;
-}
-
-static int
-dg_io_write(void *arg, const uint8_t *buf, size_t len)
-{
-	struct dg_conn *c = arg;
-
-	if (c->peer->flags & PEER_DEAD)
-		return 0;
-	return evbuffer_add(bufferevent_get_output(c->peer->bev), buf, len);
-}
-
 /* Binary: audio. Text: KeepAlive, Finalize or CloseStream. */
 static void
 dg_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 {
 	struct dg_conn *c = arg;
-	struct peer *p = c->peer;
+	struct peer *p = c->ws.peer;
 	enum dg_msg_type t;
 	char msg[PROTO_MSG_MAX];
 
@@ -83,38 +59,13 @@ dg_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 		dg_finalize(c, DG_END_CLOSE);
 }
 
-/* The client broke the WebSocket protocol: the error, then the close. */
-static void
-dg_io_failed(void *arg, enum proto_error e, const char *msg)
-{
-	struct dg_conn *c = arg;
-
-	peer_fail(c->peer, e, "%s", msg);
-}
-
-static size_t
-dg_io_unsent(void *arg)
-{
-	const struct dg_conn *c = arg;
-
-	return ws_peer_unsent(c->peer);
-}
-
 static const struct ws_conn_io dg_io = {
-	.read = dg_io_read,
-	.write = dg_io_write,
+	.read = ws_peer_io_read,
+	.write = ws_peer_io_write,
 	.message = dg_io_message,
-	.failed = dg_io_failed,
-	.unsent = dg_io_unsent,
+	.failed = ws_peer_io_failed,
+	.unsent = ws_peer_io_unsent,
 };
-
-static void
-dg_read(struct peer *p)
-{
-	struct dg_conn *c = p->front;
-
-	ws_peer_read(p, c->conn);
-}
 
 /*
  * ops->write: a session event, or an error of peer.c's; an error is the
@@ -126,15 +77,7 @@ dg_write(struct peer *p, const char *json)
 	struct dg_conn *c = p->front;
 
 	dg_session_event(c, json);
-	ws_peer_close_on_error(c->conn, json);
-}
-
-static void
-dg_drain(struct peer *p)
-{
-	struct dg_conn *c = p->front;
-
-	ws_peer_drain(p, c->conn, &c->taking);
+	ws_peer_close_on_error(c->ws.conn, json);
 }
 
 static void
@@ -144,18 +87,10 @@ dg_ended(struct peer *p)
 }
 
 static void
-dg_closing(struct peer *p)
-{
-	struct dg_conn *c = p->front;
-
-	ws_peer_closing(c->conn);
-}
-
-static void
 dg_conn_free(struct dg_conn *c)
 {
 	dg_conn_free_audio(c);
-	ws_conn_free(c->conn);
+	ws_conn_free(c->ws.conn);
 	free(c);
 }
 
@@ -170,12 +105,12 @@ dg_free(struct peer *p)
 
 static const struct peer_ops dg_ops = {
 	.name = "deepgram",
-	.read = dg_read,
+	.read = ws_peer_read,
 	.write = dg_write,
 	.ended = dg_ended,
 	.free = dg_free,
-	.closing = dg_closing,
-	.drain = dg_drain,
+	.closing = ws_peer_closing,
+	.drain = ws_peer_drain,
 	.linger = 1,
 };
 
@@ -215,7 +150,7 @@ dg_conn_new(const struct dg_params *prm)
 	dg_request_id(c->request_id);
 	dg_created(c->created);
 	sha256_init(&c->sha);
-	if ((c->conn = ws_conn_new(&dg_io, c,
+	if ((c->ws.conn = ws_conn_new(&dg_io, &c->ws,
 	    core_config()->max_frame_bytes)) == NULL) {
 		free(c);
 		return NULL;
@@ -307,7 +242,7 @@ dg_request(struct evhttp_request *req)
 		dg_conn_free(c);
 		return;
 	}
-	c->peer = p;
+	c->ws.peer = p;
 	/* after a Finalize the next session goes on with the labels */
 	p->flags |= PEER_NO_RESUME | PEER_KEEP_SPEAKERS;
 	p->state = PEER_READY;

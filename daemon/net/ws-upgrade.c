@@ -288,33 +288,83 @@ ws_upgrade_count(const char *addr)
 	return n;
 }
 
-void
-ws_peer_closing(struct ws_conn *conn)
+size_t
+ws_peer_io_read(void *arg, uint8_t *buf, size_t len)
 {
-	if (core_draining())
-		ws_conn_close(conn, WS_CLOSE_GOING_AWAY, "sottod is stopping");
-	else
-		ws_conn_close(conn, WS_CLOSE_NORMAL, "");
+	struct ws_peer *w = arg;
+	struct peer *p = w->peer;
+	int n;
+
+	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) ||
+	    ((p->flags & PEER_PAUSED) && !w->taking))
+		return 0;
+	n = evbuffer_remove(bufferevent_get_input(p->bev), buf, len);
+	return n > 0 ? (size_t)n : 0;
+}
+
+int
+ws_peer_io_write(void *arg, const uint8_t *buf, size_t len)
+{
+	struct ws_peer *w = arg;
+
+	if (w->peer->flags & PEER_DEAD)
+		return 0;
+	return evbuffer_add(bufferevent_get_output(w->peer->bev), buf, len);
 }
 
 void
-ws_peer_drain(struct peer *p, struct ws_conn *conn, int *taking)
+ws_peer_io_failed(void *arg, enum proto_error e, const char *msg)
 {
-	peer_take_unread(p);
-	*taking = 1;
-	if (ws_conn_recv(conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
-		peer_close_after_flush(p);
-	*taking = 0;
+	struct ws_peer *w = arg;
+
+	peer_fail(w->peer, e, "%s", msg);
+}
+
+size_t
+ws_peer_io_unsent(void *arg)
+{
+	const struct ws_peer *w = arg;
+
+	if (w->peer->flags & PEER_DEAD)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(w->peer->bev));
 }
 
 void
-ws_peer_read(struct peer *p, struct ws_conn *conn)
+ws_peer_read(struct peer *p)
 {
+	struct ws_peer *w = p->front;
+
 	if (p->flags & (PEER_DEAD | PEER_PAUSED))
 		return;
-	ws_conn_set_max_unsent(conn, core_config()->max_client_buffer_bytes);
-	if (ws_conn_recv(conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+	ws_conn_set_max_unsent(w->conn,
+	    core_config()->max_client_buffer_bytes);
+	if (ws_conn_recv(w->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
 		peer_close_after_flush(p);
+}
+
+void
+ws_peer_drain(struct peer *p)
+{
+	struct ws_peer *w = p->front;
+
+	peer_take_unread(p);
+	w->taking = 1;
+	if (ws_conn_recv(w->conn, core_now()) < 0 && !(p->flags & PEER_DEAD))
+		peer_close_after_flush(p);
+	w->taking = 0;
+}
+
+void
+ws_peer_closing(struct peer *p)
+{
+	struct ws_peer *w = p->front;
+
+	if (core_draining())
+		ws_conn_close(w->conn, WS_CLOSE_GOING_AWAY,
+		    "sottod is stopping");
+	else
+		ws_conn_close(w->conn, WS_CLOSE_NORMAL, "");
 }
 
 void
@@ -324,14 +374,6 @@ ws_peer_close_on_error(struct ws_conn *conn, const char *json)
 
 	if (e != PROTO_OK)
 		ws_conn_close(conn, ws_close_code(e), proto_error_name(e));
-}
-
-size_t
-ws_peer_unsent(const struct peer *p)
-{
-	if (p->flags & PEER_DEAD)
-		return 0;
-	return evbuffer_get_length(bufferevent_get_output(p->bev));
 }
 
 /*

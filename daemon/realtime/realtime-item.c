@@ -195,7 +195,7 @@ void
 rt_session_ended(struct rt_conn *c)
 {
 	struct rt_item *it = TAILQ_FIRST(&c->items);
-	struct peer *p = c->peer;
+	struct peer *p = c->ws.peer;
 
 	if (p->session != NULL)
 		session_detach(p->session, p);

@@ -34,13 +34,13 @@ rt_send(struct rt_conn *c, struct json_object *o)
 	if (o == NULL)
 		return;
 	snprintf(id, sizeof(id), "event_%llu_%llu",
-	    (unsigned long long)c->peer->id,
+	    (unsigned long long)c->ws.peer->id,
 	    (unsigned long long)++c->n_events);
 	json_object_object_add(o, "event_id", json_object_new_string(id));
-	if (!(c->peer->flags & PEER_DEAD)) {
+	if (!(c->ws.peer->flags & PEER_DEAD)) {
 		s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
 		    JSON_C_TO_STRING_NOSLASHESCAPE);
-		(void)ws_conn_send_text(c->conn, s, strlen(s));
+		(void)ws_conn_send_text(c->ws.conn, s, strlen(s));
 	}
 	json_object_put(o);
 }

@@ -17,7 +17,7 @@
 #include "session.h"
 #include "source-client.h"
 #include "tailq.h"
-#include "ws-conn.h"
+#include "ws-upgrade.h"
 
 #define RT_ID_MAX	40
 
@@ -41,8 +41,7 @@ struct rt_item {
 TAILQ_HEAD(rt_items, rt_item);
 
 struct rt_conn {
-	struct peer		*peer;
-	struct ws_conn		*conn;
+	struct ws_peer		 ws;		/* first: ws-upgrade.h */
 	struct rt_config	 cfg;
 	char			 id[RT_ID_MAX];	/* the session's, "sess_..." */
 	uint64_t		 n_events, n_items;
@@ -50,7 +49,6 @@ struct rt_conn {
 	struct rt_items		 items;		/* oldest (decoding) first */
 	struct rt_item		*filling;	/* taking audio; NULL: none */
 	size_t			 waiting;	/* samples in items' pcm */
-	int			 taking;	/* SIGTERM: read while paused */
 	enum proto_error	 err;		/* why rt_audio failed */
 	/* audio in */
 	struct source_client	*src;		/* the client's format */

@@ -35,7 +35,7 @@ rt_item_new(struct rt_conn *c)
 	if ((it = calloc(1, sizeof(*it))) == NULL)
 		return NULL;
 	snprintf(it->id, sizeof(it->id), "item_%llu_%llu",
-	    (unsigned long long)c->peer->id,
+	    (unsigned long long)c->ws.peer->id,
 	    (unsigned long long)++c->n_items);
 	TAILQ_INSERT_TAIL(&c->items, it, entry);
 	c->filling = it;
@@ -72,7 +72,7 @@ rt_item_open(struct rt_conn *c, struct rt_item *it, char *msg)
 	struct session *s;
 	enum proto_error e;
 
-	if ((s = session_open_live(c->peer, c->cfg.language, c->cfg.prompt,
+	if ((s = session_open_live(c->ws.peer, c->cfg.language, c->cfg.prompt,
 	    0, c->cfg.diarize, msg, &e)) == NULL) {
 		c->err = e;
 		return -1;
@@ -87,9 +87,9 @@ rt_session_audio(struct rt_conn *c, const float *pcm, size_t n, char *msg)
 {
 	enum proto_error e;
 
-	if (n == 0 || c->peer->session == NULL)
+	if (n == 0 || c->ws.peer->session == NULL)
 		return 0;
-	session_audio(c->peer->session, (const uint8_t *)pcm,
+	session_audio(c->ws.peer->session, (const uint8_t *)pcm,
 	    n * sizeof(*pcm), msg, &e);
 	c->err = e;
 	return e == PROTO_OK ? 0 : -1;
@@ -147,8 +147,8 @@ rt_item_end(struct rt_conn *c, struct rt_item *it)
 		rt_next(c);
 		return;
 	}
-	c->peer->state = PEER_ENDING;
-	session_end(c->peer->session);
+	c->ws.peer->state = PEER_ENDING;
+	session_end(c->ws.peer->session);
 }
 
 int
@@ -180,9 +180,9 @@ rt_clear(struct rt_conn *c)
 	c->speaking = 0;
 	c->silence = 0;
 	if (it != NULL) {
-		if (it->open && c->peer->session != NULL) {
-			session_detach(c->peer->session, c->peer);
-			c->peer->state = PEER_READY;
+		if (it->open && c->ws.peer->session != NULL) {
+			session_detach(c->ws.peer->session, c->ws.peer);
+			c->ws.peer->state = PEER_READY;
 		}
 		rt_item_free(c, it);
 	}
@@ -201,7 +201,7 @@ rt_next(struct rt_conn *c)
 	if (it->n_pcm > 0) {
 		if (rt_item_open(c, it, msg) != 0 ||
 		    rt_session_audio(c, it->pcm, it->n_pcm, msg) != 0)
-			return peer_fail(c->peer, c->err, "%s", msg);
+			return peer_fail(c->ws.peer, c->err, "%s", msg);
 		c->waiting -= it->n_pcm;
 		free(it->pcm);
 		it->pcm = NULL;

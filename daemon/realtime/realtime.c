@@ -28,36 +28,12 @@
 #include "realtime-private.h"
 #include "ws-upgrade.h"
 
-static size_t
-rt_io_read(void *arg, uint8_t *buf, size_t len)
-{
-	struct rt_conn *c = arg;
-	struct peer *p = c->peer;
-	int n;
-
-	if ((p->flags & (PEER_DEAD | PEER_CLOSING)) ||
-	    ((p->flags & PEER_PAUSED) && !c->taking))
-		return 0;
-	n = evbuffer_remove(bufferevent_get_input(p->bev), buf, len);
-	return n > 0 ? (size_t)n : 0;
-}
-
-static int
-rt_io_write(void *arg, const uint8_t *buf, size_t len)
-{
-	struct rt_conn *c = arg;
-
-	if (c->peer->flags & PEER_DEAD)
-		return 0;
-	return evbuffer_add(bufferevent_get_output(c->peer->bev), buf, len);
-}
-
 /* One client event: a mistake in it is an error event, nothing more. */
 static void
 rt_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 {
 	struct rt_conn *c = arg;
-	struct peer *p = c->peer;
+	struct peer *p = c->ws.peer;
 	struct rt_msg m;
 	const char *code;
 	char msg[PROTO_MSG_MAX];
@@ -101,38 +77,13 @@ rt_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 	free(m.audio);
 }
 
-/* The client broke the WebSocket protocol: the error, then the close. */
-static void
-rt_io_failed(void *arg, enum proto_error e, const char *msg)
-{
-	struct rt_conn *c = arg;
-
-	peer_fail(c->peer, e, "%s", msg);
-}
-
-static size_t
-rt_io_unsent(void *arg)
-{
-	const struct rt_conn *c = arg;
-
-	return ws_peer_unsent(c->peer);
-}
-
 static const struct ws_conn_io rt_io = {
-	.read = rt_io_read,
-	.write = rt_io_write,
+	.read = ws_peer_io_read,
+	.write = ws_peer_io_write,
 	.message = rt_io_message,
-	.failed = rt_io_failed,
-	.unsent = rt_io_unsent,
+	.failed = ws_peer_io_failed,
+	.unsent = ws_peer_io_unsent,
 };
-
-static void
-rt_read(struct peer *p)
-{
-	struct rt_conn *c = p->front;
-
-	ws_peer_read(p, c->conn);
-}
 
 /*
  * ops->write: a session event, or an error of peer.c's; a daemon error
@@ -144,29 +95,13 @@ rt_write(struct peer *p, const char *json)
 	struct rt_conn *c = p->front;
 
 	rt_session_event(c, json);
-	ws_peer_close_on_error(c->conn, json);
-}
-
-static void
-rt_drain(struct peer *p)
-{
-	struct rt_conn *c = p->front;
-
-	ws_peer_drain(p, c->conn, &c->taking);
+	ws_peer_close_on_error(c->ws.conn, json);
 }
 
 static void
 rt_ended(struct peer *p)
 {
 	rt_session_ended(p->front);
-}
-
-static void
-rt_closing(struct peer *p)
-{
-	struct rt_conn *c = p->front;
-
-	ws_peer_closing(c->conn);
 }
 
 static void
@@ -179,7 +114,7 @@ rt_free(struct peer *p)
 	rt_free_items(c);
 	source_client_free(c->src);
 	sotto_vad_state_free(c->vad);
-	ws_conn_free(c->conn);
+	ws_conn_free(c->ws.conn);
 	free(c->g711);
 	free(c->ring);
 	free(c);
@@ -188,12 +123,12 @@ rt_free(struct peer *p)
 
 static const struct peer_ops rt_ops = {
 	.name = "realtime",
-	.read = rt_read,
+	.read = ws_peer_read,
 	.write = rt_write,
 	.ended = rt_ended,
 	.free = rt_free,
-	.closing = rt_closing,
-	.drain = rt_drain,
+	.closing = ws_peer_closing,
+	.drain = ws_peer_drain,
 	.linger = 1,
 };
 
@@ -229,10 +164,10 @@ rt_conn_new(struct evhttp_request *req)
 	TAILQ_INIT(&c->items);
 	rt_config_init(&cfg, core_vad() != NULL);
 	cfg.beta = beta != NULL && strstr(beta, "realtime=v1") != NULL;
-	if ((c->conn = ws_conn_new(&rt_io, c,
+	if ((c->ws.conn = ws_conn_new(&rt_io, &c->ws,
 	    core_config()->max_frame_bytes)) == NULL ||
 	    rt_configure(c, &cfg, msg) != 0) {
-		ws_conn_free(c->conn);
+		ws_conn_free(c->ws.conn);
 		sotto_vad_state_free(c->vad);
 		free(c->ring);
 		free(c);
@@ -265,14 +200,14 @@ rt_request(struct evhttp_request *req)
 		return;
 	}
 	if ((p = ws_upgrade_take(req, accept, &rt_ops, c, &gone)) == NULL) {
-		c->peer = NULL;
-		ws_conn_free(c->conn);
+		c->ws.peer = NULL;
+		ws_conn_free(c->ws.conn);
 		sotto_vad_state_free(c->vad);
 		free(c->ring);
 		free(c);
 		return;
 	}
-	c->peer = p;
+	c->ws.peer = p;
 	p->flags |= PEER_NO_RESUME | PEER_KEEP_SPEAKERS;
 	p->state = PEER_READY;
 	snprintf(c->id, sizeof(c->id), "sess_%llu", (unsigned long long)p->id);

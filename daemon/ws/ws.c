@@ -28,39 +28,12 @@
 #include "ws-upgrade.h"
 #include "ws.h"
 
-/* The front door's state of a peer (p->front), owned by it. */
-struct ws {
-	struct peer		*peer;
-	struct ws_conn		*conn;
-};
-
-static size_t
-ws_io_read(void *arg, uint8_t *buf, size_t len)
-{
-	struct ws *w = arg;
-	struct peer *p = w->peer;
-	int n;
-
-	if (p->flags & (PEER_DEAD | PEER_PAUSED | PEER_CLOSING))
-		return 0;
-	n = evbuffer_remove(bufferevent_get_input(p->bev), buf, len);
-	return n > 0 ? (size_t)n : 0;
-}
-
-static int
-ws_io_write(void *arg, const uint8_t *buf, size_t len)
-{
-	struct ws *w = arg;
-
-	if (w->peer->flags & PEER_DEAD)
-		return 0;
-	return evbuffer_add(bufferevent_get_output(w->peer->bev), buf, len);
-}
+/* The front door's state of a peer (p->front) is a struct ws_peer. */
 
 static void
 ws_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 {
-	struct ws *w = arg;
+	struct ws_peer *w = arg;
 	struct proto_frame f;
 	enum proto_error e;
 	char msg[PROTO_MSG_MAX];
@@ -73,40 +46,13 @@ ws_io_message(void *arg, int binary, const uint8_t *buf, size_t len)
 	peer_timer(w->peer);	/* the idle clock starts again */
 }
 
-/* The client broke the WebSocket protocol: its error event, then close. */
-static void
-ws_io_failed(void *arg, enum proto_error e, const char *msg)
-{
-	struct ws *w = arg;
-
-	peer_fail(w->peer, e, "%s", msg);
-}
-
-/* What the client has not read yet, beyond the kernel's buffer. */
-static size_t
-ws_io_unsent(void *arg)
-{
-	const struct ws *w = arg;
-
-	return ws_peer_unsent(w->peer);
-}
-
 static const struct ws_conn_io ws_io = {
-	.read = ws_io_read,
-	.write = ws_io_write,
+	.read = ws_peer_io_read,
+	.write = ws_peer_io_write,
 	.message = ws_io_message,
-	.failed = ws_io_failed,
-	.unsent = ws_io_unsent,
+	.failed = ws_peer_io_failed,
+	.unsent = ws_peer_io_unsent,
 };
-
-/* ops->read: the frames that came; the client's close ends the peer. */
-static void
-ws_read(struct peer *p)
-{
-	struct ws *w = p->front;
-
-	ws_peer_read(p, w->conn);
-}
 
 /*
  * ops->write: one event as a text message; an error event is the last
@@ -115,24 +61,16 @@ ws_read(struct peer *p)
 static void
 ws_write(struct peer *p, const char *json)
 {
-	struct ws *w = p->front;
+	struct ws_peer *w = p->front;
 
 	(void)ws_conn_send_text(w->conn, json, strlen(json));
 	ws_peer_close_on_error(w->conn, json);
 }
 
 static void
-ws_closing(struct peer *p)
-{
-	struct ws *w = p->front;
-
-	ws_peer_closing(w->conn);
-}
-
-static void
 ws_free(struct peer *p)
 {
-	struct ws *w = p->front;
+	struct ws_peer *w = p->front;
 
 	if (w == NULL)
 		return;
@@ -143,10 +81,10 @@ ws_free(struct peer *p)
 
 static const struct peer_ops ws_ops = {
 	.name = "ws",
-	.read = ws_read,
+	.read = ws_peer_read,
 	.write = ws_write,
 	.free = ws_free,
-	.closing = ws_closing,
+	.closing = ws_peer_closing,
 	.linger = 1,
 };
 
@@ -156,7 +94,7 @@ ws_request(struct evhttp_request *req)
 {
 	char accept[WS_ACCEPT_KEY_BYTES], origin[128], *ev;
 	const char *h;
-	struct ws *w;
+	struct ws_peer *w;
 	struct peer *p;
 	int gone;
 
