@@ -85,6 +85,7 @@ static const struct peer_ops ws_ops = {
 	.write = ws_write,
 	.free = ws_free,
 	.closing = ws_peer_closing,
+	.drain = ws_peer_drain,
 	.linger = 1,
 };
 

@@ -7,10 +7,12 @@ handles, so what the server sends is judged by a parser nobody here wrote.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import socket
 import struct
+import termios
 import threading
 import time
 import wave
@@ -419,6 +421,61 @@ def test_ws_client_close_is_answered(wd):
             ws.send("{nope")
             ws.recv()
             ws.recv()
+
+
+def unacked(s: socket.socket) -> int:
+    """Bytes written to s that its peer's kernel has not taken yet."""
+    return struct.unpack("i", fcntl.ioctl(s.fileno(), termios.TIOCOUTQ,
+                                          b"\0" * 4))[0]
+
+
+def test_ws_sigterm_takes_what_was_written(make_daemon_module):
+    """A client writes 22 s of speech and end as fast as it can (a send
+    buffer that holds them all), then sottod gets SIGTERM: what reached
+    sottod's socket before the signal (it reads at the pace it decodes,
+    so most waits there) is taken and decoded, as the socket door does;
+    `end` says how much (undecoded_s 0), then the close says sottod is
+    stopping (1001) and it exits 0. What TCP had not yet moved from the
+    client's buffer to sottod's is not sottod's to take."""
+    import signal
+
+    d = make_daemon_module(argv=["--http", "127.0.0.1:0"],
+                           conf="shutdown_grace_seconds = 60\n").start()
+    pcm = pcm16("jfk.wav")[0] * 2
+    step = 3200
+    s = socket.create_connection(("127.0.0.1", http_port(d)))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    events, closed = [], None
+    with connect(f"ws://127.0.0.1:{http_port(d)}/ws", sock=s,
+                 ping_interval=None) as ws:
+        assert json.loads(ws.recv())["type"] == "hello"
+        ws.send(json.dumps({"type": "open", "format": "s16le",
+                            "rate": 16000}))
+        assert json.loads(ws.recv())["type"] == "opened"
+        assert unacked(s) == 0
+        for i in range(0, len(pcm), step):
+            ws.send(pcm[i:i + step])
+        time.sleep(0.2)     # sottod has paused: its socket fills
+        # each binary message: 2 + 2 bytes of header and a 4-byte mask
+        wire = sum(len(pcm[i:i + step]) + 8
+                   for i in range(0, len(pcm), step))
+        reached = (wire - unacked(s)) * step / (step + 8) / 32000
+        d.proc.send_signal(signal.SIGTERM)
+        try:
+            while True:
+                events.append(json.loads(ws.recv(timeout=120)))
+        except ConnectionClosed as e:
+            closed = e
+    end = [e for e in events if e["type"] == "end"]
+    assert end, events[-3:]
+    # a frame cut by the moment (0.1 s), and audio_s to 0.1 s
+    assert end[0]["audio_s"] >= reached - 0.2, (end, reached)
+    assert end[0]["undecoded_s"] == 0, end
+    assert closed is not None and closed.rcvd.code == 1001, closed
+    assert d.proc.wait(timeout=60) == 0, d.log()
+    report(f"/ws SIGTERM after a client wrote {len(pcm) / 32000:.1f} s "
+           f"fast: {reached:.1f} s had reached sottod's socket, "
+           f"{end[0]['audio_s']:.1f} s taken and decoded, close 1001")
 
 
 # --- control frames --------------------------------------------------------------
