@@ -385,13 +385,17 @@ SOTTO_API void	sotto_speaker_track_free(struct sotto_speaker_track *);
 SOTTO_API int	sotto_speaker_track_push(struct sotto_speaker_track *,
 	    const float *pcm, size_t n, char *err);
 /*
- * *speaker: 1 for "S1", ... of the audio from start to end (seconds).
- * A piece under 1 s takes the nearest speaker already known and starts
- * none (except the first). SOTTO_EINVAL when its audio is no longer
- * kept (*speaker is then 0).
+ * *speaker: 1 for "S1", ... of the audio from start to end (seconds),
+ * in order: a stream's finals, one call each. next_start, next_end: the
+ * speech known to follow (the next final, or the partial), which a short
+ * final that begins a turn is heard with; next_end <= next_start when
+ * there is none. A piece heard under 1 s takes the nearest speaker
+ * already known and starts none (except the first). SOTTO_EINVAL when
+ * its audio is no longer kept (*speaker is then 0).
  */
 SOTTO_API int	sotto_speaker_track_label(struct sotto_speaker_track *,
-	    double start, double end, int *speaker, char *err);
+	    double start, double end, double next_start, double next_end,
+	    int *speaker, char *err);
 /* Speakers so far. */
 SOTTO_API int	sotto_speaker_track_count(const struct sotto_speaker_track *);
 

@@ -116,22 +116,44 @@ copy_words(struct worker_segment *f, const struct sotto_segment *s,
  * log: the transcript matters more.
  */
 static void
-label(struct worker_stream *ws, struct worker_segment *f)
+label(struct worker_stream *ws, struct worker_segment *f, double next_start,
+    double next_end)
 {
 	char err[SOTTO_ERR_MAX];
+	double t0 = ws->track_t0;
 	int i;
 
 	if (ws->track == NULL)
 		return;
 	/* the track's times run on from the streams it had before */
-	if (sotto_speaker_track_label(ws->track, ws->track_t0 + f->start,
-	    ws->track_t0 + f->end, &f->speaker, err) != 0) {
+	if (sotto_speaker_track_label(ws->track, t0 + f->start, t0 + f->end,
+	    t0 + next_start, t0 + next_end, &f->speaker, err) != 0) {
 		log_warnx("stream %llu: no speaker for %.2f-%.2f s: %s",
 		    (unsigned long long)ws->id, f->start, f->end, err);
 		return;
 	}
 	for (i = 0; i < f->n_words; i++)
 		f->words[i].speaker = f->speaker;
+}
+
+/* The speech that follows final i of u: the next final or the partial
+   (end <= start: none). */
+static double
+next_start(const struct sotto_stream_update *u, int i)
+{
+	if (i + 1 < u->n_finals)
+		return u->finals[i + 1].start;
+	return u->partial != NULL && u->partial[0] != '\0' ?
+	    u->partial_start : 0;
+}
+
+static double
+next_end(const struct sotto_stream_update *u, int i)
+{
+	if (i + 1 < u->n_finals)
+		return u->finals[i + 1].end;
+	return u->partial != NULL && u->partial[0] != '\0' ?
+	    u->partial_end : 0;
 }
 
 /*
@@ -165,7 +187,8 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
 			r->n_finals++;
 			if (copy_words(f, &u->finals[i], t0) != 0)
 				return -1;
-			label(ws, f);
+			label(ws, f, next_start(u, i) + t0,
+			    next_end(u, i) + t0);
 		}
 	}
 	free(r->partial);

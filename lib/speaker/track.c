@@ -25,16 +25,21 @@
  * What is embedded: the final's audio, and for a final under
  * TRACK_CONTEXT_S (2 s) the finals just before it with it, back to 2 s,
  * as long as no pause of TRACK_PAUSE_S (0.3 s) separates them: one
- * voice's words run on, a turn mostly starts after a pause. Live finals
+ * voice's words run on, a turn mostly starts after a pause. A turn's
+ * first final has nothing before it, so it takes the speech after it
+ * (the caller knows the next final or the partial), or its first words
+ * would take a known speaker's label. Live finals
  * are often a word or three (0.4-1.5 s); alone, a noisy recording's
  * pieces of 1 s scored 0.25-0.45 with their own speaker (jfk.wav), with
  * the run before them 0.65-0.77. A turn that starts without a pause
  * makes its first final's embedding a mix, which lands in the band
  * above (the nearest, nothing moved) rather than starting a speaker.
  *
+ * A piece's length in the rules is the length of what was embedded:
+ * a short final with the run before it is as sure as the run is long.
  * Under TRACK_LONG_S (1 s) a piece embeds unreliably: it takes the
- * nearest speaker and changes nothing, so a word or two ("Yes.") can
- * neither start a speaker of its own nor pull a centroid away. The
+ * nearest speaker and changes nothing, so a word or two ("Yes.") alone
+ * can neither start a speaker of its own nor pull a centroid away. The
  * first piece of a stream starts S1 whatever its length; when it is
  * short S1 has no centroid yet, and the first piece of 1 s or more
  * gives it one.
@@ -244,27 +249,25 @@ track_sample(double t, uint64_t lo, uint64_t hi)
 	return (uint64_t)s;
 }
 
-int
-sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
-    double end, int *speaker, char *err)
+/*
+ * The samples [*a, *b) embedded for the final from start to end, with
+ * the speech known to follow it from next_start to next_end (none when
+ * next_end <= next_start): a short final is embedded with the finals
+ * just before it (no pause between them: most likely the same voice),
+ * to TRACK_CONTEXT_S; one that begins a run has none before it, and
+ * takes the speech after it instead when that follows without a pause
+ * (a turn's first words, the rest of the turn); one still under
+ * TRACK_SHORT_S is widened around its middle.
+ */
+static void
+track_span(struct sotto_speaker_track *tr, double start, double end,
+    double next_start, double next_end, uint64_t *ret_a, uint64_t *ret_b)
 {
 	uint64_t lo = tr->base, hi = tr->base + tr->n, a, b, mid, half, ctx;
 	uint64_t run;
-	float emb[SPK_DIM];
-	double seconds;
-	int rc;
 
-	*speaker = 0;
-	if (!(end >= start))
-		return err_set(err, SOTTO_EINVAL, "speaker track: a piece "
-		    "from %.2f s to %.2f s", start, end);
 	a = track_sample(start, lo, hi);
 	b = track_sample(end, lo, hi);
-	seconds = (double)(b - a) / SOTTO_SAMPLE_RATE;
-	/* a short final is embedded with the finals just before it (no
-	   pause between them: most likely the same voice), to
-	   TRACK_CONTEXT_S; one alone under TRACK_SHORT_S is widened
-	   around its middle */
 	if (start - tr->last_end >= TRACK_PAUSE_S)
 		tr->run_start = start;
 	tr->last_end = end;
@@ -273,6 +276,11 @@ sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
 		run = track_sample(tr->run_start, lo, hi);
 		a = b - run > ctx ? b - ctx : run;
 	}
+	if (b - a < ctx && next_end > next_start && next_end > end &&
+	    next_start - end < TRACK_PAUSE_S) {
+		run = track_sample(next_end, lo, hi);
+		b = run - a > ctx ? a + ctx : run;
+	}
 	half = (uint64_t)(TRACK_SHORT_S * SOTTO_SAMPLE_RATE / 2);
 	if (b - a < 2 * half) {
 		mid = a + (b - a) / 2;
@@ -280,18 +288,44 @@ sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
 		b = hi - mid > half ? mid + half : hi;
 	}
 	half = (uint64_t)(TRACK_MAX_S * SOTTO_SAMPLE_RATE / 2);
-	if (seconds > TRACK_MAX_S) {
+	if (b - a > 2 * half) {
 		mid = a + (b - a) / 2;
 		a = mid - half;
 		b = mid + half;
 	}
+	*ret_a = a;
+	*ret_b = b;
+}
+
+int
+sotto_speaker_track_label(struct sotto_speaker_track *tr, double start,
+    double end, double next_start, double next_end, int *speaker,
+    char *err)
+{
+	uint64_t a, b;
+	float emb[SPK_DIM];
+	double seconds, heard;
+	int rc;
+
+	*speaker = 0;
+	if (!(end >= start))
+		return err_set(err, SOTTO_EINVAL, "speaker track: a piece "
+		    "from %.2f s to %.2f s", start, end);
+	seconds = (double)(track_sample(end, tr->base, tr->base + tr->n) -
+	    track_sample(start, tr->base, tr->base + tr->n)) /
+	    SOTTO_SAMPLE_RATE;
+	track_span(tr, start, end, next_start, next_end, &a, &b);
 	if (b - a < SPK_FRAME + 2 * SPK_SHIFT)
 		return err_set(err, SOTTO_EINVAL, "speaker track: the audio "
 		    "from %.2f s to %.2f s is no longer kept", start, end);
-	if ((rc = sotto_speaker_embed(tr->spk, tr->pcm + (a - lo), b - a,
-	    emb, err)) != 0)
+	if ((rc = sotto_speaker_embed(tr->spk, tr->pcm + (a - tr->base),
+	    b - a, emb, err)) != 0)
 		return rc;
-	if ((rc = track_decide(&tr->st, emb, seconds, NULL, err)) < 0)
+	/* how sure the embedding is follows what it heard: a short final
+	   with its run is judged as long as they are */
+	heard = (double)(b - a) / SOTTO_SAMPLE_RATE;
+	if ((rc = track_decide(&tr->st, emb, seconds > heard ? seconds : heard,
+	    NULL, err)) < 0)
 		return rc;
 	*speaker = rc;
 	return 0;
