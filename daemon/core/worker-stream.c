@@ -137,23 +137,19 @@ label(struct worker_stream *ws, struct worker_segment *f, double next_start,
 }
 
 /* The speech that follows final i of u: the next final or the partial
-   (end <= start: none). */
-static double
-next_start(const struct sotto_stream_update *u, int i)
+   (*end <= *start: none). */
+static void
+next_speech(const struct sotto_stream_update *u, int i, double *start,
+    double *end)
 {
-	if (i + 1 < u->n_finals)
-		return u->finals[i + 1].start;
-	return u->partial != NULL && u->partial[0] != '\0' ?
-	    u->partial_start : 0;
-}
-
-static double
-next_end(const struct sotto_stream_update *u, int i)
-{
-	if (i + 1 < u->n_finals)
-		return u->finals[i + 1].end;
-	return u->partial != NULL && u->partial[0] != '\0' ?
-	    u->partial_end : 0;
+	*start = *end = 0;
+	if (i + 1 < u->n_finals) {
+		*start = u->finals[i + 1].start;
+		*end = u->finals[i + 1].end;
+	} else if (u->partial != NULL && u->partial[0] != '\0') {
+		*start = u->partial_start;
+		*end = u->partial_end;
+	}
 }
 
 /*
@@ -165,7 +161,7 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
     const struct sotto_stream_update *u)
 {
 	struct worker_segment *f;
-	double t0 = ws->t_offset;
+	double t0 = ws->t_offset, next0, next1;
 	int i;
 
 	if (u->n_finals > 0) {
@@ -187,8 +183,8 @@ worker_copy(struct worker_stream *ws, struct worker_result *r,
 			r->n_finals++;
 			if (copy_words(f, &u->finals[i], t0) != 0)
 				return -1;
-			label(ws, f, next_start(u, i) + t0,
-			    next_end(u, i) + t0);
+			next_speech(u, i, &next0, &next1);
+			label(ws, f, next0 + t0, next1 + t0);
 		}
 	}
 	free(r->partial);
