@@ -127,12 +127,17 @@ class Bench:
     def setup(self):
         a = self.args
         build = Path(a.build_dir)
-        ensure_built(build, ["bench/sotto-bench", "client/sotto:executable"], not a.no_build)
-        self.sotto_bench = build / "bench" / "sotto-bench"
-        self.sotto = build / "client" / "sotto"
-        for b in (self.sotto_bench, self.sotto):
+        targets = ["bench/sotto-bench", "client/sotto:executable"]
+        ensure_built(build, targets, not a.no_build)
+        self.bins = {t: (build / "bench" / "sotto-bench", build / "client" / "sotto") for t in SOTTO_TOOLS}
+        if "sotto-avx2" in a.micro_tools + a.file_tools:
+            # a build without the AVX-512 clones (meson -Dmax_isa=avx2)
+            avx2 = Path(a.avx2_build_dir or str(build) + "-avx2")
+            ensure_built(avx2, targets, not a.no_build, ["-Dmax_isa=avx2"])
+            self.bins["sotto-avx2"] = (avx2 / "bench" / "sotto-bench", avx2 / "client" / "sotto")
+        for b in {b for pair in self.bins.values() for b in pair}:
             if not b.is_file():
-                raise SystemExit(f"bench: {b} missing (meson compile -C {build})")
+                raise SystemExit(f"bench: {b} missing (meson compile -C {b.parent.parent})")
         self.wcpp = None
         if any(t.startswith("whispercpp") for t in a.micro_tools):
             self.wcpp = whispercpp.build(self.cache, self.python, a.whispercpp, os.cpu_count() or 2)
@@ -210,7 +215,7 @@ class Bench:
         a = self.args
         if tool.startswith("sotto"):
             prec, env = SOTTO_RUN[tool]
-            cmd = [str(self.sotto_bench), str(m["gguf"]), "--precision", prec,
+            cmd = [str(self.bins[tool][0]), str(m["gguf"]), "--precision", prec,
                    "--threads", str(THREADS), "--runs", str(a.inner_runs)]
             wall, rss, out, err, rc = self.run(cmd, extra_env=env)
             check(cmd, rc, err)
@@ -251,7 +256,7 @@ class Bench:
         a = self.args
         env = tool_env(tool)
         if tool.startswith("sotto"):
-            cmd = [str(self.sotto_bench), str(m["gguf"]), "--precision", SOTTO_RUN[tool][0],
+            cmd = [str(self.bins[tool][0]), str(m["gguf"]), "--precision", SOTTO_RUN[tool][0],
                    "--threads", str(THREADS), "--file", str(self.raw), "--tokens", str(a.fixed_tokens)]
         elif tool.startswith("whispercpp"):
             cmd = [str(self.wcpp["bin_dir"] / "whispercpp-file"), str(m["ggml"]), str(self.raw),
@@ -278,7 +283,7 @@ class Bench:
         extra = {}
         if tool.startswith("sotto"):
             prec, env = SOTTO_RUN[tool]
-            cmd = [str(self.sotto), "transcribe", "-m", str(m["gguf"]), "--precision", prec,
+            cmd = [str(self.bins[tool][1]), "transcribe", "-m", str(m["gguf"]), "--precision", prec,
                    "-t", str(THREADS), "--beam-size", "1", "-l", "en", "-f", "json", "-q", *files]
             wall, rss, out, err, rc = self.run(cmd, extra_env=env)
             check(cmd, rc, err)
@@ -453,6 +458,10 @@ class Bench:
         L.append("Versions and settings:\n")
         L.append(f"- sotto {git_describe()}, build {self.args.build_dir} ({meson_buildtype(self.args.build_dir)}), "
                  f"{cc_version()}")
+        avx2 = self.bins["sotto-avx2"][0].parent.parent
+        if avx2 != Path(self.args.build_dir):
+            L.append(f"- sotto-avx2: build {avx2} (meson -Dmax_isa=avx2: no AVX-512 clones of the element-wise "
+                     f"loops, oneDNN and the hand kernels held to AVX2)")
         if self.wcpp:
             L.append(f"- {self.wcpp['source']}; cmake {self.wcpp['cmake']}; whisper-bench, whisper-cli and "
                      f"bench/whispercpp-file.c")
@@ -524,6 +533,9 @@ def main() -> int:
     ap.add_argument("--build-dir", default=str(REPO / "build-bench"),
                     help="meson build directory, set up as a release build if missing [build-bench: "
                          "its own, so that a debug or sanitizer build/ cannot skew the numbers]")
+    ap.add_argument("--avx2-build-dir",
+                    help="the build sotto-avx2 runs, set up with -Dmax_isa=avx2 (no AVX-512) if missing "
+                         "[the --build-dir with -avx2 after it]")
     ap.add_argument("--no-build", action="store_true", help="do not run meson compile first")
     ap.add_argument("--docs", action=argparse.BooleanOptionalAction,
                     help="append the report to docs/benchmarks.md [yes, except with --quick]")

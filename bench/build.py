@@ -12,13 +12,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def ensure_built(build: Path, targets: list[str], compile_: bool = True) -> None:
-    """meson setup build (release) if it has no build.ninja, then meson
-    compile the targets (unless compile_ is false: --no-build); warn on
-    standard error when the build is not a release one."""
+def ensure_built(build: Path, targets: list[str], compile_: bool = True, options: list[str] = ()) -> None:
+    """meson setup build (release, with the -D options) if it has no
+    build.ninja, or set those options on it, then meson compile the
+    targets (unless compile_ is false: --no-build); warn on standard error
+    when the build is not a release one."""
     if compile_:
         if not (build / "build.ninja").is_file():
-            subprocess.run(["meson", "setup", str(build), "--buildtype=release"], cwd=REPO, check=True)
+            subprocess.run(["meson", "setup", str(build), "--buildtype=release", *options], cwd=REPO, check=True)
+        elif options:
+            subprocess.run(["meson", "configure", str(build), *options], cwd=REPO, check=True,
+                           stdout=subprocess.DEVNULL)
         print(f"bench: meson compile -C {build}", file=sys.stderr, flush=True)
         subprocess.run(["meson", "compile", "-C", str(build), *targets], cwd=REPO, check=True,
                        stdout=subprocess.DEVNULL)

@@ -14,10 +14,11 @@ FILE_TOOLS = ["sotto-fp32", "sotto-bf16", "sotto-int8", "sotto-avx2", "whispercp
 RANDOM_TOOLS = ["sotto-bf16", "sotto-int8", "whispercpp", "whispercpp-nofa", "fw-int8"]
 SOTTO_TOOLS = ("sotto-bf16", "sotto-int8", "sotto-fp32", "sotto-avx2")
 PEERS = ("whispercpp", "whispercpp-nofa", "fw-int8", "fw-fp32", "fw-int8-avx2")
-# sotto-avx2: precision auto with oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA),
-# the path of a CPU without AMX or AVX-512 (int8 on AVX2); sotto's own
-# kernels follow the setting where oneDNN's ISA picks them, its
-# element-wise loops still use AVX-512 when the CPU has it. fw-int8-avx2:
+# sotto-avx2: precision auto from a build without AVX-512 (meson
+# -Dmax_isa=avx2, bench.py builds it beside --build-dir), with oneDNN held
+# to AVX2 (ONEDNN_MAX_CPU_ISA; such a build holds it so by itself): the
+# path of a CPU without AMX or AVX-512 (int8 on AVX2), sotto's hand
+# kernels and element-wise loops in their AVX2 forms. fw-int8-avx2:
 # faster-whisper int8 held to AVX2 the same way, CTranslate2's own kernels
 # (CT2_FORCE_CPU_ISA) and the GEMM libraries it may call (MKL, oneDNN).
 # Figures made so on an AVX-512 machine stand in for an AVX2-only CPU of

@@ -8,10 +8,9 @@
 #include <string.h>
 
 #include "amx.h"
+#include "clones.h"
 #include "layers.h"
 
-#define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
-	"arch=x86-64-v3", "default")))
 
 #define AW_ELEM			float
 #define AW_LOAD8(x)		ld8(x)

@@ -18,6 +18,20 @@
 #include "gemm.h"
 #include "gemm-private.h"
 
+#ifdef SOTTO_MAX_ISA_AVX2
+/*
+ * A -Dmax_isa=avx2 build (clones.h) holds oneDNN to AVX2 before anything
+ * asks it for its ISA: the hand kernels choose by what oneDNN says it
+ * uses, so they follow. A user's ONEDNN_MAX_CPU_ISA is kept.
+ */
+__attribute__((constructor)) static void
+gemm_dnnl_max_avx2(void)
+{
+	if (getenv("ONEDNN_MAX_CPU_ISA") == NULL)
+		(void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+}
+#endif
+
 int
 gemm_dnnl_init(struct gemm *g, char *err)
 {

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "clones.h"
 #include "layers.h"
 
 #define LAYER_EPS	1e-5f
@@ -17,8 +18,6 @@
 #define COL_BLOCK	128
 #define GELU_PAR_MIN	4096	/* GELU values of a step before going parallel */
 #define GELU_ROWS	64	/* rows of a step's GELU per share */
-#define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
-	"arch=x86-64-v3", "default")))
 
 /*
  * Range reduction plus a degree-6 polynomial: ~1 ulp, branch-free. In

@@ -24,12 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clones.h"
 #include "err.h"
 #include "gguf.h"
 #include "vad.h"
 
-#define CLONES	__attribute__((target_clones("arch=x86-64-v4", \
-	"arch=x86-64-v3", "default")))
 
 static const struct vad_conv_dims {
 	int cin, cout, stride;
