@@ -19,7 +19,9 @@ def ensure_built(build: Path, targets: list[str], compile_: bool = True, options
     when the build is not a release one."""
     if compile_:
         if not (build / "build.ninja").is_file():
-            subprocess.run(["meson", "setup", str(build), "--buildtype=release", *options], cwd=REPO, check=True)
+            # its output on standard error: standard output is the report
+            subprocess.run(["meson", "setup", str(build), "--buildtype=release", *options], cwd=REPO, check=True,
+                           stdout=sys.stderr)
         elif options:
             subprocess.run(["meson", "configure", str(build), *options], cwd=REPO, check=True,
                            stdout=subprocess.DEVNULL)
