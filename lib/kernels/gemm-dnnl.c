@@ -21,8 +21,9 @@
 #ifdef SOTTO_MAX_ISA_AVX2
 /*
  * A -Dmax_isa=avx2 build (clones.h) holds oneDNN to AVX2 before anything
- * asks it for its ISA: the hand kernels choose by what oneDNN says it
- * uses, so they follow. A user's ONEDNN_MAX_CPU_ISA is kept.
+ * asks it for its ISA; the hand kernels follow (gemm_cpu_isa, which
+ * links this file into whatever picks a kernel). A user's
+ * ONEDNN_MAX_CPU_ISA is kept.
  */
 __attribute__((constructor)) static void
 gemm_dnnl_max_avx2(void)
@@ -31,6 +32,12 @@ gemm_dnnl_max_avx2(void)
 		(void)dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
 }
 #endif
+
+unsigned
+gemm_cpu_isa(void)
+{
+	return (unsigned)dnnl_get_effective_cpu_isa();
+}
 
 int
 gemm_dnnl_init(struct gemm *g, char *err)

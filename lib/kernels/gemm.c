@@ -58,7 +58,7 @@ scratch_key_make(void)
 static int
 cpu_has_bf16(void)
 {
-	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	unsigned isa = gemm_cpu_isa();
 
 	return ((isa & dnnl_cpu_isa_avx512_core_bf16) ==
 	    dnnl_cpu_isa_avx512_core_bf16);
@@ -67,7 +67,7 @@ cpu_has_bf16(void)
 static int
 cpu_has_amx(void)
 {
-	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	unsigned isa = gemm_cpu_isa();
 
 	return ((isa & dnnl_cpu_isa_avx512_core_amx) ==
 	    dnnl_cpu_isa_avx512_core_amx);

@@ -17,6 +17,13 @@
 
 struct gemm;
 
+/*
+ * The ISA the kernels may use: oneDNN's effective one (a dnnl_cpu_isa_t),
+ * capped by ONEDNN_MAX_CPU_ISA and, in a -Dmax_isa=avx2 build, at AVX2.
+ * Every hand kernel picks its form by it, so that one setting moves all.
+ */
+unsigned	gemm_cpu_isa(void);
+
 /* Resolve AUTO to what the CPU does best; fails if BF16 is unsupported. */
 int	gemm_pick_precision(enum sotto_precision want,
 	    enum sotto_precision *ret, char *err);

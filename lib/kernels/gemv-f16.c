@@ -15,6 +15,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "gemm.h"
 #include "gemv.h"
 
 #define V4	__attribute__((target("avx512f,avx512bw,avx512vl,f16c,fma")))
@@ -174,7 +175,7 @@ typedef float (*dot_fn)(const uint16_t *, const float *, int);
 static dot_fn
 dot_pick(int k)
 {
-	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	unsigned isa = gemm_cpu_isa();
 
 	if (k % 32 == 0 && (isa & dnnl_cpu_isa_avx512_core) ==
 	    dnnl_cpu_isa_avx512_core)

@@ -33,6 +33,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "gemm.h"
 #include "gemv.h"
 #include "logits.h"
 
@@ -56,7 +57,7 @@ _Static_assert(GEMV_I8_AVX2_EXACT == LOGITS_EXACT,
 int
 gemv_i8_avx2_supported(void)
 {
-	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	unsigned isa = gemm_cpu_isa();
 
 	return (isa & dnnl_cpu_isa_avx2) == dnnl_cpu_isa_avx2 &&
 	    __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&

@@ -33,6 +33,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "gemm.h"
 #include "gemv.h"
 
 #define VNNI_TARGET	__attribute__((target( \
@@ -57,7 +58,7 @@
 int
 gemv_i8_supported(void)
 {
-	dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+	unsigned isa = gemm_cpu_isa();
 
 	return (isa & dnnl_cpu_isa_avx512_core_bf16) ==
 	    dnnl_cpu_isa_avx512_core_bf16 &&
