@@ -2,8 +2,8 @@
  * OpenMP's idle-thread policy, set before libgomp starts: the compute
  * threads of sotto, sottod and sotto-bench call this first in main().
  *
- * A decoder step opens about 35 (tiny.en) to 50 parallel regions, tens
- * of microseconds apart. Waking a sleeping thread costs about 17 us per
+ * A decoder step opens about 38 (tiny.en) to 56 (base) parallel
+ * regions, tens of microseconds apart. Waking a sleeping thread costs about 17 us per
  * region on these machines, a spinning one about 1.4 us. So batch work
  * (`sotto transcribe`, sotto-bench) lets an idle thread spin for
  * GOMP_SPINCOUNT=1000 rounds (some tens of microseconds: long enough to
