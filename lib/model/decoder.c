@@ -212,20 +212,30 @@ self_attn_prefill(struct sotto_state *st, int layer, int t_n)
 	}
 }
 
-/* Append column col's K/V (beam b of st) to the caches at st's n_kv. */
+/*
+ * Head h of column col's K and V (beam b of st) into the caches at st's
+ * n_kv: dh values each, contiguous there (kv_at).
+ */
 static void
-kv_append(const struct sotto_state *work, struct sotto_state *st, int layer,
-    int n, int col, int b)
+kv_append_head(const struct sotto_state *work, const struct sotto_state *st,
+    int layer, int n, int col, int b, int h)
 {
 	const struct sotto_model *m = st->model;
-	int d = m->hp.n_text_state, c;
-	void *kc = kv_at(st, b, layer, 0), *vc = kv_at(st, b, layer, 1);
+	int d = m->hp.n_text_state, dh = d / m->hp.n_text_head, i, kind;
+	size_t at = ((size_t)h * m->hp.n_text_ctx + st->n_kv) * dh;
 
-	for (c = 0; c < d; c++) {
-		kv_put(m, kc, c, st->n_kv, work->dqkv[((size_t)d + c) * n +
-		    col]);
-		kv_put(m, vc, c, st->n_kv, work->dqkv[((size_t)2 * d + c) *
-		    n + col]);
+	for (kind = 0; kind < 2; kind++) {
+		const float *x = work->dqkv + ((size_t)(kind + 1) * d +
+		    (size_t)h * dh) * n + col;
+		void *cache = kv_at(st, b, layer, kind);
+
+		if (kv_elem(m) == 2)
+			for (i = 0; i < dh; i++)
+				((uint16_t *)cache)[at + i] =
+				    bf16_round(x[(size_t)i * n]);
+		else
+			for (i = 0; i < dh; i++)
+				((float *)cache)[at + i] = x[(size_t)i * n];
 	}
 }
 
@@ -245,12 +255,15 @@ self_attn_step(const struct decoder_cols *cs, int layer, int n)
 	int own_of[WHISPER_MAX_BEAMS];
 
 	for (o = 0; o < cs->n_own; o++)
-		for (b = cs->col0[o]; b < cs->col0[o + 1]; b++) {
+		for (b = cs->col0[o]; b < cs->col0[o + 1]; b++)
 			own_of[b] = o;
-			kv_append(work, cs->own[o], layer, n, b,
-			    b - cs->col0[o]);
-		}
-	/* each pair has its own ctx floats of dscores for its scores */
+	/*
+	 * each pair has its own ctx floats of dscores for its scores; it
+	 * writes its own head of its column's new position first (in the
+	 * beam's own slot: no other pair reads it), so that the copy is
+	 * shared too (done alone before the region, 5 beams' took 14 us,
+	 * long enough for the other thread to fall asleep)
+	 */
 #pragma omp parallel for schedule(static) \
     if (n * n_head * (cs->own[0]->n_kv + 1) >= SELF_PAR_MIN_KEYS)
 	for (w = 0; w < n * n_head; w++) {
@@ -258,6 +271,7 @@ self_attn_step(const struct decoder_cols *cs, int layer, int n)
 		const struct sotto_state *st = cs->own[ow];
 		int beam = col - cs->col0[ow];
 
+		kv_append_head(work, st, layer, n, col, beam, h);
 		kv_attend(st, beam, layer, h, work->dqkv + (size_t)h * dh * n +
 		    col, n, st->n_kv + 1, work->dattn + (size_t)h * dh * n +
 		    col, n, work->dscores + (size_t)w * ctx);
