@@ -276,8 +276,8 @@ track_span(struct sotto_speaker_track *tr, double start, double end,
 		run = track_sample(tr->run_start, lo, hi);
 		a = b - run > ctx ? b - ctx : run;
 	}
-	if (b - a < ctx && next_end > next_start && next_end > end &&
-	    next_start - end < TRACK_PAUSE_S) {
+	if (tr->run_start == start && b - a < ctx && next_end > next_start &&
+	    next_end > end && next_start - end < TRACK_PAUSE_S) {
 		run = track_sample(next_end, lo, hi);
 		b = run - a > ctx ? a + ctx : run;
 	}
