@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 LIB = Path(os.environ.get("SOTTO_LIB", REPO / "build" / "lib" / "libsotto.so.0"))
-AUDIO_DIR = Path(os.environ.get("SOTTO_AUDIO_DIR", REPO.parent / "shared" / "audio"))
+from audio import AUDIO_DIR  # noqa: E402
 PY = os.environ.get("SOTTO_PYTHON") or sys.executable
 F32P = ctypes.POINTER(ctypes.c_float)
 

@@ -4,8 +4,8 @@
   fetched once with `pip download` and cached in ~/.cache/sotto/.
 - read_wav(path): 16-bit PCM WAV as float32 in [-1, 1), as whisper's
   load_audio (int16 / 32768).
-- audio_files(): the development speech samples (SOTTO_AUDIO_DIR,
-  default /work/shared/audio).
+- audio_files(): the development speech samples (tests/audio.py:
+  SOTTO_AUDIO_DIR, else ../shared/audio beside the clone).
 - build_shared(sources, out): compile C files of this repo into a .so.
 
 The same helpers are exposed as fixtures of the same names.
@@ -27,7 +27,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("SOTTO_CACHE_DIR",
                             Path.home() / ".cache" / "sotto"))
-AUDIO_DIR = Path(os.environ.get("SOTTO_AUDIO_DIR", "/work/shared/audio"))
+from audio import AUDIO_DIR  # noqa: E402
 WHISPER_PIN = "openai-whisper==20250625"
 MEL_NPZ = "mel_filters.npz"
 

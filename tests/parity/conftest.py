@@ -48,7 +48,7 @@ from sotto_gguf.openai_sdist import OPENAI_SDIST  # noqa: E402
 # runtime starts.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 PY = os.environ.get("SOTTO_PYTHON") or sys.executable
-AUDIO_DIR = Path(os.environ.get("SOTTO_AUDIO_DIR", REPO.parent / "shared" / "audio"))
+from audio import AUDIO_DIR  # noqa: E402
 WAV = AUDIO_DIR / "jfk.wav"
 SEED = 20251117
 FULL = os.environ.get("SOTTO_PARITY_FULL") == "1"
