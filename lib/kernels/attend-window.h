@@ -169,6 +169,157 @@ AW_NAME(scores)(const float *q, int ldq, int nq, const AW_ELEM *k, int ldk,
 }
 
 /*
+ * A block of queries (a beam search's 5) in one pass over the keys, so
+ * that each 8 of K or V is loaded (and, for binary16, widened) once for
+ * all of them instead of once per query: 5 beams' cross-attention of
+ * base was bound by those loads and widenings, not by memory. Each
+ * query's sums are the ones attend makes alone (the same operations in
+ * the same order), so its floats do not depend on the others.
+ */
+#define AW_QB		5	/* queries a block: 10 sums in 16 registers */
+
+/*
+ * Scores of nqb (a constant) queries over the keys [t, t + 8 nv) of 8
+ * channels: p[j][t] += qs[c][j] k[c][t] for c in order, p held in
+ * registers across the 8 (nv 2: 10 sums, 2 keys and a query's value).
+ */
+AW_FN void
+AW_NAME(scores_tile)(const float *qs, const AW_ELEM *k, int ldk, int t,
+    const int nqb, const int nv, float *p, int n)
+{
+	v8 a[AW_QB][2], k0, k1 = { 0 }, qb;
+	int c, j;
+
+	for (j = 0; j < nqb; j++) {
+		a[j][0] = ld8(p + (size_t)j * n + t);
+		if (nv == 2)
+			a[j][1] = ld8(p + (size_t)j * n + t + 8);
+	}
+	for (c = 0; c < 8; c++) {
+		k0 = AW_LOAD8(k + (size_t)c * ldk + t);
+		if (nv == 2)
+			k1 = AW_LOAD8(k + (size_t)c * ldk + t + 8);
+		for (j = 0; j < nqb; j++) {
+			qb = bcast8(qs[c * AW_QB + j]);
+			a[j][0] = AW_MADD8(qb, k0, a[j][0]);
+			if (nv == 2)
+				a[j][1] = AW_MADD8(qb, k1, a[j][1]);
+		}
+	}
+	for (j = 0; j < nqb; j++) {
+		*(v8u *)(p + (size_t)j * n + t) = a[j][0];
+		if (nv == 2)
+			*(v8u *)(p + (size_t)j * n + t + 8) = a[j][1];
+	}
+}
+
+/* scores (below) of a block of nqb queries, 8 channels at a time */
+AW_FN void
+AW_NAME(scores_blk)(const float *q, int ldq, const int nqb, const AW_ELEM *k,
+    int ldk, int n, int dh, float scale, float *p)
+{
+	float qs[8 * AW_QB];
+	int c, t, j, i, t0, t1;
+
+	for (c = 0; c + 8 <= dh; c += 8) {
+		for (i = 0; i < 8; i++)
+			for (j = 0; j < nqb; j++)
+				qs[i * AW_QB + j] = q[(size_t)(c + i) * ldq +
+				    j] * scale;
+		for (t0 = 0; t0 < n; t0 = t1) {
+			t1 = n - t0 < AW_CHUNK ? n : t0 + AW_CHUNK;
+			for (t = t0; t + 16 <= t1; t += 16)
+				AW_NAME(scores_tile)(qs, k + (size_t)c * ldk,
+				    ldk, t, nqb, 2, p, n);
+			for (; t + 8 <= t1; t += 8)
+				AW_NAME(scores_tile)(qs, k + (size_t)c * ldk,
+				    ldk, t, nqb, 1, p, n);
+			for (; t < t1; t++)
+				for (j = 0; j < nqb; j++)
+					for (i = 0; i < 8; i++)
+						p[(size_t)j * n + t] = AW_MADD(
+						    qs[i * AW_QB + j], AW_VALUE(
+						    k[(size_t)(c + i) * ldk +
+						    t]), p[(size_t)j * n + t]);
+		}
+	}
+	for (; c < dh; c++) {
+		const AW_ELEM *kr = k + (size_t)c * ldk;
+
+		for (j = 0; j < nqb; j++) {
+			float qc = q[(size_t)c * ldq + j] * scale, *pj = p +
+			    (size_t)j * n;
+
+			for (t = 0; t < n; t++)
+				pj[t] = AW_MADD(qc, AW_VALUE(kr[t]), pj[t]);
+		}
+	}
+}
+
+/*
+ * The weighted sums of 2 channels (rows ldk apart) for nqb queries over
+ * the keys [0, n8), into acc[j][r]: as weighted8, each lane's keys in
+ * order, with each 8 of V loaded once for all the queries.
+ */
+AW_FN void
+AW_NAME(weighted_blk)(const float *p, int n, const int nqb, const AW_ELEM *v,
+    int ldk, int n8, v8 acc[][8])
+{
+	v8 a[AW_QB][2], v0, v1, pt;
+	int t, j;
+
+	for (j = 0; j < nqb; j++)
+		a[j][0] = a[j][1] = (v8){ 0 };
+	for (t = 0; t < n8; t += 8) {
+		v0 = AW_LOAD8(v + t);
+		v1 = AW_LOAD8(v + ldk + t);
+		for (j = 0; j < nqb; j++) {
+			pt = ld8(p + (size_t)j * n + t);
+			a[j][0] = AW_MADD8(pt, v0, a[j][0]);
+			a[j][1] = AW_MADD8(pt, v1, a[j][1]);
+		}
+	}
+	for (j = 0; j < nqb; j++) {
+		acc[j][0] = a[j][0];
+		acc[j][1] = a[j][1];
+	}
+}
+
+/* attend (below) of a block of nqb (2 .. AW_QB, a constant) queries */
+AW_FN void
+AW_NAME(attend_blk)(const float *q, int ldq, const int nqb, const AW_ELEM *k,
+    const AW_ELEM *v, int ldk, int n, int dh, float scale, float *out,
+    int ldo, float *p)
+{
+	v8 acc[AW_QB][8];
+	int n8 = n / 8 * 8, c, t, j, r, rows;
+
+	for (t = 0; t < nqb * n; t++)
+		p[t] = 0.0f;
+	AW_NAME(scores_blk)(q, ldq, nqb, k, ldk, n, dh, scale, p);
+	for (j = 0; j < nqb; j++)
+		layer_softmax(p + (size_t)j * n, n);
+	for (c = 0; c < dh; c += rows) {
+		rows = dh - c >= 2 ? 2 : 1;
+		if (rows == 2)
+			AW_NAME(weighted_blk)(p, n, nqb, v + (size_t)c * ldk,
+			    ldk, n8, acc);
+		else
+			for (j = 0; j < nqb; j++) {
+				acc[j][0] = (v8){ 0 };
+				AW_NAME(weighted1)(p + (size_t)j * n, v +
+				    (size_t)c * ldk, 0, n8, &acc[j][0]);
+			}
+		for (r = 0; r < rows; r++)
+			for (j = 0; j < nqb; j++)
+				out[(size_t)(c + r) * ldo + j] =
+				    AW_NAME(finish_sum)(&acc[j][r], p +
+				    (size_t)j * n, v + (size_t)(c + r) * ldk,
+				    n8, n);
+	}
+}
+
+/*
  * nq queries (consecutive columns of q, channel stride ldq) against the
  * same n keys of one head, channels-first: p = softmax(scale q.K),
  * out[c * ldo + j] = sum_t p[j][t] V[c][t]. K and V are [dh][ldk] and are
@@ -185,8 +336,28 @@ AW_NAME(attend)(const float *q, int ldq, int nq, const AW_ELEM *k,
     int ldo, float *p)
 {
 	v8 acc[LAYER_ATTEND_MAX_Q][8];
-	int n8 = n / 8 * 8, c, t, j, t0, t1, r, rows;
+	int n8 = n / 8 * 8, c, t, j, t0, t1, r, rows, nb;
 
+	if (nq > 1) {
+		/* blocks of AW_QB, then the rest (one query alone below) */
+		for (j = 0; j + 1 < nq; j += nb) {
+			nb = nq - j < AW_QB ? nq - j : AW_QB;
+			switch (nb) {
+#define AW_BLK(b) case b: AW_NAME(attend_blk)(q + j, ldq, b, k, v, ldk, n, \
+			    dh, scale, out + j, ldo, p); break
+			AW_BLK(2);
+			AW_BLK(3);
+			AW_BLK(4);
+			AW_BLK(5);
+#undef AW_BLK
+			}
+		}
+		if (j == nq)
+			return;
+		q += j;
+		out += j;
+		nq = 1;
+	}
 	for (t = 0; t < nq * n; t++)
 		p[t] = 0.0f;
 	AW_NAME(scores)(q, ldq, nq, k, ldk, n, dh, scale, p);
@@ -217,4 +388,5 @@ AW_NAME(attend)(const float *q, int ldq, int nq, const AW_ELEM *k,
 }
 
 #undef AW_CHUNK
+#undef AW_QB
 #undef AW_FN
