@@ -226,14 +226,17 @@ gemv_f16(const struct gemv_args *a, float *scratch)
 
 	for (j0 = 0; j0 < a->n; j0 += GEMV_F16_COLS) {
 		nb = a->n - j0 < GEMV_F16_COLS ? a->n - j0 : GEMV_F16_COLS;
-		for (j = 0; j < nb; j++)
-			for (kk = 0; kk < a->k; kk++)
-				scratch[(size_t)j * a->k + kk] =
-				    a->x[(size_t)kk * a->ldx + j0 + j];
-#pragma omp parallel if (par)
+		/* the columns laid out inside the region, shared among the
+		 * threads (gemv_i8_avx2 says why) */
+#pragma omp parallel if (par) private(j, kk)
 		{
 			int t = omp_get_thread_num(), nt = omp_get_num_threads();
 
+			for (j = t; j < nb; j += nt)
+				for (kk = 0; kk < a->k; kk++)
+					scratch[(size_t)j * a->k + kk] =
+					    a->x[(size_t)kk * a->ldx + j0 + j];
+#pragma omp barrier
 			rows_f16(a, scratch, nb, a->y + j0 * a->yj,
 			    (int)((long long)a->rows * t / nt),
 			    (int)((long long)a->rows * (t + 1) / nt), dot);

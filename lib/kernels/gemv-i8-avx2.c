@@ -129,24 +129,24 @@ col_qmax(int k)
 	return q > 32767 ? 32767 : (int)q;
 }
 
-/* Columns [j0, j0 + n) of x as int16 xq [N][k] (zero up to N), scales sx. */
+/*
+ * Column j0 + j of x as int16 xq[j][k] and its scale sx[j]: zeros past
+ * the n columns there are (a pass's instance takes N >= n).
+ */
 static void
-quantize_cols(const float *x, int ldx, int k, int j0, int n, int N,
+quantize_col(const float *x, int ldx, int k, int j0, int n, int j,
     int16_t *xq, float *sx)
 {
-	int qmax = col_qmax(k), j, kk;
+	int qmax = col_qmax(k), kk;
+	float max = 0.0f, inv;
 
-	for (j = 0; j < N; j++) {
-		float max = 0.0f, inv;
-
-		for (kk = 0; j < n && kk < k; kk++)
-			max = gemv_absmax(max, x[(size_t)kk * ldx + j0 + j]);
-		sx[j] = max / qmax;
-		inv = max > 0.0f ? qmax / max : 0.0f;
-		for (kk = 0; kk < k; kk++)
-			xq[(size_t)j * k + kk] = j < n ? (int16_t)lrintf(
-			    x[(size_t)kk * ldx + j0 + j] * inv) : 0;
-	}
+	for (kk = 0; j < n && kk < k; kk++)
+		max = gemv_absmax(max, x[(size_t)kk * ldx + j0 + j]);
+	sx[j] = max / qmax;
+	inv = max > 0.0f ? qmax / max : 0.0f;
+	for (kk = 0; kk < k; kk++)
+		xq[(size_t)j * k + kk] = j < n ? (int16_t)lrintf(
+		    x[(size_t)kk * ldx + j0 + j] * inv) : 0;
 }
 
 /* y rows [row, row + 4) of column j (+)= v, those below a->rows. */
@@ -346,16 +346,27 @@ gemv_i8_avx2(const struct gemv_i8_args *a, void *scratch)
 
 		nb = a->n - j0 < GEMV_I8_COLS ? a->n - j0 : GEMV_I8_COLS;
 		w = dot_i8_for[nb].width;
-		quantize_cols(a->x, a->ldx, a->k, j0, nb, w, xq, sx);
 		b.y = a->y + j0 * a->yj;
 		b.n = nb;
+		/*
+		 * The columns are rounded inside the region, shared among
+		 * the threads: rounded before it, they were most of the
+		 * serial time between a step's regions (7-9 us before each
+		 * of base's 30 a 5-beam step, AVX2), and a thread that slept
+		 * through that gap is woken while it is done.
+		 */
 #pragma omp parallel if (par)
 		{
 			int t = omp_get_thread_num();
 			int nt = omp_get_num_threads();
 			int b0 = (int)((long long)blocks * t / nt);
 			int b1 = (int)((long long)blocks * (t + 1) / nt);
+			int j;
 
+			for (j = t; j < w; j += nt)
+				quantize_col(a->x, a->ldx, a->k, j0, nb, j, xq,
+				    sx);
+#pragma omp barrier
 			if (b0 < b1)
 				dot_i8_for[nb].fn(&b, xq, sx, b0, b1);
 		}
