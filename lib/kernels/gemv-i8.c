@@ -166,34 +166,31 @@ gemv_i8_unpack(const uint8_t *wp, const float *scale, int rows, int k,
 }
 
 /*
- * Columns [j0, j0 + n) of x as xh, xl [N][k] (zero rows up to N), with
- * their scales and sums of q.
+ * Column j0 + j of x as xh, xl[j][k] (zeros past the n columns there
+ * are), with its scale and its sum of q.
  */
 static void
-quantize_cols(const float *x, int ldx, int k, int j0, int n, int N,
+quantize_col(const float *x, int ldx, int k, int j0, int n, int j,
     int8_t *xh, int8_t *xl, float *sx, int32_t *sumq)
 {
-	int j, kk;
+	float max = 0.0f, inv;
+	int32_t s = 0;
+	int kk;
 
-	for (j = 0; j < N; j++) {
-		float max = 0.0f, inv;
-		int32_t s = 0;
+	for (kk = 0; j < n && kk < k; kk++)
+		max = gemv_absmax(max, x[(size_t)kk * ldx + j0 + j]);
+	sx[j] = max / QX;
+	inv = max > 0.0f ? QX / max : 0.0f;
+	for (kk = 0; kk < k; kk++) {
+		int q = j < n ? (int)lrintf(x[(size_t)kk * ldx + j0 + j] *
+		    inv) : 0;
+		int h = (q + 128) >> 8;
 
-		for (kk = 0; j < n && kk < k; kk++)
-			max = gemv_absmax(max, x[(size_t)kk * ldx + j0 + j]);
-		sx[j] = max / QX;
-		inv = max > 0.0f ? QX / max : 0.0f;
-		for (kk = 0; kk < k; kk++) {
-			int q = j < n ? (int)lrintf(x[(size_t)kk * ldx + j0 +
-			    j] * inv) : 0;
-			int h = (q + 128) >> 8;
-
-			xh[(size_t)j * k + kk] = (int8_t)h;
-			xl[(size_t)j * k + kk] = (int8_t)(q - 256 * h);
-			s += q;
-		}
-		sumq[j] = s;
+		xh[(size_t)j * k + kk] = (int8_t)h;
+		xl[(size_t)j * k + kk] = (int8_t)(q - 256 * h);
+		s += q;
 	}
+	sumq[j] = s;
 }
 
 /*
@@ -351,16 +348,21 @@ gemv_i8(const struct gemv_i8_args *a, void *scratch)
 
 		nb = a->n - j0 < GEMV_I8_COLS ? a->n - j0 : GEMV_I8_COLS;
 		w = dot_i8_for[nb].width;
-		quantize_cols(a->x, a->ldx, a->k, j0, nb, w, xh, xl, sx, sumq);
 		b.y = a->y + j0 * a->yj;
 		b.n = nb;
+		/* the columns rounded inside the region (gemv-i8-avx2.c) */
 #pragma omp parallel if (par)
 		{
 			int t = omp_get_thread_num();
 			int nt = omp_get_num_threads();
 			int b0 = (int)((long long)blocks * t / nt);
 			int b1 = (int)((long long)blocks * (t + 1) / nt);
+			int j;
 
+			for (j = t; j < w; j += nt)
+				quantize_col(a->x, a->ldx, a->k, j0, nb, j, xh,
+				    xl, sx, sumq);
+#pragma omp barrier
 			if (b0 < b1)
 				dot_i8_for[nb].fn(&b, xh, xl, sx, sumq, b0,
 				    b1);
