@@ -235,8 +235,8 @@ run_cols(const struct logits_head *lh, const float *x, int N, int j, int n,
 }
 
 /*
- * n columns (5: the VNNI path's 4 + 1 column instances; 7 and 16 the
- * AVX2 path's 5 + 2 and 5 + 5 + 5 + 1) against a vocabulary of 2001 (a
+ * n columns (the VNNI path's instances: 1, 5, 4, and 6 as 5 + 1; 7 and
+ * 16 the AVX2 path's 5 + 2 and 5 + 5 + 5 + 1) against a vocabulary of 2001 (a
  * partial last block of 16 rows); each column alone gives the same
  * floats as among the others (a beam's words do not depend on its
  * company).
@@ -324,6 +324,8 @@ test_logits_head_vnni(void **state)
 	    "keeps the exact product of test_gemv_f16");
 	check_logits_head(LOGITS_VNNI, 1);
 	check_logits_head(LOGITS_VNNI, 5);
+	check_logits_head(LOGITS_VNNI, 4);
+	check_logits_head(LOGITS_VNNI, 6);
 }
 
 /* The int8 models' head on AVX2 (logits-avx2.c). */
