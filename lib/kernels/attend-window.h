@@ -136,35 +136,62 @@ AW_NAME(finish_sum)(const v8 *acc, const float *p, const AW_ELEM *v, int n8,
 	return s;
 }
 
-/* p = scale q.K of every query (p zero on entry). */
+/* p = scale q.K of one query (p zero on entry). */
 AW_FN void
-AW_NAME(scores)(const float *q, int ldq, int nq, const AW_ELEM *k, int ldk,
-    int n, int dh, float scale, float *p)
+AW_NAME(scores)(const float *q, int ldq, const AW_ELEM *k, int ldk, int n,
+    int dh, float scale, float *p)
 {
 	float qs[8];
-	int c, t, j, i, t0, len;
+	int c, t, i, t0, len;
 
-	for (c = 0; c + 8 <= dh; c += 8)
+	for (c = 0; c + 8 <= dh; c += 8) {
+		for (i = 0; i < 8; i++)
+			qs[i] = q[(size_t)(c + i) * ldq] * scale;
 		for (t0 = 0; t0 < n; t0 += AW_CHUNK) {
 			len = n - t0 < AW_CHUNK ? n - t0 : AW_CHUNK;
-			for (j = 0; j < nq; j++) {
-				for (i = 0; i < 8; i++)
-					qs[i] = q[(size_t)(c + i) * ldq + j] *
-					    scale;
-				AW_NAME(scores8)(qs, k + (size_t)c * ldk + t0,
-				    ldk, len, p + (size_t)j * n + t0);
-			}
+			AW_NAME(scores8)(qs, k + (size_t)c * ldk + t0, ldk,
+			    len, p + t0);
 		}
+	}
 	for (; c < dh; c++) {
 		const AW_ELEM *kr = k + (size_t)c * ldk;
+		float qc = q[(size_t)c * ldq] * scale;
 
-		for (j = 0; j < nq; j++) {
-			float qc = q[(size_t)c * ldq + j] * scale, *pj = p +
-			    (size_t)j * n;
+		for (t = 0; t < n; t++)
+			p[t] = AW_MADD(qc, AW_VALUE(kr[t]), p[t]);
+	}
+}
 
-			for (t = 0; t < n; t++)
-				pj[t] = AW_MADD(qc, AW_VALUE(kr[t]), pj[t]);
+/*
+ * One query (a greedy step) against the n keys of one head: 8 rows of
+ * AW_CHUNK keys at a time, each 8 channels' sums in flight together.
+ */
+AW_FN void
+AW_NAME(attend1)(const float *q, int ldq, const AW_ELEM *k, const AW_ELEM *v,
+    int ldk, int n, int dh, float scale, float *out, int ldo, float *p)
+{
+	v8 acc[8];
+	int n8 = n / 8 * 8, c, t, t0, t1, r, rows;
+
+	for (t = 0; t < n; t++)
+		p[t] = 0.0f;
+	AW_NAME(scores)(q, ldq, k, ldk, n, dh, scale, p);
+	layer_softmax(p, n);
+	for (c = 0; c < dh; c += rows) {
+		rows = dh - c >= 8 ? 8 : 1;
+		memset(acc, 0, sizeof(acc));
+		for (t0 = 0; t0 < n8; t0 = t1) {
+			t1 = n8 - t0 < AW_CHUNK ? n8 : t0 + AW_CHUNK;
+			if (rows == 8)
+				AW_NAME(weighted8)(p, v + (size_t)c * ldk, ldk,
+				    t0, t1, acc);
+			else
+				AW_NAME(weighted1)(p, v + (size_t)c * ldk, t0,
+				    t1, acc);
 		}
+		for (r = 0; r < rows; r++)
+			out[(size_t)(c + r) * ldo] = AW_NAME(finish_sum)(
+			    &acc[r], p, v + (size_t)(c + r) * ldk, n8, n);
 	}
 }
 
@@ -323,67 +350,32 @@ AW_NAME(attend_blk)(const float *q, int ldq, const int nqb, const AW_ELEM *k,
  * nq queries (consecutive columns of q, channel stride ldq) against the
  * same n keys of one head, channels-first: p = softmax(scale q.K),
  * out[c * ldo + j] = sum_t p[j][t] V[c][t]. K and V are [dh][ldk] and are
- * read once for all queries (they do not fit in cache for long windows):
- * 8 rows of AW_CHUNK keys at a time, which stay in L1 while each query
- * takes its turn; with whole rows (48 KB for a window) the queries after
- * the first read them again from L2, and 5 beams took 2.5 times one.
- * Each query's floats are the same whatever queries are beside it.
- * p is nq * n floats of scratch.
+ * read once for each block of up to AW_QB queries (they do not fit in
+ * cache for long windows), a query left alone by attend1. Each query's
+ * floats are the same whatever queries are beside it. p is nq * n floats
+ * of scratch.
  */
 AW_FN void
 AW_NAME(attend)(const float *q, int ldq, int nq, const AW_ELEM *k,
     const AW_ELEM *v, int ldk, int n, int dh, float scale, float *out,
     int ldo, float *p)
 {
-	v8 acc[LAYER_ATTEND_MAX_Q][8];
-	int n8 = n / 8 * 8, c, t, j, t0, t1, r, rows, nb;
+	int j, nb;
 
-	if (nq > 1) {
-		/* blocks of AW_QB, then the rest (one query alone below) */
-		for (j = 0; j + 1 < nq; j += nb) {
-			nb = nq - j < AW_QB ? nq - j : AW_QB;
-			switch (nb) {
+	for (j = 0; j < nq; j += nb) {
+		nb = nq - j < AW_QB ? nq - j : AW_QB;
+		switch (nb) {
 #define AW_BLK(b) case b: AW_NAME(attend_blk)(q + j, ldq, b, k, v, ldk, n, \
 			    dh, scale, out + j, ldo, p); break
-			AW_BLK(2);
-			AW_BLK(3);
-			AW_BLK(4);
-			AW_BLK(5);
+		AW_BLK(2);
+		AW_BLK(3);
+		AW_BLK(4);
+		AW_BLK(5);
 #undef AW_BLK
-			}
+		default:
+			AW_NAME(attend1)(q + j, ldq, k, v, ldk, n, dh, scale,
+			    out + j, ldo, p);
 		}
-		if (j == nq)
-			return;
-		q += j;
-		out += j;
-		nq = 1;
-	}
-	for (t = 0; t < nq * n; t++)
-		p[t] = 0.0f;
-	AW_NAME(scores)(q, ldq, nq, k, ldk, n, dh, scale, p);
-	for (j = 0; j < nq; j++)
-		layer_softmax(p + (size_t)j * n, n);
-	for (c = 0; c < dh; c += rows) {
-		rows = dh - c >= 8 ? 8 : 1;
-		memset(acc, 0, sizeof(acc[0]) * nq);
-		for (t0 = 0; t0 < n8; t0 = t1) {
-			t1 = n8 - t0 < AW_CHUNK ? n8 : t0 + AW_CHUNK;
-			for (j = 0; j < nq; j++)
-				if (rows == 8)
-					AW_NAME(weighted8)(p + (size_t)j * n,
-					    v + (size_t)c * ldk, ldk, t0, t1,
-					    acc[j]);
-				else
-					AW_NAME(weighted1)(p + (size_t)j * n,
-					    v + (size_t)c * ldk, t0, t1,
-					    acc[j]);
-		}
-		for (r = 0; r < rows; r++)
-			for (j = 0; j < nq; j++)
-				out[(size_t)(c + r) * ldo + j] =
-				    AW_NAME(finish_sum)(&acc[j][r], p +
-				    (size_t)j * n, v + (size_t)(c + r) * ldk,
-				    n8, n);
 	}
 }
 
