@@ -467,8 +467,9 @@ test_gemv_f16(void **state)
 	check_gemv_f16(21, 96, 5, 1);
 	check_gemv_f16(19, 64, 11, 0);
 	check_gemv_f16(23, 384, 5, 0);	/* beams: a whole pass (AVX-512) */
-	check_gemv_f16(9, 64, 4, 0);	/* a pass and one column (AVX2) */
+	check_gemv_f16(9, 64, 4, 0);	/* AVX2: rows in pairs, one alone */
 	check_gemv_f16(17, 40, 3, 0);
+	check_gemv_f16(16, 96, 2, 1);	/* AVX2: pairs only, accumulated */
 }
 
 /*
