@@ -234,47 +234,42 @@ logits_head_free(struct logits_head *lh)
 }
 
 /*
- * Columns of x [d][n] (rows ldx apart) to int8 with a scale per column,
- * zero on the outlier channels, which go to xc->xo. With AMX laid out as
- * B tiles, xq[c][r][j][4] = x[KC c + 4 r + {0..3}][j]; for vpdpbusd
- * column by column, xq[j][k].
+ * Column j of x [d][n] (rows ldx apart) to int8 with a scale, zero on the
+ * outlier channels, which go to xc->xo. With AMX laid out as B tiles,
+ * xq[c][r][j][4] = x[KC c + 4 r + {0..3}][j]; for vpdpbusd column by
+ * column, xq[j][k]. The other columns' bytes are left as they are.
  */
 static void
-quantize_x(const struct logits_head *lh, const float *x, int ldx, int n,
+quantize_col(const struct logits_head *lh, const float *x, int ldx, int j,
     int8_t *xq, struct xcols *xc)
 {
-	int d = lh->d, j, k, o;
+	float max = 0.0f, inv, base = 0.0f;
+	int32_t sum = 0;
+	int d = lh->d, k, o;
 
-	memset(xq, 0, LOGITS_SCRATCH(d));
-	for (j = 0; j < n; j++) {
-		float max = 0.0f, inv, base = 0.0f;
-		int32_t sum = 0;
-
-		for (o = 0; o < lh->n_out; o++)
-			xc->xo[o][j] = x[(size_t)lh->out_c[o] * ldx + j];
-		for (k = 0; k < d; k++) {
-			/* the outlier channels have mean 0: not in base */
-			base += lh->mean[k] * x[(size_t)k * ldx + j];
-			if (!is_outlier(lh, k))
-				max = gemv_absmax(max, x[(size_t)k * ldx +
-				    j]);
-		}
-		xc->sx[j] = max / 127.0f;
-		xc->base[j] = base;
-		inv = max > 0.0f ? 127.0f / max : 0.0f;
-		for (k = 0; k < d; k++) {
-			int8_t q = is_outlier(lh, k) ? 0 : (int8_t)lrintf(
-			    x[(size_t)k * ldx + j] * inv);
-
-			if (lh->kernel == LOGITS_AMX)
-				xq[((size_t)(k / KC) * 16 + (k % KC) / 4) * 64 +
-				    j * 4 + k % 4] = q;
-			else
-				xq[(size_t)j * d + k] = q;
-			sum += q;
-		}
-		xc->sum[j] = sum;
+	for (o = 0; o < lh->n_out; o++)
+		xc->xo[o][j] = x[(size_t)lh->out_c[o] * ldx + j];
+	for (k = 0; k < d; k++) {
+		/* the outlier channels have mean 0: not in base */
+		base += lh->mean[k] * x[(size_t)k * ldx + j];
+		if (!is_outlier(lh, k))
+			max = gemv_absmax(max, x[(size_t)k * ldx + j]);
 	}
+	xc->sx[j] = max / 127.0f;
+	xc->base[j] = base;
+	inv = max > 0.0f ? 127.0f / max : 0.0f;
+	for (k = 0; k < d; k++) {
+		int8_t q = is_outlier(lh, k) ? 0 : (int8_t)lrintf(
+		    x[(size_t)k * ldx + j] * inv);
+
+		if (lh->kernel == LOGITS_AMX)
+			xq[((size_t)(k / KC) * 16 + (k % KC) / 4) * 64 + j * 4 +
+			    k % 4] = q;
+		else
+			xq[(size_t)j * d + k] = q;
+		sum += q;
+	}
+	xc->sum[j] = sum;
 }
 
 /* One tile of nibbles (16 rows of KC / 2 bytes) to bytes 0..15 in a. */
@@ -521,13 +516,23 @@ logits_head_run(const struct logits_head *lh, const float *x, int ldx,
 	if (n < 1 || n > 16 || lh->n_vocab < LOGITS_EXACT)
 		return err_set(err, SOTTO_EINVAL, "4-bit output head: %d "
 		    "columns", n);
-	quantize_x(lh, x, ldx, n, scratch, &xc);
+	/*
+	 * The columns are rounded inside the region, shared among the
+	 * threads (gemv-i8-avx2.c says why); the AMX tiles' unused columns
+	 * stay zero.
+	 */
 #pragma omp parallel
 	{
 		int t = omp_get_thread_num(), nt = omp_get_num_threads();
-
 		int b0 = (int)((long long)lh->blocks * t / nt);
 		int b1 = (int)((long long)lh->blocks * (t + 1) / nt);
+		int c;
+
+#pragma omp single
+		memset(scratch, 0, LOGITS_SCRATCH(lh->d));
+		for (c = t; c < n; c += nt)
+			quantize_col(lh, x, ldx, c, scratch, &xc);
+#pragma omp barrier
 
 		if (lh->kernel == LOGITS_AMX)
 			estimate(lh, scratch, &xc, n, out, b0, b1);
