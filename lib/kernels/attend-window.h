@@ -165,6 +165,9 @@ AW_NAME(scores)(const float *q, int ldq, const AW_ELEM *k, int ldk, int n,
 /*
  * One query (a greedy step) against the n keys of one head: 8 rows of
  * AW_CHUNK keys at a time, each 8 channels' sums in flight together.
+ * attend_blk gives one query the same floats, but its weighted sums wait
+ * on two chains: base's 48 heads took 0.44 ms there against 0.38 here
+ * (AVX2, 2 threads).
  */
 AW_FN void
 AW_NAME(attend1)(const float *q, int ldq, const AW_ELEM *k, const AW_ELEM *v,

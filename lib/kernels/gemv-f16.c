@@ -135,7 +135,7 @@ dots_v3_n(const uint16_t *w, const float *xt, int k, int nc, float *out)
 }
 
 /*
- * dots_v3 of two rows against nc (4 or 5, a constant) columns: each of
+ * dots_v3 of two rows against nc (2 to 5, a constant) columns: each of
  * a column's four sums (the values of k at 8 q .. 8 q + 7 of every 32)
  * in a pass of its own over both rows, 10 sums in registers, so that
  * each 8 of a column is loaded once for both rows and each 8 of a row
@@ -264,7 +264,7 @@ rows_f16(const struct gemv_args *a, const float *xt, int n, float *y,
 	int cols = dot == dot_v4 ? V4_COLS : V3_COLS, m, j, j0, nc;
 	float v[V4_COLS], v1[V4_COLS];
 
-	/* 4 or 5 columns (beams) on AVX2: two rows at a time */
+	/* 2-5 columns (beams) on AVX2: two rows at a time */
 	if (dot == gemv_dot_f16_avx2 && n >= 2 && n <= 5)
 		for (; m0 + 1 < m1; m0 += 2) {
 			const uint16_t *w = a->wp + (size_t)m0 * a->k;
@@ -295,16 +295,17 @@ rows_f16(const struct gemv_args *a, const float *xt, int n, float *y,
 void
 gemv_f16(const struct gemv_args *a, float *scratch)
 {
-	int par = (size_t)a->rows * a->k >= PAR_MIN_ELEMS, j0, nb, j, kk;
+	int par = (size_t)a->rows * a->k >= PAR_MIN_ELEMS, j0, nb;
 	dot_fn dot = dot_pick(a->k);
 
 	for (j0 = 0; j0 < a->n; j0 += GEMV_F16_COLS) {
 		nb = a->n - j0 < GEMV_F16_COLS ? a->n - j0 : GEMV_F16_COLS;
 		/* the columns laid out inside the region, shared among the
 		 * threads (gemv_i8_avx2 says why) */
-#pragma omp parallel if (par) private(j, kk)
+#pragma omp parallel if (par)
 		{
 			int t = omp_get_thread_num(), nt = omp_get_num_threads();
+			int j, kk;
 
 			for (j = t; j < nb; j += nt)
 				for (kk = 0; kk < a->k; kk++)

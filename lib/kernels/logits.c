@@ -372,30 +372,24 @@ vnni_sums(const struct logits_head *lh, const int8_t *xq, int b, int j0,
 }
 
 /*
- * A beam search's 5 columns in one pass over the block: as 4 and then 1,
- * each block was read and its nibbles split twice, and the one column's
+ * An instance per column count, so that the sums stay in registers; up
+ * to 5 a pass, as logits-avx2.c takes them: a beam search's 5 went 4 and
+ * then 1, splitting each block's nibbles twice, and the one column's
  * pass waited on its own two chains (base's 5-beam head 0.76 ms a step).
  */
-VNNI_TARGET static void
-vnni_sums_5(const struct logits_head *lh, const int8_t *xq, int b, int j0,
-    __m512i *acc)
-{
-	vnni_sums(lh, xq, b, j0, acc, 5);
+#define VNNI_SUMS(N)							\
+VNNI_TARGET static void							\
+vnni_sums_##N(const struct logits_head *lh, const int8_t *xq, int b,	\
+    int j0, __m512i *acc)						\
+{									\
+	vnni_sums(lh, xq, b, j0, acc, N);				\
 }
 
-VNNI_TARGET static void
-vnni_sums_4(const struct logits_head *lh, const int8_t *xq, int b, int j0,
-    __m512i *acc)
-{
-	vnni_sums(lh, xq, b, j0, acc, 4);
-}
+VNNI_SUMS(1) VNNI_SUMS(2) VNNI_SUMS(3) VNNI_SUMS(4) VNNI_SUMS(5)
 
-VNNI_TARGET static void
-vnni_sums_1(const struct logits_head *lh, const int8_t *xq, int b, int j0,
-    __m512i *acc)
-{
-	vnni_sums(lh, xq, b, j0, acc, 1);
-}
+static void (*const vnni_sums_for[6])(const struct logits_head *,
+    const int8_t *, int, int, __m512i *) = { NULL, vnni_sums_1,
+	vnni_sums_2, vnni_sums_3, vnni_sums_4, vnni_sums_5 };
 
 /* The same estimates as estimate(), by vpdpbusd on the VNNI layout. */
 VNNI_TARGET static void
@@ -403,24 +397,17 @@ estimate_vnni(const struct logits_head *lh, const int8_t *xq,
     const struct xcols *xc, int n, float *out, int b0, int b1)
 {
 	__m512i acc[16];
-	int b, j, o;
+	int b, j, o, nc;
 
 	for (b = b0; b < b1; b++) {
 		int v = b * 16;
 		__mmask16 m = lanes16(v, lh->n_vocab);
 		__m512 s = _mm512_maskz_loadu_ps(m, lh->scale + v);
 
-		for (j = 0; j < n; )
-			if (n - j == 5) {
-				vnni_sums_5(lh, xq, b, j, acc);
-				j += 5;
-			} else if (n - j >= 4) {
-				vnni_sums_4(lh, xq, b, j, acc);
-				j += 4;
-			} else {
-				vnni_sums_1(lh, xq, b, j, acc);
-				j++;
-			}
+		for (j = 0; j < n; j += nc) {
+			nc = n - j < 5 ? n - j : 5;
+			vnni_sums_for[nc](lh, xq, b, j, acc);
+		}
 		for (j = 0; j < n; j++) {
 			__m512 e = _mm512_fmadd_ps(_mm512_mul_ps(
 			    _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j],

@@ -235,8 +235,8 @@ run_cols(const struct logits_head *lh, const float *x, int N, int j, int n,
 }
 
 /*
- * n columns (the VNNI path's instances: 1, 5, 4, and 6 as 5 + 1; 7 and
- * 16 the AVX2 path's 5 + 2 and 5 + 5 + 5 + 1) against a vocabulary of 2001 (a
+ * n columns (up to 5 a pass on either path: 1, 4, 5, 6 as 5 + 1, 7 as
+ * 5 + 2, 16 as 5 + 5 + 5 + 1) against a vocabulary of 2001 (a
  * partial last block of 16 rows); each column alone gives the same
  * floats as among the others (a beam's words do not depend on its
  * company).
@@ -326,6 +326,7 @@ test_logits_head_vnni(void **state)
 	check_logits_head(LOGITS_VNNI, 5);
 	check_logits_head(LOGITS_VNNI, 4);
 	check_logits_head(LOGITS_VNNI, 6);
+	check_logits_head(LOGITS_VNNI, 8);	/* 5 + 3 */
 }
 
 /* The int8 models' head on AVX2 (logits-avx2.c). */
