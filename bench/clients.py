@@ -59,8 +59,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 from daemon import proc_cpu_s, source_note  # noqa: E402
 from machine import cpu_model, loadavg, machine_busy_s  # noqa: E402
@@ -390,8 +391,8 @@ def main() -> int:
                     help=f"comma-separated files of --audio [{','.join(FILES)}]")
     ap.add_argument("--model", default=str(REPO / "models" / "tiny.en.gguf"),
                     help="the GGUF sottod and sotto transcribe load [models/tiny.en.gguf]")
-    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
-                    help="directory with manifest.tsv and the files [../shared/audio]")
+    ap.add_argument("--audio", default=str(AUDIO_DIR),
+                    help="directory with manifest.tsv and the files [SOTTO_AUDIO_DIR, else ../shared/audio]")
     ap.add_argument("--timeout", type=float, default=120.0,
                     help="seconds a client waits for its final transcript after the end of the audio [120]")
     ap.add_argument("--build-dir", default=str(REPO / "build"),

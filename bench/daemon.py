@@ -60,6 +60,8 @@ import wave
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
 from machine import HZ, cpu_model, loadavg, machine_busy_s  # noqa: E402
 from build import ensure_built  # noqa: E402
@@ -402,8 +404,8 @@ def main() -> int:
                     help="cores the rest of the machine may use during a measurement [0.5]")
     ap.add_argument("--wait", type=float, default=600,
                     help="wait at most this long (s) for the rest of the machine to quieten [600]")
-    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
-                    help="directory with manifest.tsv and the 16 kHz wav files [../shared/audio]")
+    ap.add_argument("--audio", default=str(AUDIO_DIR),
+                    help="directory with manifest.tsv and the 16 kHz wav files [SOTTO_AUDIO_DIR, else ../shared/audio]")
     ap.add_argument("--build-dir", default=str(REPO / "build-bench"),
                     help="meson build directory, set up as a release build if missing [build-bench]")
     ap.add_argument("--no-build", action="store_true", help="do not run meson compile first")

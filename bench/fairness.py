@@ -37,6 +37,8 @@ import wave
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 RATE = 16000
 
 
@@ -195,8 +197,8 @@ def main() -> int:
     ap.add_argument("--model", default="tiny.en", help="model [tiny.en]")
     ap.add_argument("--build-dir", default=str(REPO / "build"),
                     help="this build [build]")
-    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
-                    help="speech files [../shared/audio]")
+    ap.add_argument("--audio", default=str(AUDIO_DIR),
+                    help="speech files [SOTTO_AUDIO_DIR, else ../shared/audio]")
     a = ap.parse_args()
 
     os.environ["SOTTO_BUILD_DIR"] = str(Path(a.build_dir).resolve())

@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
@@ -251,8 +253,8 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default="tiny.en", help="Whisper model [tiny.en]")
     ap.add_argument("--runs", type=int, default=3, help="interleaved repetitions; medians over them [3]")
-    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"),
-                    help="directory with manifest.tsv and the wav files [../shared/audio]")
+    ap.add_argument("--audio", default=str(AUDIO_DIR),
+                    help="directory with manifest.tsv and the wav files [SOTTO_AUDIO_DIR, else ../shared/audio]")
     ap.add_argument("--build-dir", default=str(REPO / "build-bench"), help="meson release build [build-bench]")
     ap.add_argument("--no-build", action="store_true", help="do not run meson compile first")
     ap.add_argument("--docs", action=argparse.BooleanOptionalAction, default=True,

@@ -26,11 +26,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(HERE))
 
 import machine  # noqa: E402
 
-AUDIO = REPO.parent / "shared" / "audio"
+AUDIO = AUDIO_DIR
 SOTTO = REPO / "build" / "client" / "sotto"
 
 FW_WORKER = r"""

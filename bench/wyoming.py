@@ -41,6 +41,8 @@ import wave
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # tests/audio.py: where the speech set is
+from audio import AUDIO_DIR  # noqa: E402
 sys.path.insert(0, str(REPO / "bench"))
 from daemon import proc_cpu_s, source_note  # noqa: E402
 from machine import cpu_model, loadavg, machine_busy_s  # noqa: E402
@@ -265,7 +267,7 @@ def main() -> int:
     ap.add_argument("--beam-size", type=int, default=5,
                     help="beam of both transcripts: sottod [wyoming] beam_size, wyoming-faster-whisper "
                     "--beam-size [5]")
-    ap.add_argument("--audio", default=str(REPO.parent / "shared" / "audio"))
+    ap.add_argument("--audio", default=str(AUDIO_DIR))
     ap.add_argument("--build-dir", default=str(REPO / "build-bench"),
                     help="meson build directory, set up as a release build if missing [build-bench]")
     ap.add_argument("--no-build", action="store_true", help="do not run meson compile first")
