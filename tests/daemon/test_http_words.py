@@ -124,7 +124,9 @@ def test_disconnect_cancels(wd, tmp_path):
                         capture_output=True, timeout=60)
     assert cp.returncode == 28, cp     # curl: operation timed out
     t0 = time.monotonic()
-    assert _metric(wd, "sottod_sessions") == 1, wd.log()
+    # the upload itself can take curl's 2 s: sottod may have canceled the
+    # session already (the log line below says it did)
+    assert _metric(wd, "sottod_sessions") <= 1, wd.log()
     while _metric(wd, "sottod_sessions") > 0:
         assert time.monotonic() - t0 < 8, \
             f"the file still decodes 8 s after its client went away:\n" \
